@@ -1,0 +1,1 @@
+"""The schema → generated/ pipeline (see ``python -m codegen --help``)."""

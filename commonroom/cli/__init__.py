@@ -1,0 +1,1 @@
+"""The ``ce`` command line (Typer; one module per command group)."""

@@ -1,0 +1,112 @@
+"""``ce invite``, ``ce revoke``, ``ce join``, ``ce invitation decode``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import client, invitation
+from ..engine import Engine
+from .common import (
+    default_session_file,
+    emit,
+    handled,
+    owner_call,
+    parse_duration,
+    require_document,
+    save_session,
+)
+
+invitation_app = typer.Typer(help="Inspect invitation tokens.", no_args_is_help=True)
+
+
+@handled
+def invite_command(
+    file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
+    participant: Annotated[str, typer.Option("--participant", "-p", help="Who the invitation admits.")],
+    cap: Annotated[str, typer.Option("--cap", help="Capabilities, comma separated: read,observe,propose,lease,write,approve,handoff,message.")] = "read,observe",
+    expires: Annotated[str, typer.Option(help="How long the invitation is valid: 90s, 30m, 1h, 7d.")] = "24h",
+    session_ttl: Annotated[str, typer.Option(help="How long the session lasts once joined.")] = "30d",
+    transport: Annotated[str, typer.Option(help="loopback, local, or a plugin such as tailcat.")] = "loopback",
+) -> None:
+    """Print an invitation token for PARTICIPANT (through the owner port if the room runs)."""
+    document = require_document(file)
+    body = {
+        "participant": participant,
+        "capabilities": [c.strip() for c in cap.split(",") if c.strip()],
+        "expires_in_seconds": parse_duration(expires, "--expires"),
+        "session_ttl_seconds": parse_duration(session_ttl, "--session-ttl"),
+        "transport": transport,
+    }
+    result = owner_call(document, "POST", "/owner/invitations", body)
+    if result is None:
+        from .. import schemas
+
+        schemas.validate("owner#InviteRequest", body)
+        engine = Engine.open(document)
+        try:
+            result = engine.invite(body["participant"], body["capabilities"], transport,
+                                   expires_in_seconds=body["expires_in_seconds"],
+                                   session_ttl_seconds=body["session_ttl_seconds"])
+        finally:
+            engine.close()
+    print(result["token"])
+    print(f"invitation {result['invitation_id']} for {result['participant']} "
+          f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
+
+
+@handled
+def revoke_command(
+    file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
+    invitation_ref: Annotated[Optional[str], typer.Option("--invitation", help="Invitation id or token.")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", help="Session id.")] = None,
+) -> None:
+    """Revoke an invitation or a session (a revoked session stops at once)."""
+    document = require_document(file)
+    body = {k: v for k, v in (("invitation", invitation_ref), ("session", session)) if v is not None}
+    result = owner_call(document, "POST", "/owner/revoke", body)
+    if result is None:
+        from .. import schemas
+
+        schemas.validate("owner#RevokeRequest", body)
+        engine = Engine.open(document)
+        try:
+            result = engine.revoke(invitation_ref=invitation_ref, session_id=session)
+        finally:
+            engine.close()
+    emit(result)
+
+
+@handled
+def join_command(
+    token: Annotated[str, typer.Argument(help="The commonroom://join/… token.")],
+    session_file: Annotated[Optional[Path], typer.Option(help="Where to store the session (0600).")] = None,
+    client_name: Annotated[str, typer.Option("--client", help="Name this client.")] = "ce",
+) -> None:
+    """Redeem TOKEN at the room it names and store the session."""
+    payload = invitation.decode(token)
+    result = client.call_json(payload["transport"], "POST", "/workspace/join",
+                              body={"invitation": token.strip(), "client": client_name})
+    path = session_file or default_session_file()
+    save_session(path, {
+        "token": result["token"],
+        "session_id": result["session"]["id"],
+        "participant": result["session"]["participant"]["name"],
+        "capabilities": result["session"]["capabilities"],
+        "expires_at": result["session"]["expires_at"],
+        "workspace_id": result["workspace_id"],
+        "file_name": result["file_name"],
+        "transport": payload["transport"],
+    })
+    emit({"session": result["session"], "workspace_id": result["workspace_id"],
+          "file_name": result["file_name"], "session_file": str(path)})
+
+
+@invitation_app.command("decode")
+@handled
+def decode_command(token: Annotated[str, typer.Argument(help="The commonroom://join/… token.")]) -> None:
+    """Print the invitation's payload with its secret masked."""
+    emit(invitation.masked(invitation.decode(token)))

@@ -1,0 +1,28 @@
+"""The ``ce`` application: every command group registered in one place."""
+
+from __future__ import annotations
+
+import typer
+
+from .access import decode_command, invitation_app, invite_command, join_command, revoke_command
+from .call import call_command
+from .serve import serve_command
+
+app = typer.Typer(
+    name="ce",
+    help="commonroom: people and AI agents working together on one markdown file.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("serve")(serve_command)
+app.command("invite")(invite_command)
+app.command("revoke")(revoke_command)
+app.command("join")(join_command)
+app.command("call")(call_command)
+app.add_typer(invitation_app, name="invitation")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,30 @@
+"""``ce serve FILE``: run the room (see :mod:`commonroom.server`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..server import ServeError, ServeOptions, serve
+
+
+def serve_command(
+    file: Annotated[Path, typer.Argument(help="The markdown file the room owns.")],
+    port: Annotated[int, typer.Option(help="Session ingress port (0 picks a free one).")] = 7711,
+    owner_port: Annotated[int, typer.Option(help="Owner port on 127.0.0.1 (0 picks a free one).")] = 7710,
+    host: Annotated[str, typer.Option(help="Session ingress address (loopback transport).")] = "127.0.0.1",
+    socket: Annotated[bool, typer.Option("--socket", help="Also listen on a Unix socket (local transport).")] = False,
+    log_level: Annotated[str, typer.Option(help="gunicorn log level.")] = "warning",
+) -> None:
+    """Start the room on FILE: one process, two listeners, until Ctrl-C."""
+    options = ServeOptions(document=file, host=host, port=port, owner_port=owner_port,
+                           socket=socket, log_level=log_level)
+    try:
+        code = serve(options)
+    except ServeError as exc:
+        print(f"ce serve: {exc}", file=sys.stderr)
+        raise typer.Exit(exc.code) from None
+    raise typer.Exit(code)

@@ -1,0 +1,225 @@
+"""The byte client of ``ce join``, ``ce call`` and ``ce mcp`` (seed protocol.txt, HTTP).
+
+It speaks HTTP/1.1 over the socket the transport hint dials, with
+``Host: commonroom``. Request/response calls send ``Connection: close`` and
+read the body until ``Content-Length``; :func:`stream` reads a server-sent
+event stream (chunked or close-delimited) line by line.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from . import errors
+from .transport import dial
+
+HOST = "commonroom"
+
+
+@dataclass
+class Response:
+    """A parsed response: status, lower-cased headers, raw body."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        """The body as JSON (``None`` when empty)."""
+        return json.loads(self.body) if self.body.strip() else None
+
+
+def _request_bytes(method: str, path: str, body: bytes | None, headers: dict[str, str], close: bool) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {HOST}"]
+    lines.append("Connection: close" if close else "Connection: keep-alive")
+    for name, value in headers.items():
+        lines.append(f"{name}: {value}")
+    if body is not None:
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+
+
+class _Reader:
+    """Buffered reads from a socket."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.buf = b""
+
+    def _fill(self) -> bool:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            return False
+        self.buf += chunk
+        return True
+
+    def until(self, marker: bytes) -> bytes:
+        while marker not in self.buf:
+            if not self._fill():
+                raise ConnectionError("connection closed mid-response")
+        head, _, self.buf = self.buf.partition(marker)
+        return head
+
+    def exactly(self, size: int) -> bytes:
+        while len(self.buf) < size:
+            if not self._fill():
+                raise ConnectionError("connection closed mid-body")
+        data, self.buf = self.buf[:size], self.buf[size:]
+        return data
+
+    def rest(self) -> bytes:
+        while self._fill():
+            pass
+        data, self.buf = self.buf, b""
+        return data
+
+    def chunks(self) -> Iterator[bytes]:
+        while True:
+            size_line = self.until(b"\r\n").split(b";")[0].strip()
+            size = int(size_line or b"0", 16)
+            if size == 0:
+                self.until(b"\r\n")
+                return
+            data = self.exactly(size)
+            self.exactly(2)
+            yield data
+
+
+def _head(reader: _Reader) -> tuple[int, dict[str, str]]:
+    head = reader.until(b"\r\n\r\n").decode("latin-1")
+    status_line, *header_lines = head.split("\r\n")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+        raise ConnectionError(f"not an HTTP response: {status_line!r}")
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(parts[1]), headers
+
+
+def request(
+    transport: dict[str, Any],
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+    raw_body: bytes | None = None,
+    timeout: float = 60.0,
+) -> Response:
+    """One request/response call; raises ``TransportUnavailable`` if undialable."""
+    all_headers = dict(headers or {})
+    data = raw_body
+    if body is not None and data is None:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        all_headers.setdefault("Content-Type", "application/json")
+    if token:
+        all_headers["Authorization"] = f"Bearer {token}"
+    if data is None and method.upper() in ("POST", "PUT", "PATCH"):
+        data = b""
+    sock = dial(transport, timeout)
+    try:
+        sock.sendall(_request_bytes(method.upper(), path, data, all_headers, close=True))
+        reader = _Reader(sock)
+        status, response_headers = _head(reader)
+        if "content-length" in response_headers:
+            payload = reader.exactly(int(response_headers["content-length"]))
+        elif response_headers.get("transfer-encoding", "").lower() == "chunked":
+            payload = b"".join(reader.chunks())
+        else:
+            payload = reader.rest()
+        return Response(status, response_headers, payload)
+    except (OSError, ConnectionError) as exc:
+        raise errors.TransportUnavailable(
+            f"the room closed the connection: {exc}", details={"transport": transport.get("type")}
+        ) from None
+    finally:
+        sock.close()
+
+
+def call_json(transport: dict[str, Any], method: str, path: str, **kwargs: Any) -> Any:
+    """``request`` then the JSON body; a non-2xx answer raises its ``CommonroomError``."""
+    response = request(transport, method, path, **kwargs)
+    try:
+        value = response.json()
+    except ValueError:
+        raise errors.InvalidRequest(
+            f"the room answered {response.status} with a body that is not JSON",
+            details={"status": response.status},
+        ) from None
+    if response.status >= 400:
+        if isinstance(value, dict) and "error" in value:
+            raise errors.from_dict(value)
+        raise errors.InvalidRequest(f"the room answered {response.status}", details={"status": response.status, "body": value})
+    return value
+
+
+def stream(
+    transport: dict[str, Any],
+    path: str,
+    *,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> tuple[Response, Iterator[str]]:
+    """Open ``GET path`` as a stream: the response head and an iterator of lines.
+
+    A non-200 answer is returned with its whole body and an empty iterator.
+    Lines come without their line ending.
+    """
+    all_headers = {"Accept": "text/event-stream", **(headers or {})}
+    if token:
+        all_headers["Authorization"] = f"Bearer {token}"
+    sock = dial(transport, 10.0)
+    sock.settimeout(timeout)
+    sock.sendall(_request_bytes("GET", path, None, all_headers, close=True))
+    reader = _Reader(sock)
+    status, response_headers = _head(reader)
+    if status != 200:
+        if "content-length" in response_headers:
+            body = reader.exactly(int(response_headers["content-length"]))
+        elif response_headers.get("transfer-encoding", "").lower() == "chunked":
+            body = b"".join(reader.chunks())
+        else:
+            body = reader.rest()
+        sock.close()
+        return Response(status, response_headers, body), iter(())
+
+    def lines() -> Iterator[str]:
+        pending = b""
+        try:
+            source = (
+                reader.chunks()
+                if response_headers.get("transfer-encoding", "").lower() == "chunked"
+                else _raw(reader)
+            )
+            for data in source:
+                pending += data
+                while True:
+                    index = pending.find(b"\n")
+                    if index < 0:
+                        break
+                    line, pending = pending[:index], pending[index + 1 :]
+                    yield line.rstrip(b"\r").decode("utf-8", "replace")
+        except (OSError, ConnectionError):
+            return
+        finally:
+            sock.close()
+
+    return Response(status, response_headers, b""), lines()
+
+
+def _raw(reader: _Reader) -> Iterator[bytes]:
+    if reader.buf:
+        data, reader.buf = reader.buf, b""
+        yield data
+    while True:
+        chunk = reader.sock.recv(65536)
+        if not chunk:
+            return
+        yield chunk

@@ -1,0 +1,42 @@
+"""Time: one clock object passed in, RFC 3339 with +00:00 and microseconds.
+
+Seed ``protocol.txt`` (Persistence): "Timestamps are RFC 3339 with a numeric
+offset (+00:00) and microsecond precision."
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+
+
+def rfc3339(moment: _dt.datetime) -> str:
+    """``2026-11-29T08:00:00.000000+00:00`` for an aware datetime (UTC)."""
+    return moment.astimezone(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_rfc3339(text: str) -> _dt.datetime:
+    """Parse an RFC 3339 timestamp (``Z`` accepted); ``ValueError`` if not one."""
+    value = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"timestamp without offset: {text!r}")
+    return value.astimezone(_dt.timezone.utc)
+
+
+@dataclass
+class Clock:
+    """The wall clock; tests pass ``offset`` (seconds) to move time forward."""
+
+    offset: float = field(default=0.0)
+
+    def now(self) -> _dt.datetime:
+        """The current UTC time (plus ``offset`` seconds)."""
+        return _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=self.offset)
+
+    def stamp(self) -> str:
+        """``rfc3339(self.now())``."""
+        return rfc3339(self.now())
+
+    def after(self, seconds: float) -> str:
+        """The RFC 3339 stamp ``seconds`` from now."""
+        return rfc3339(self.now() + _dt.timedelta(seconds=seconds))

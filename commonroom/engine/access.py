@@ -1,0 +1,288 @@
+"""Invitations, joining, sessions and authentication (seed protocol.txt, Invitation).
+
+- ``invite`` makes a single-use invitation; the secret is returned once inside
+  the token and stored only as a hash.
+- ``join`` redeems it: expired, revoked and redeemed are each their own 403.
+- ``authenticate`` turns a bearer into an :class:`Actor`: missing or unknown is
+  ``unauthorized``, past its TTL ``session_expired``; revoked stops at once.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+import json
+
+from .. import PROTOCOL, PROTOCOL_VERSION, invitation, tokens
+from ..transport import hint as transport_hint
+from ..clock import parse_rfc3339, rfc3339
+from ..errors import (
+    InvalidRequest,
+    InvitationExpired,
+    InvitationRedeemed,
+    InvitationRevoked,
+    NotFound,
+    SessionExpired,
+    Unauthorized,
+)
+from ..store.models import Invitation, Participant, Session
+from .base import Actor, EngineBase
+
+DEFAULT_INVITATION_TTL = 24 * 3600
+DEFAULT_SESSION_TTL = 30 * 24 * 3600
+
+
+def participant_dict(row: Participant, sessions: int | None = None) -> dict[str, Any]:
+    """Wire form (schema ``common.json#/$defs/Participant``)."""
+    out: dict[str, Any] = {"id": row.id, "name": row.name, "created_at": row.created_at}
+    if sessions is not None:
+        out["sessions"] = sessions
+    return out
+
+
+def session_dict(row: Session) -> dict[str, Any]:
+    """Wire form (schema ``common.json#/$defs/Session``); never the token."""
+    return {
+        "id": row.id,
+        "participant": participant_dict(row.participant),
+        "capabilities": list(row.capabilities),
+        "created_at": row.created_at,
+        "expires_at": row.expires_at,
+        "revoked_at": row.revoked_at,
+    }
+
+
+class AccessMixin(EngineBase):
+    """Invitations, sessions and bearer authentication."""
+
+    def invite(
+        self,
+        participant: str,
+        capabilities: list[str],
+        transport: str = "loopback",
+        *,
+        expires_in_seconds: int = DEFAULT_INVITATION_TTL,
+        session_ttl_seconds: int = DEFAULT_SESSION_TTL,
+    ) -> dict[str, Any]:
+        """Create an invitation; returns ``owner.json#/$defs/InviteResult``.
+
+        ``transport`` names the transport whose hint (``transport.json``) goes
+        into the token. Operator only (the owner port or the local CLI).
+        Raises ``InvalidRequest`` for an empty name or a token over 8192
+        bytes, ``TransportUnavailable`` for a transport the room lacks.
+        """
+        name = participant.strip()
+        if not name:
+            raise InvalidRequest("participant name is empty", details={"pointer": "/participant"})
+        caps = sorted(set(capabilities), key=capabilities.index)
+        hint = transport_hint(transport, self.ingress())
+        secret = tokens.new_secret(tokens.INVITATION_PREFIX)
+        expires_at = self.clock.after(expires_in_seconds)
+        token = invitation.encode(
+            {
+                "capabilities": caps,
+                "expires_at": expires_at,
+                "protocol": PROTOCOL,
+                "secret": secret,
+                "transport": hint,
+                "version": PROTOCOL_VERSION,
+                "workspace_id": self.workspace_id,
+            }
+        )
+        invitation_id = tokens.new_id("inv_")
+
+        def create(ctx):
+            Invitation.create(
+                id=invitation_id,
+                secret_hash=tokens.digest(secret),
+                participant_name=name,
+                capabilities=caps,
+                transport=hint,
+                session_ttl_seconds=session_ttl_seconds,
+                created_at=self.clock.stamp(),
+                expires_at=expires_at,
+            )
+            ctx.emit(
+                "invitation.created",
+                {"invitation_id": invitation_id, "participant": name, "capabilities": caps,
+                 "expires_at": expires_at},
+            )
+
+        self.store.write(create)
+        return {
+            "invitation_id": invitation_id,
+            "token": token,
+            "participant": name,
+            "capabilities": caps,
+            "expires_at": expires_at,
+        }
+
+    def ingress(self) -> dict[str, Any] | None:
+        """The room's ingress listener as last recorded by ``ce serve``."""
+        raw = self.store.meta("ingress")
+        return json.loads(raw) if raw else None
+
+    def set_ingress(self, ingress: dict[str, Any]) -> None:
+        """Record the ingress listener (``{"host", "port"[, "socket"]}``)."""
+        self.store.write(lambda ctx: self.store.set_meta("ingress", json.dumps(ingress, sort_keys=True)))
+
+    def join(self, token: str, client: str | None = None) -> dict[str, Any]:
+        """Redeem ``token`` (single use) and open a session.
+
+        Returns ``join.json#/$defs/JoinResult`` with the bearer (shown once).
+        Raises ``InvalidRequest`` / ``UnsupportedVersion`` for a broken token,
+        ``Unauthorized`` for one this room never issued, and
+        ``InvitationExpired`` / ``InvitationRevoked`` / ``InvitationRedeemed``.
+        """
+        payload = invitation.decode(token)
+        if payload["workspace_id"] != self.workspace_id:
+            raise Unauthorized("this invitation is for another workspace",
+                               details={"reason": "workspace_mismatch"})
+        secret_hash = tokens.digest(payload["secret"])
+        bearer = tokens.new_secret(tokens.SESSION_PREFIX)
+        session_id = tokens.new_id("s_")
+
+        def redeem(ctx):
+            row = Invitation.get_or_none(Invitation.secret_hash == secret_hash)
+            if row is None or not tokens.matches(payload["secret"], row.secret_hash):
+                raise Unauthorized("this room did not issue that invitation",
+                                   details={"reason": "unknown_invitation"})
+            now = self.clock.now()
+            if row.revoked_at:
+                raise InvitationRevoked("the invitation was revoked",
+                                        details={"invitation_id": row.id, "revoked_at": row.revoked_at})
+            if row.redeemed_at:
+                raise InvitationRedeemed("the invitation was already used",
+                                         details={"invitation_id": row.id, "redeemed_at": row.redeemed_at})
+            if parse_rfc3339(row.expires_at) <= now:
+                raise InvitationExpired("the invitation expired",
+                                        details={"invitation_id": row.id, "expires_at": row.expires_at})
+            stamp = rfc3339(now)
+            participant = Participant.get_or_none(Participant.name == row.participant_name)
+            if participant is None:
+                participant = Participant.create(
+                    id=tokens.new_id("p_"), name=row.participant_name, created_at=stamp
+                )
+                ctx.emit("participant.joined", {"participant": participant_dict(participant)},
+                         participant_id=participant.id)
+            session = Session.create(
+                id=session_id,
+                token_hash=tokens.digest(bearer),
+                participant=participant,
+                invitation_id=row.id,
+                capabilities=list(row.capabilities),
+                client=client,
+                created_at=stamp,
+                expires_at=rfc3339(now + _dt.timedelta(seconds=row.session_ttl_seconds)),
+            )
+            row.redeemed_at = stamp
+            row.session_id = session_id
+            row.save()
+            ctx.emit(
+                "session.opened",
+                {"session_id": session_id, "participant": participant.name,
+                 "capabilities": list(row.capabilities), "invitation_id": row.id},
+                participant_id=participant.id,
+                session_id=session_id,
+            )
+            return session
+
+        session = self.store.write(redeem)
+        return {
+            "token": bearer,
+            "session": session_dict(session),
+            "workspace_id": self.workspace_id,
+            "file_name": self.file_name,
+        }
+
+    def authenticate(self, bearer: str | None) -> Actor:
+        """The :class:`Actor` for a bearer token.
+
+        Raises ``Unauthorized`` (missing, unknown or revoked) or
+        ``SessionExpired`` (past ``expires_at``).
+        """
+        if not bearer:
+            raise Unauthorized("a bearer token is required",
+                               details={"reason": "missing_bearer"})
+        row = (
+            Session.select(Session, Participant)
+            .join(Participant)
+            .where(Session.token_hash == tokens.digest(bearer))
+            .first()
+        )
+        if row is None or not tokens.matches(bearer, row.token_hash):
+            raise Unauthorized("unknown bearer token", details={"reason": "unknown_bearer"})
+        if row.revoked_at:
+            raise Unauthorized("the session was revoked",
+                               details={"reason": "revoked", "session_id": row.id})
+        if parse_rfc3339(row.expires_at) <= self.clock.now():
+            raise SessionExpired("the session expired; join again with a new invitation",
+                                 details={"session_id": row.id, "expires_at": row.expires_at})
+        return Actor(
+            kind="session",
+            capabilities=frozenset(row.capabilities),
+            session_id=row.id,
+            participant_id=row.participant.id,
+            participant_name=row.participant.name,
+            expires_at=row.expires_at,
+        )
+
+    def session_live(self, session_id: str) -> bool:
+        """True while the session is neither revoked nor expired (for streams)."""
+        row = Session.get_or_none(Session.id == session_id)
+        return bool(
+            row is not None
+            and not row.revoked_at
+            and parse_rfc3339(row.expires_at) > self.clock.now()
+        )
+
+    def session_info(self, actor: Actor) -> dict[str, Any]:
+        """The caller's own session (``common.json#/$defs/Session``)."""
+        row = Session.get_by_id(actor.session_id)
+        return session_dict(row)
+
+    def revoke(self, *, invitation_ref: str | None = None, session_id: str | None = None) -> dict[str, Any]:
+        """Revoke an invitation (by id or whole token) or a session (by id).
+
+        Operator only. Returns ``owner.json#/$defs/RevokeResult``; ``revoked``
+        is false when it was revoked already. Raises ``NotFound`` for an
+        unknown id, ``InvalidRequest`` unless exactly one is given.
+        """
+        if (invitation_ref is None) == (session_id is None):
+            raise InvalidRequest("give exactly one of invitation or session",
+                                 details={"pointer": ""})
+        if invitation_ref is not None:
+            ref = invitation_ref.strip()
+            if ref.startswith(invitation.PREFIX):
+                secret = invitation.decode(ref)["secret"]
+                query = Invitation.secret_hash == tokens.digest(secret)
+            else:
+                query = Invitation.id == ref
+
+            def revoke_invitation(ctx):
+                row = Invitation.get_or_none(query)
+                if row is None:
+                    raise NotFound("no such invitation", details={"invitation": ref if not ref.startswith(invitation.PREFIX) else "(token)"})
+                if row.revoked_at:
+                    return {"revoked": False, "kind": "invitation", "id": row.id}
+                row.revoked_at = self.clock.stamp()
+                row.save()
+                ctx.emit("invitation.revoked", {"invitation_id": row.id})
+                return {"revoked": True, "kind": "invitation", "id": row.id}
+
+            return self.store.write(revoke_invitation)
+
+        def revoke_session(ctx):
+            row = Session.get_or_none(Session.id == session_id)
+            if row is None:
+                raise NotFound("no such session", details={"session": session_id})
+            if row.revoked_at:
+                return {"revoked": False, "kind": "session", "id": row.id}
+            row.revoked_at = self.clock.stamp()
+            row.save()
+            ctx.emit("session.revoked", {"session_id": row.id},
+                     participant_id=row.participant_id, session_id=row.id)
+            return {"revoked": True, "kind": "session", "id": row.id}
+
+        return self.store.write(revoke_session)

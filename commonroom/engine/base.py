@@ -1,0 +1,133 @@
+"""The engine's core: the room's files, the actor, capability checks, the head.
+
+Every engine method takes an :class:`Actor` first (a session, or the local
+operator) and checks the capability the route or tool needs with
+:func:`require`. Adapters only translate; they never decide.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock
+from ..errors import InvalidRequest, PermissionDenied
+from ..store import Store
+from ..store.models import Version
+
+CAPABILITIES = ("read", "observe", "propose", "lease", "write", "approve", "handoff", "message")
+DEFAULT_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is calling: a participant's session, or the local operator.
+
+    ``capabilities`` is the session's grant; the operator holds all of them.
+    """
+
+    kind: str  # "session" | "operator"
+    capabilities: frozenset[str]
+    session_id: str | None = None
+    participant_id: str | None = None
+    participant_name: str | None = None
+    expires_at: str | None = None
+
+    @property
+    def name(self) -> str:
+        """A display name: the participant's, or ``operator``."""
+        return self.participant_name or "operator"
+
+
+OPERATOR = Actor(kind="operator", capabilities=frozenset(CAPABILITIES), participant_name="operator")
+
+
+def require(actor: Actor, capability: str) -> None:
+    """Raise ``PermissionDenied`` unless ``actor`` holds ``capability``."""
+    if capability not in actor.capabilities:
+        raise PermissionDenied(
+            f"this session lacks the {capability!r} capability",
+            details={"required": capability, "granted": sorted(actor.capabilities)},
+        )
+
+
+def content_hash(text: str) -> str:
+    """``sha256:<hex>`` of the UTF-8 bytes of ``text``."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse_limit(value: Any, default: int = DEFAULT_LIMIT) -> int:
+    """A list ``limit``: 1 to 200 (seed: "List endpoints accept 1 to 200 items").
+
+    ``None`` → ``default``; anything else outside 1..200 or not an integer →
+    ``InvalidRequest`` with ``details.parameter = "limit"``.
+    """
+    if value is None:
+        return default
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        number = int(value.strip())
+    if number is None or not 1 <= number <= 200:
+        raise InvalidRequest(
+            f"limit must be an integer from 1 to 200, not {value!r}",
+            details={"parameter": "limit", "minimum": 1, "maximum": 200},
+        )
+    return number
+
+
+def encode_cursor(position: Any) -> str:
+    """An opaque cursor for ``position`` (any JSON value)."""
+    raw = json.dumps(position, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def decode_cursor(cursor: str | None) -> Any:
+    """The position inside ``cursor``; ``None`` for none; ``InvalidRequest`` if broken."""
+    if cursor in (None, ""):
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        return json.loads(raw)
+    except (ValueError, TypeError):
+        raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"}) from None
+
+
+@dataclass
+class Head:
+    """The head version, cached in memory (the room is the only writer)."""
+
+    number: int
+    text: str
+    hash: str
+
+
+@dataclass
+class EngineBase:
+    """State every engine part shares. Build with :meth:`commonroom.engine.Engine.open`."""
+
+    document_path: Path
+    store: Store
+    clock: Clock
+    workspace_id: str = ""
+    _head: Head | None = field(default=None, repr=False)
+
+    @property
+    def file_name(self) -> str:
+        """The document's file name (no folder)."""
+        return self.document_path.name
+
+    def head(self) -> Head:
+        """The head version (number, text, hash)."""
+        if self._head is None:
+            row = Version.select().order_by(Version.number.desc()).get()
+            self._head = Head(row.number, row.content, row.content_hash)
+        return self._head
+
+    def _set_head(self, number: int, text: str, digest: str) -> None:
+        self._head = Head(number, text, digest)

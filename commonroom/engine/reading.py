@@ -1,0 +1,72 @@
+"""Reads: room status, the document, participants (seed protocol.txt, HTTP)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import peewee as pw
+
+from .. import PROTOCOL, PROTOCOL_VERSION
+from ..clock import rfc3339
+from ..store.models import Participant, Session
+from .access import participant_dict
+from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+
+
+class ReadingMixin(EngineBase):
+    """``room_status``, ``document``, ``participants`` (capability ``read``)."""
+
+    def _live_sessions(self) -> pw.Expression:
+        return Session.revoked_at.is_null() & (Session.expires_at > rfc3339(self.clock.now()))
+
+    def room_status(self, actor: Actor) -> dict[str, Any]:
+        """``room.json#/$defs/RoomStatus``. Needs ``read``."""
+        require(actor, "read")
+        return {
+            "protocol": PROTOCOL,
+            "version": PROTOCOL_VERSION,
+            "workspace_id": self.workspace_id,
+            "file_name": self.file_name,
+            "head_version": self.head().number,
+            "participants": Participant.select().count(),
+            "sessions": Session.select().where(self._live_sessions()).count(),
+            "last_event_id": self.store.last_event_id(),
+        }
+
+    def document(self, actor: Actor) -> dict[str, Any]:
+        """The head document, ``room.json#/$defs/Document``. Needs ``read``."""
+        require(actor, "read")
+        head = self.head()
+        return {"text": head.text, "version": head.number, "content_hash": head.hash}
+
+    def participants(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> dict[str, Any]:
+        """A page of participants in join order, ``room.json#/$defs/ParticipantsPage``.
+
+        ``limit`` 1 to 200 (default 50), else ``InvalidRequest``; ``cursor``
+        from the previous page's ``next_cursor``. Needs ``read``.
+        """
+        require(actor, "read")
+        size = parse_limit(limit)
+        after = decode_cursor(cursor)
+        query = Participant.select().order_by(Participant.created_at, Participant.id)
+        if after is not None:
+            if not (isinstance(after, list) and len(after) == 2):
+                from ..errors import InvalidRequest
+
+                raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+            query = query.where(
+                (Participant.created_at > after[0])
+                | ((Participant.created_at == after[0]) & (Participant.id > after[1]))
+            )
+        rows = list(query.limit(size + 1))
+        counts = dict(
+            Session.select(Session.participant, pw.fn.COUNT(Session.id))
+            .where(self._live_sessions() & Session.participant.in_([r.id for r in rows[:size]]))
+            .group_by(Session.participant)
+            .tuples()
+        )
+        page = [participant_dict(r, counts.get(r.id, 0)) for r in rows[:size]]
+        next_cursor = (
+            encode_cursor([rows[size - 1].created_at, rows[size - 1].id]) if len(rows) > size else None
+        )
+        return {"participants": page, "next_cursor": next_cursor}

@@ -1,0 +1,196 @@
+"""The one error catalogue (seed ``protocol.txt``, section HTTP).
+
+Every error a participant can see is a :class:`CommonroomError`. It renders
+as the seed's JSON envelope::
+
+    {"error": "<code>", "message": "<text>", "details": {...},
+     <recovery fields at top level when they apply>}
+
+The recovery fields are exactly the seed's list (:data:`RECOVERY_FIELDS`).
+The code → HTTP status table lives here and only here (:data:`STATUS`); the
+HTTP handler, the MCP mapper and the ``ce`` exit codes all read it.
+
+Tree::
+
+    CommonroomError
+    ├── Unauthorized            unauthorized          401
+    ├── PermissionDenied        permission_denied     403
+    ├── InvitationExpired       invitation_expired    403
+    ├── InvitationRevoked       invitation_revoked    403
+    ├── InvitationRedeemed      invitation_redeemed   403
+    ├── UnsupportedVersion      unsupported_version   400
+    ├── SessionExpired          session_expired       401
+    ├── LeaseConflict           lease_conflict        409
+    ├── StaleVersion            stale_version         409
+    ├── ProposalNotFound        proposal_not_found    404
+    ├── ProposalConflict        proposal_conflict     409
+    ├── InvalidRegion           invalid_region        400
+    ├── VersionNotFound         version_not_found     404
+    ├── TransportUnavailable    transport_unavailable 503
+    ├── LimitExceeded           limit_exceeded        429 (413 for a body)
+    ├── InvalidRequest          invalid_request       400
+    └── NotFound                not_found             404 (routes and records
+                                                      the seed names no code for)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Recovery fields, in the seed's order. Only these may appear at top level.
+RECOVERY_FIELDS: tuple[str, ...] = (
+    "base_version",
+    "current_version",
+    "expected_version",
+    "diff",
+    "changes",
+    "retry_after_seconds",
+    "lease_id",
+    "proposal_id",
+    "region",
+)
+
+#: code → HTTP status, the seed's table (``not_found`` is ours, see docs).
+STATUS: dict[str, int] = {
+    "unauthorized": 401,
+    "permission_denied": 403,
+    "invitation_expired": 403,
+    "invitation_revoked": 403,
+    "invitation_redeemed": 403,
+    "unsupported_version": 400,
+    "session_expired": 401,
+    "lease_conflict": 409,
+    "stale_version": 409,
+    "proposal_not_found": 404,
+    "proposal_conflict": 409,
+    "invalid_region": 400,
+    "version_not_found": 404,
+    "transport_unavailable": 503,
+    "limit_exceeded": 429,
+    "invalid_request": 400,
+    "not_found": 404,
+}
+
+#: code → distinct non-zero exit status of ``ce`` (1 is a generic failure).
+EXIT_CODES: dict[str, int] = {code: 10 + i for i, code in enumerate(STATUS)}
+
+
+class CommonroomError(Exception):
+    """An error with a seed code, a message, details and recovery fields.
+
+    ``recovery`` keys must be in :data:`RECOVERY_FIELDS` (``ValueError``
+    otherwise, a programming error). ``status`` overrides the table only where
+    the seed allows it (413 for an oversized body).
+    """
+
+    code: str = "invalid_request"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        status: int | None = None,
+        **recovery: Any,
+    ) -> None:
+        super().__init__(message)
+        unknown = set(recovery) - set(RECOVERY_FIELDS)
+        if unknown:
+            raise ValueError(f"not recovery fields: {sorted(unknown)}")
+        self.message = message
+        self.details = details or {}
+        self.recovery = {k: v for k, v in recovery.items() if v is not None}
+        self.status = status or STATUS[self.code]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire envelope (schema ``error.json``)."""
+        body: dict[str, Any] = {
+            "error": self.code,
+            "message": self.message,
+            "details": self.details,
+        }
+        for field in RECOVERY_FIELDS:
+            if field in self.recovery:
+                body[field] = self.recovery[field]
+        return body
+
+    @property
+    def exit_code(self) -> int:
+        """The ``ce`` exit status for this code."""
+        return EXIT_CODES[self.code]
+
+
+def _make(name: str, code: str, doc: str) -> type[CommonroomError]:
+    return type(name, (CommonroomError,), {"code": code, "__doc__": doc})
+
+
+Unauthorized = _make("Unauthorized", "unauthorized", "Missing or unknown bearer (401).")
+PermissionDenied = _make(
+    "PermissionDenied", "permission_denied", "The session lacks a capability (403)."
+)
+InvitationExpired = _make(
+    "InvitationExpired", "invitation_expired", "The invitation's expires_at passed (403)."
+)
+InvitationRevoked = _make(
+    "InvitationRevoked", "invitation_revoked", "The invitation was revoked (403)."
+)
+InvitationRedeemed = _make(
+    "InvitationRedeemed", "invitation_redeemed", "The invitation was used already (403)."
+)
+UnsupportedVersion = _make(
+    "UnsupportedVersion", "unsupported_version", "A protocol version other than 1 (400)."
+)
+SessionExpired = _make("SessionExpired", "session_expired", "The session's TTL passed (401).")
+LeaseConflict = _make(
+    "LeaseConflict", "lease_conflict", "Another session leases the region (409)."
+)
+StaleVersion = _make(
+    "StaleVersion", "stale_version", "The base or expected version is not the head (409)."
+)
+ProposalNotFound = _make("ProposalNotFound", "proposal_not_found", "No such proposal (404).")
+ProposalConflict = _make(
+    "ProposalConflict", "proposal_conflict", "The region changed irreconcilably (409)."
+)
+InvalidRegion = _make(
+    "InvalidRegion", "invalid_region", "A region that does not resolve, or twice (400)."
+)
+VersionNotFound = _make("VersionNotFound", "version_not_found", "No such version (404).")
+TransportUnavailable = _make(
+    "TransportUnavailable", "transport_unavailable", "The transport cannot be dialled (503)."
+)
+LimitExceeded = _make(
+    "LimitExceeded", "limit_exceeded", "Rate limit (429) or oversized body (413)."
+)
+InvalidRequest = _make("InvalidRequest", "invalid_request", "Malformed input (400).")
+NotFound = _make("NotFound", "not_found", "An unknown route or record (404).")
+
+#: code → class, for clients that rebuild errors from the wire.
+BY_CODE: dict[str, type[CommonroomError]] = {
+    cls.code: cls
+    for cls in (
+        Unauthorized,
+        PermissionDenied,
+        InvitationExpired,
+        InvitationRevoked,
+        InvitationRedeemed,
+        UnsupportedVersion,
+        SessionExpired,
+        LeaseConflict,
+        StaleVersion,
+        ProposalNotFound,
+        ProposalConflict,
+        InvalidRegion,
+        VersionNotFound,
+        TransportUnavailable,
+        LimitExceeded,
+        InvalidRequest,
+        NotFound,
+    )
+}
+
+
+def from_dict(body: dict[str, Any]) -> CommonroomError:
+    """Rebuild an error from its wire envelope (unknown codes → InvalidRequest)."""
+    cls = BY_CODE.get(body.get("error", ""), InvalidRequest)
+    recovery = {k: body[k] for k in RECOVERY_FIELDS if k in body}
+    return cls(body.get("message", ""), details=body.get("details") or {}, **recovery)

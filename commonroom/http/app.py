@@ -1,0 +1,126 @@
+"""The Falcon ASGI apps of a room and the dispatcher between its two listeners.
+
+``create_app(engine, role, owner_token_hash)`` builds the app for one role:
+
+- ``"ingress"``: the session ingress; bearer = a session token.
+- ``"owner"``: 127.0.0.1 only; bearer = the owner token (the operator).
+
+:class:`RoomASGI` is the ASGI callable gunicorn serves: it sends each
+connection to the owner app when it arrived on the owner port, else to the
+ingress app, and runs the lifespan (closing live streams on shutdown).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import falcon
+import falcon.asgi
+
+from .. import tokens
+from ..engine import OPERATOR, Engine
+from ..errors import CommonroomError, InvalidRequest, NotFound, Unauthorized
+from .routes import ingress_routes, owner_routes
+from .wire import bearer, send_error
+
+log = logging.getLogger("commonroom.http")
+
+
+class Authenticate:
+    """Middleware: sets ``req.context.actor`` for every non-public route."""
+
+    def __init__(self, engine: Engine, role: str, owner_token_hash: str | None):
+        self.engine = engine
+        self.role = role
+        self.owner_token_hash = owner_token_hash
+
+    async def process_resource(self, req, resp, resource, params) -> None:  # noqa: D102
+        req.context.actor = None
+        if resource is None or getattr(resource, "public", False):
+            return
+        token = bearer(req)
+        if self.role == "owner":
+            if not token or not self.owner_token_hash or not tokens.matches(token, self.owner_token_hash):
+                raise Unauthorized("the owner port needs the owner token",
+                                   details={"reason": "owner_token"})
+            req.context.actor = OPERATOR
+            return
+        req.context.actor = self.engine.authenticate(token)
+
+
+async def _commonroom_error(req, resp, error: CommonroomError, params) -> None:
+    send_error(resp, error)
+
+
+async def _http_error(req, resp, error: falcon.HTTPError, params) -> None:
+    if error.status_code == 404:
+        send_error(resp, NotFound(f"no route {req.method} {req.path}", details={"path": req.path}))
+        return
+    wrapped = InvalidRequest(error.title or "bad request", details={"description": error.description or ""})
+    send_error(resp, wrapped)
+    resp.status = error.status_code
+    for name, value in (error.headers or {}).items():
+        resp.set_header(name, value)
+
+
+def create_app(
+    engine: Engine,
+    role: str,
+    owner_token_hash: str | None = None,
+    extra_routes: dict[str, Any] | None = None,
+    middleware: list[Any] | None = None,
+) -> falcon.asgi.App:
+    """The Falcon app for ``role`` (``"ingress"`` or ``"owner"``)."""
+    app = falcon.asgi.App(
+        middleware=[Authenticate(engine, role, owner_token_hash), *(middleware or [])],
+        cors_enable=False,
+    )
+    app.req_options.auto_parse_qs_csv = False
+    app.req_options.keep_blank_qs_values = True
+    app.resp_options.secure_cookies_by_default = True
+    routes = ingress_routes(engine) if role == "ingress" else owner_routes(engine)
+    routes.update(extra_routes or {})
+    for path, resource in routes.items():
+        app.add_route(path, resource)
+    app.add_error_handler(falcon.HTTPError, _http_error)
+    app.add_error_handler(CommonroomError, _commonroom_error)
+    return app
+
+
+class RoomASGI:
+    """ASGI entry: route by listener port; run the lifespan.
+
+    ``on_shutdown`` callables run (awaited if coroutines) when the worker stops.
+    """
+
+    def __init__(self, owner_app: Callable, ingress_app: Callable, owner_port: int,
+                 on_shutdown: list[Callable] | None = None):
+        self.owner_app = owner_app
+        self.ingress_app = ingress_app
+        self.owner_port = owner_port
+        self.on_shutdown = on_shutdown or []
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: D102
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        server = scope.get("server") or (None, None)
+        app = self.owner_app if server[1] == self.owner_port else self.ingress_app
+        await app(scope, receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                for hook in self.on_shutdown:
+                    try:
+                        result = hook()
+                        if hasattr(result, "__await__"):
+                            await result
+                    except Exception:  # a failing hook must not stop shutdown
+                        log.exception("shutdown hook failed")
+                await send({"type": "lifespan.shutdown.complete"})
+                return

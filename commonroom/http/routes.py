@@ -1,0 +1,57 @@
+"""The route table: path → handlers, for the session ingress and the owner port.
+
+Every handler is one engine call. The owner port serves the same
+``/workspace/*`` routes as the operator, plus ``/owner/*``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import Engine
+from .endpoint import Call, Endpoint, Method
+
+
+def _join(call: Call) -> Any:
+    return 201, call.engine.join(call.body["invitation"], call.body.get("client"))
+
+
+def _invite(call: Call) -> Any:
+    body = call.body
+    kwargs = {k: body[k] for k in ("expires_in_seconds", "session_ttl_seconds") if k in body}
+    return 201, call.engine.invite(body["participant"], body["capabilities"], body.get("transport", "loopback"), **kwargs)
+
+
+def _revoke(call: Call) -> Any:
+    return call.engine.revoke(
+        invitation_ref=call.body.get("invitation"), session_id=call.body.get("session")
+    )
+
+
+def workspace_routes(engine: Engine) -> dict[str, Endpoint]:
+    """Routes a session (or the operator) calls."""
+    return {
+        "/workspace/room": Endpoint(engine, get=lambda c: c.engine.room_status(c.actor)),
+        "/workspace/document": Endpoint(engine, get=lambda c: c.engine.document(c.actor)),
+        "/workspace/participants": Endpoint(
+            engine, get=lambda c: c.engine.participants(c.actor, c.arg("limit"), c.arg("cursor"))
+        ),
+    }
+
+
+def ingress_routes(engine: Engine) -> dict[str, Endpoint]:
+    """The session ingress: join (public), the session itself, workspace routes."""
+    return {
+        "/workspace/join": Endpoint(engine, public=True, post=Method(_join, "join#JoinRequest")),
+        "/workspace/session": Endpoint(engine, get=lambda c: c.engine.session_info(c.actor)),
+        **workspace_routes(engine),
+    }
+
+
+def owner_routes(engine: Engine) -> dict[str, Endpoint]:
+    """The owner port: operator routes plus workspace routes as the operator."""
+    return {
+        "/owner/invitations": Endpoint(engine, post=Method(_invite, "owner#InviteRequest")),
+        "/owner/revoke": Endpoint(engine, post=Method(_revoke, "owner#RevokeRequest")),
+        **workspace_routes(engine),
+    }

@@ -1,0 +1,89 @@
+"""Request and response plumbing shared by every HTTP resource.
+
+- :func:`read_json` reads a JSON body with a hard size cap, refusing an
+  oversized body (``limit_exceeded`` 413) from its Content-Length or as soon
+  as the streamed bytes pass the cap, without buffering it whole.
+- :func:`send` writes a JSON body; :func:`send_error` renders the catalogue.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import falcon
+
+from .. import schemas
+from ..errors import CommonroomError, InvalidRequest, LimitExceeded
+
+#: Largest request body accepted, in bytes (documents up to a few MB fit).
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON (non-ASCII kept as is)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def send(resp: falcon.asgi.Response, value: Any, status: int = 200) -> None:
+    """Set a JSON response."""
+    resp.status = status
+    resp.content_type = "application/json"
+    resp.data = dumps(value)
+
+
+def send_error(resp: Any, error: CommonroomError) -> None:
+    """Render ``error`` as the seed's envelope with its status (and Retry-After)."""
+    send(resp, error.to_dict(), error.status)
+    retry = error.recovery.get("retry_after_seconds")
+    if retry is not None:
+        resp.set_header("Retry-After", str(int(retry)))
+
+
+def too_large(limit: int) -> LimitExceeded:
+    """The 413 ``limit_exceeded`` for a body over ``limit`` bytes."""
+    return LimitExceeded(
+        f"request body is larger than {limit} bytes",
+        details={"limit_bytes": limit},
+        status=413,
+    )
+
+
+async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limit: int = MAX_BODY_BYTES) -> Any:
+    """The request's JSON body, validated against ``schema`` when given.
+
+    Empty body → ``{}``. Raises ``LimitExceeded`` (413) past ``limit`` bytes,
+    ``InvalidRequest`` for bad JSON or a schema failure (naming the pointer).
+    """
+    length = req.content_length
+    if length is not None and length > limit:
+        raise too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in req.stream:
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        body: Any = {}
+    else:
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InvalidRequest(f"request body is not JSON: {exc}", details={"pointer": ""}) from None
+    if schema is not None:
+        schemas.validate(schema, body)
+    return body
+
+
+def bearer(req: falcon.asgi.Request) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, else None."""
+    header = req.get_header("Authorization")
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()

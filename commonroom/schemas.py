@@ -1,0 +1,81 @@
+"""Validators built from ``generated.registry`` (the files under ``schema/``).
+
+``validate(name, instance)`` checks a request body at the boundary and raises
+:class:`~commonroom.errors.InvalidRequest` naming the JSON pointer that
+failed. ``name`` is ``"<file>"`` for a whole file (``"invitation"``) or
+``"<file>#<Def>"`` for one of its ``$defs`` (``"join#JoinRequest"``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from generated.registry import SCHEMAS
+
+from .errors import InvalidRequest
+
+BASE = "https://commonroom.invalid/schema/"
+
+
+@lru_cache(maxsize=1)
+def registry() -> Registry:
+    """All schema files, addressable as ``BASE + file name``."""
+    resources = [
+        (BASE + name, Resource.from_contents(schema, default_specification=DRAFT202012))
+        for name, schema in SCHEMAS.items()
+    ]
+    return Registry().with_resources(resources)
+
+
+def _uri(name: str) -> str:
+    file, _, definition = name.partition("#")
+    uri = BASE + (file if file.endswith(".json") else file + ".json")
+    return uri + (f"#/$defs/{definition}" if definition else "")
+
+
+@lru_cache(maxsize=None)
+def validator(name: str) -> Draft202012Validator:
+    """A compiled validator for ``name`` (see module docstring); KeyError if unknown."""
+    file = name.partition("#")[0]
+    if (file if file.endswith(".json") else file + ".json") not in SCHEMAS:
+        raise KeyError(name)
+    return Draft202012Validator({"$ref": _uri(name)}, registry=registry())
+
+
+def errors_of(name: str, instance: Any) -> list[str]:
+    """Every failure as ``"<pointer>: <message>"`` (empty when valid)."""
+    return [
+        f"{_pointer(e.absolute_path)}: {e.message}"
+        for e in validator(name).iter_errors(instance)
+    ]
+
+
+def _pointer(path: Any) -> str:
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
+    return "/" + "/".join(parts) if parts else ""
+
+
+def validate(name: str, instance: Any) -> Any:
+    """Return ``instance`` if valid; else raise ``InvalidRequest``.
+
+    The error's ``details`` carry ``pointer`` (the JSON pointer into the body,
+    ``""`` for the root), ``schema_path`` and ``reason``.
+    """
+    error = best_match(validator(name).iter_errors(instance))
+    if error is None:
+        return instance
+    pointer = _pointer(error.absolute_path)
+    raise InvalidRequest(
+        f"request body is invalid at {pointer or '/'}: {error.message}",
+        details={
+            "pointer": pointer,
+            "schema_path": "/" + "/".join(str(p) for p in error.absolute_schema_path),
+            "reason": error.message,
+        },
+    )

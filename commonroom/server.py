@@ -1,0 +1,264 @@
+"""The room process: ``ce serve FILE`` (DESIGN.md, Processes and ports).
+
+One gunicorn arbiter with exactly one ``asgi`` worker (the single writer)
+serving :class:`commonroom.http.RoomASGI` on two listeners that this module
+binds itself (so port 0 works and the chosen ports are known before the
+fork): the owner port on 127.0.0.1 and the session ingress. The arbiter holds
+an exclusive ``flock`` on ``<file>.commonroom.lock``; a second room on the
+same file fails at once, naming the first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gc
+import json
+import logging
+import os
+import resource
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import tokens
+from .clock import Clock
+from .roomfiles import RoomFiles, write_private
+
+log = logging.getLogger("commonroom.server")
+
+
+class ServeError(Exception):
+    """A one-line reason ``ce serve`` cannot start (exit status in ``code``)."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class ServeOptions:
+    """``ce serve`` options. Ports 0 pick free ports."""
+
+    document: Path
+    host: str = "127.0.0.1"
+    port: int = 7711
+    owner_port: int = 7710
+    socket: bool = False
+    graceful_timeout: int = 5
+    log_level: str = "warning"
+
+
+def check_document(document: Path) -> None:
+    """Raise ``ServeError`` unless ``document`` is a UTF-8 file in a writable folder."""
+    if not document.exists():
+        raise ServeError(f"{document}: no such file")
+    if document.is_dir():
+        raise ServeError(f"{document}: is a directory, not a markdown file")
+    if not document.is_file():
+        raise ServeError(f"{document}: not a regular file")
+    try:
+        document.read_bytes().decode("utf-8")
+    except PermissionError:
+        raise ServeError(f"{document}: permission denied") from None
+    except UnicodeDecodeError as exc:
+        raise ServeError(f"{document}: not UTF-8 (byte {exc.start}); commonroom serves UTF-8 markdown") from None
+    folder = document.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ServeError(f"{folder}: folder is not writable (the sidecar lives beside the file)")
+
+
+def acquire_lock(files: RoomFiles) -> int:
+    """Take the exclusive writer lock; return its fd (kept open while serving).
+
+    Raises ``ServeError`` (code 3) naming the running room when it is held.
+    """
+    fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        state = files.read_state() or {}
+        where = state.get("owner_url") or "unknown address"
+        pid = state.get("pid", "?")
+        raise ServeError(
+            f"a room is already running for {files.document} (pid {pid}, owner {where})", code=3
+        ) from None
+    return fd
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _listen_unix(path: Path) -> socket.socket:
+    if path.exists():
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    os.chmod(path, 0o600)
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def raise_nofile() -> str | None:
+    """Raise the soft open-files limit to the hard limit; a warning if we cannot."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft >= target:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError) as exc:
+        return f"could not raise the open-files limit from {soft}: {exc}"
+    return None
+
+
+def serve(options: ServeOptions, out=sys.stdout) -> int:
+    """Run the room until SIGINT/SIGTERM; returns the exit status.
+
+    Raises ``ServeError`` for a bad file, a held lock or a busy port.
+    """
+    from .engine import Engine
+
+    files = RoomFiles.of(options.document)
+    check_document(files.document)
+    lock_fd = acquire_lock(files)
+    listeners: list[socket.socket] = []
+    try:
+        owner_sock = _listen("127.0.0.1", options.owner_port)
+        listeners.append(owner_sock)
+        ingress_sock = _listen(options.host, options.port)
+        listeners.append(ingress_sock)
+        owner_port = owner_sock.getsockname()[1]
+        ingress = {"host": options.host, "port": ingress_sock.getsockname()[1]}
+        if options.socket:
+            listeners.append(_listen_unix(files.socket))
+            ingress["socket"] = str(files.socket)
+
+        engine = Engine.open(files.document)  # bootstrap before the fork
+        engine.set_ingress(ingress)
+        workspace_id = engine.workspace_id
+        engine.close()
+
+        owner_token = tokens.new_secret(tokens.OWNER_PREFIX)
+        write_private(files.owner_token, owner_token + "\n")
+        state = {
+            "pid": os.getpid(),
+            "document": str(files.document),
+            "sidecar": str(files.sidecar),
+            "workspace_id": workspace_id,
+            "owner_url": f"http://127.0.0.1:{owner_port}",
+            "owner_port": owner_port,
+            "ingress": ingress,
+            "owner_token_file": str(files.owner_token),
+            "started_at": Clock().stamp(),
+        }
+        tmp = files.state.with_name(files.state.name + ".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n", "utf-8")
+        os.replace(tmp, files.state)
+        warning = raise_nofile()
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+
+        print(f"commonroom serving {files.document}", file=out)
+        print(f"  owner port:      http://127.0.0.1:{owner_port}  (token in {files.owner_token})", file=out)
+        print(f"  session ingress: http://{ingress['host']}:{ingress['port']}", file=out)
+        if options.socket:
+            print(f"  local socket:    {files.socket}", file=out)
+        print(f"  invite someone:  ce invite {files.document} --participant NAME --cap read,observe,propose", file=out)
+        out.flush()
+
+        config = WorkerConfig(
+            document=files.document,
+            owner_port=owner_port,
+            owner_token_hash=tokens.digest(owner_token),
+        )
+        app = RoomApplication(config, [s.fileno() for s in listeners], options)
+        try:
+            app.run()
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+    finally:
+        for path in (files.state, files.owner_token):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        for sock in listeners:
+            sock.close()
+        os.close(lock_fd)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What the worker needs to build the app (inherited across the fork)."""
+
+    document: Path
+    owner_port: int
+    owner_token_hash: str
+
+
+def build_app(config: WorkerConfig) -> Any:
+    """The ASGI app of the room, built inside the worker (after the fork)."""
+    from .http.app import RoomASGI
+    from .http.build import build_room
+
+    engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
+    gc.collect()
+    gc.freeze()
+    return RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown)
+
+
+class _RoomApplicationBase:
+    pass
+
+
+def _gunicorn_base():
+    from gunicorn.app.base import BaseApplication
+
+    return BaseApplication
+
+
+class RoomApplication(_gunicorn_base()):  # type: ignore[misc]
+    """gunicorn, in process: one ``asgi`` worker on our pre-bound sockets."""
+
+    def __init__(self, config: WorkerConfig, fds: list[int], options: ServeOptions):
+        self.config = config
+        self.fds = fds
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:  # noqa: D102 - gunicorn hook
+        settings = {
+            "bind": [f"fd://{fd}" for fd in self.fds],
+            "workers": 1,
+            "worker_class": "asgi",
+            "graceful_timeout": self.options.graceful_timeout,
+            "timeout": 0,
+            "keepalive": 5,
+            "loglevel": self.options.log_level,
+            "accesslog": None,
+            "errorlog": "-",
+            "control_socket_disable": True,
+            "asgi_disconnect_grace_period": 1,
+            "proc_name": f"commonroom:{self.config.document.name}",
+        }
+        for key, value in settings.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:  # noqa: D102 - gunicorn hook
+        return build_app(self.config)

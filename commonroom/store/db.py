@@ -1,0 +1,150 @@
+"""Opening the sidecar and the one write path (DESIGN.md; STYLE.md habit 4).
+
+``Store.write(fn)`` is the only way state changes: it opens ``BEGIN
+IMMEDIATE``, calls ``fn(ctx)``, appends the events ``fn`` emitted through
+``ctx.emit`` in the same transaction, trims the ring to :data:`RING_SIZE`
+rows, commits, and only then hands the committed events to the live hub
+(``publish``), which never blocks the commit.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import peewee as pw
+
+from . import models
+from .models import Event, Meta
+
+T = TypeVar("T")
+
+#: The schema version this code writes; stored in Meta so later code can migrate.
+SCHEMA_VERSION = 1
+#: Events kept in the ring (seed protocol.txt, Persistence).
+RING_SIZE = 2000
+
+PRAGMAS = {
+    "journal_mode": "wal",
+    "synchronous": "full",
+    "foreign_keys": 1,
+    "busy_timeout": 10000,
+}
+
+
+def sidecar_path(document: Path) -> Path:
+    """``<file>.commonroom.db`` beside the document."""
+    return document.with_name(document.name + ".commonroom.db")
+
+
+@dataclass
+class WriteContext:
+    """Handed to a write function: ``emit`` appends an event in the transaction."""
+
+    store: "Store"
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def emit(
+        self,
+        type: str,
+        payload: dict[str, Any],
+        *,
+        participant_id: str | None = None,
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Insert one event row now (same transaction); returns its wire dict."""
+        created_at = self.store.clock.stamp()
+        row = Event.create(
+            type=type,
+            created_at=created_at,
+            participant_id=participant_id,
+            session_id=session_id,
+            payload=payload,
+        )
+        event = event_dict(row)
+        self.events.append(event)
+        return event
+
+
+def event_dict(row: Event) -> dict[str, Any]:
+    """The wire form of an event row (schema ``events.json#/$defs/Event``)."""
+    return {
+        "id": row.id,
+        "type": row.type,
+        "time": row.created_at,
+        "actor": {"participant_id": row.participant_id, "session_id": row.session_id},
+        "payload": row.payload,
+    }
+
+
+class Store:
+    """The sidecar database of one room.
+
+    ``publish`` (events → None) is called after each commit with the events it
+    appended; the room process points it at the live hub. Reads may use the
+    models directly; writes go through :meth:`write` only.
+    """
+
+    def __init__(self, path: Path, clock: Any, publish: Callable[[list[dict]], None] | None = None):
+        self.path = Path(path)
+        self.clock = clock
+        self.publish = publish
+        self.db = pw.SqliteDatabase(str(self.path), pragmas=PRAGMAS, check_same_thread=False)
+        models.database.initialize(self.db)
+        self._lock = threading.RLock()
+        self.db.connect(reuse_if_open=True)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.db.atomic("IMMEDIATE"):
+            self.db.create_tables(models.MODELS, safe=True)
+            row = Meta.get_or_none(Meta.key == "schema_version")
+            if row is None:
+                Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
+            elif int(row.value) > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self.path} has schema version {row.value}; this commonroom knows "
+                    f"{SCHEMA_VERSION}. Upgrade commonroom."
+                )
+
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        """A Meta value (or ``default``)."""
+        row = Meta.get_or_none(Meta.key == key)
+        return default if row is None else row.value
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a Meta value; call inside :meth:`write`."""
+        Meta.insert(key=key, value=value).on_conflict_replace().execute()
+
+    def write(self, fn: Callable[[WriteContext], T]) -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction; publish after commit.
+
+        Exceptions from ``fn`` roll everything back (events included) and
+        propagate unchanged.
+        """
+        with self._lock:
+            ctx = WriteContext(self)
+            with self.db.atomic("IMMEDIATE"):
+                result = fn(ctx)
+                if ctx.events:
+                    self._trim()
+            if ctx.events and self.publish is not None:
+                self.publish(ctx.events)
+            return result
+
+    def _trim(self) -> None:
+        newest = Event.select(pw.fn.MAX(Event.id)).scalar() or 0
+        Event.delete().where(Event.id <= newest - RING_SIZE).execute()
+
+    def last_event_id(self) -> int:
+        """The newest event id ever appended (0 when none); survives trimming."""
+        cursor = self.db.execute_sql("SELECT seq FROM sqlite_sequence WHERE name = 'event'")
+        row = cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        """Close the connection."""
+        if not self.db.is_closed():
+            self.db.close()
