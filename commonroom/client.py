@@ -166,29 +166,40 @@ def stream(
     token: str | None = None,
     headers: dict[str, str] | None = None,
     timeout: float | None = None,
+    method: str = "GET",
+    raw_body: bytes | None = None,
 ) -> tuple[Response, Iterator[str]]:
-    """Open ``GET path`` as a stream: the response head and an iterator of lines.
+    """Open ``method path`` (GET unless told) as a stream: the head and an iterator of lines.
 
-    A non-200 answer is returned with its whole body and an empty iterator.
+    A non-200 answer, or one that is not ``text/event-stream``, is returned
+    with its whole body (read until ``Content-Length``) and an empty iterator.
     Lines come without their line ending.
     """
     all_headers = {"Accept": "text/event-stream", **(headers or {})}
     if token:
         all_headers["Authorization"] = f"Bearer {token}"
+    if raw_body is None and method.upper() in ("POST", "PUT", "PATCH"):
+        raw_body = b""
     sock = dial(transport, 10.0)
-    sock.settimeout(timeout)
-    sock.sendall(_request_bytes("GET", path, None, all_headers, close=True))
-    reader = _Reader(sock)
-    status, response_headers = _head(reader)
-    if status != 200:
-        if "content-length" in response_headers:
-            body = reader.exactly(int(response_headers["content-length"]))
-        elif response_headers.get("transfer-encoding", "").lower() == "chunked":
-            body = b"".join(reader.chunks())
-        else:
-            body = reader.rest()
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(_request_bytes(method.upper(), path, raw_body, all_headers, close=True))
+        reader = _Reader(sock)
+        status, response_headers = _head(reader)
+        if status != 200 or not response_headers.get("content-type", "").startswith("text/event-stream"):
+            if "content-length" in response_headers:
+                body = reader.exactly(int(response_headers["content-length"]))
+            elif response_headers.get("transfer-encoding", "").lower() == "chunked":
+                body = b"".join(reader.chunks())
+            else:
+                body = reader.rest()
+            sock.close()
+            return Response(status, response_headers, body), iter(())
+    except (OSError, ConnectionError) as exc:
         sock.close()
-        return Response(status, response_headers, body), iter(())
+        raise errors.TransportUnavailable(
+            f"the room closed the connection: {exc}", details={"transport": transport.get("type")}
+        ) from None
 
     def lines() -> Iterator[str]:
         pending = b""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 from . import PROTOCOL, PROTOCOL_VERSION, schemas
@@ -24,6 +25,7 @@ from .errors import InvalidRequest, UnsupportedVersion
 
 PREFIX = "commonroom://join/"
 MAX_JSON_BYTES = 8192
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 
 
 def encode(payload: dict[str, Any]) -> str:
@@ -59,7 +61,9 @@ def decode(token: str) -> dict[str, Any]:
     if not body or len(body) > (MAX_JSON_BYTES * 4) // 3 + 4:
         raise _broken("size", "empty or longer than the 8192-byte limit")
     try:
-        data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        if not _BASE64URL.fullmatch(body):
+            raise ValueError("not the base64url alphabet")
+        data = base64.urlsafe_b64decode(body.rstrip("=") + "=" * (-len(body.rstrip("=")) % 4))
     except (binascii.Error, ValueError):
         raise _broken("base64", "not base64url") from None
     if len(data) > MAX_JSON_BYTES:
@@ -70,7 +74,7 @@ def decode(token: str) -> dict[str, Any]:
         raise _broken("json", "not UTF-8 JSON") from None
     if not isinstance(payload, dict):
         raise _broken("json", "not a JSON object")
-    if "version" in payload and payload["version"] not in (PROTOCOL_VERSION, 1):
+    if "version" in payload and not _is_version_one(payload["version"]):
         raise UnsupportedVersion(
             f"invitation version {payload['version']!r} is not supported; this room speaks 1",
             details={"requested": payload["version"], "supported": [PROTOCOL_VERSION]},
@@ -83,10 +87,17 @@ def decode(token: str) -> dict[str, Any]:
         raise InvalidRequest(
             f"invitation token is broken: {exc.details.get('pointer') or '/'}: "
             f"{exc.details.get('reason')}",
-            details={"reason": "shape", **exc.details},
+            details={**exc.details, "reason": "shape"},
         ) from None
     payload["version"] = PROTOCOL_VERSION
     return payload
+
+
+def _is_version_one(value: Any) -> bool:
+    """``"1"``, or the JSON number 1 (``true`` is not a number here)."""
+    if isinstance(value, bool):
+        return False
+    return value == PROTOCOL_VERSION or (isinstance(value, (int, float)) and value == 1)
 
 
 def masked(payload: dict[str, Any]) -> dict[str, Any]:

@@ -136,6 +136,7 @@ def serve(options: ServeOptions, out=sys.stdout) -> int:
     files = RoomFiles.of(options.document)
     check_document(files.document)
     lock_fd = acquire_lock(files)
+    arbiter_pid = os.getpid()
     listeners: list[socket.socket] = []
     try:
         owner_sock = _listen("127.0.0.1", options.owner_port)
@@ -190,17 +191,23 @@ def serve(options: ServeOptions, out=sys.stdout) -> int:
         try:
             app.run()
         except SystemExit as exc:
+            if os.getpid() != arbiter_pid:
+                raise  # the forked worker leaving: cleanup is the arbiter's job
             return int(exc.code or 0)
         return 0
     finally:
-        for path in (files.state, files.owner_token):
-            try:
-                path.unlink()
-            except OSError:
-                pass
-        for sock in listeners:
-            sock.close()
-        os.close(lock_fd)
+        if os.getpid() == arbiter_pid:
+            for path in (files.state, files.owner_token):
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+            for sock in listeners:
+                try:
+                    sock.close()  # gunicorn may have closed the fd already
+                except OSError:
+                    pass
+            os.close(lock_fd)
 
 
 @dataclass(frozen=True)

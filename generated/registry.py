@@ -113,6 +113,490 @@ SCHEMAS = json.loads(r'''{
   "description": "Shapes shared by several messages.",
   "title": "Common"
  },
+ "editing.json": {
+  "$defs": {
+   "ApproveResult": {
+    "additionalProperties": false,
+    "properties": {
+     "proposal": {
+      "$ref": "#/$defs/Proposal"
+     },
+     "version": {
+      "$ref": "#/$defs/VersionInfo"
+     }
+    },
+    "required": [
+     "proposal",
+     "version"
+    ],
+    "type": "object"
+   },
+   "Diff": {
+    "additionalProperties": false,
+    "properties": {
+     "diff": {
+      "description": "Unified diff from from_version to to_version.",
+      "type": "string"
+     },
+     "from_version": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "to_version": {
+      "minimum": 1,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "from_version",
+     "to_version",
+     "diff"
+    ],
+    "type": "object"
+   },
+   "Lease": {
+    "additionalProperties": false,
+    "properties": {
+     "acquired_at": {
+      "$ref": "common.json#/$defs/Timestamp"
+     },
+     "expires_at": {
+      "$ref": "common.json#/$defs/Timestamp"
+     },
+     "id": {
+      "type": "string"
+     },
+     "lines": {
+      "$ref": "#/$defs/LineSpan",
+      "description": "The span at the head version when listed."
+     },
+     "participant": {
+      "type": "string"
+     },
+     "region": {
+      "$ref": "#/$defs/OptionalRegion"
+     },
+     "session_id": {
+      "type": "string"
+     },
+     "status": {
+      "enum": [
+       "active",
+       "released",
+       "expired"
+      ],
+      "type": "string"
+     },
+     "version": {
+      "description": "The head version the lines refer to.",
+      "minimum": 1,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "id",
+     "session_id",
+     "participant",
+     "region",
+     "lines",
+     "version",
+     "acquired_at",
+     "expires_at",
+     "status"
+    ],
+    "type": "object"
+   },
+   "LeaseList": {
+    "additionalProperties": false,
+    "properties": {
+     "leases": {
+      "items": {
+       "$ref": "#/$defs/Lease"
+      },
+      "type": "array"
+     }
+    },
+    "required": [
+     "leases"
+    ],
+    "type": "object"
+   },
+   "LeaseRenewRequest": {
+    "additionalProperties": false,
+    "properties": {
+     "ttl_seconds": {
+      "$ref": "#/$defs/TtlSeconds"
+     }
+    },
+    "type": "object"
+   },
+   "LeaseRequest": {
+    "additionalProperties": false,
+    "properties": {
+     "region": {
+      "$ref": "#/$defs/OptionalRegion"
+     },
+     "ttl_seconds": {
+      "$ref": "#/$defs/TtlSeconds"
+     }
+    },
+    "required": [
+     "region"
+    ],
+    "type": "object"
+   },
+   "LineSpan": {
+    "description": "[start, end], 1-based inclusive; end = start - 1 is an empty span (an insertion point before start).",
+    "items": {
+     "minimum": 0,
+     "type": "integer"
+    },
+    "maxItems": 2,
+    "minItems": 2,
+    "type": "array"
+   },
+   "OptionalRegion": {
+    "anyOf": [
+     {
+      "$ref": "#/$defs/Region"
+     },
+     {
+      "type": "null"
+     }
+    ]
+   },
+   "Proposal": {
+    "additionalProperties": false,
+    "properties": {
+     "author": {
+      "type": "string"
+     },
+     "base_version": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "committed_version": {
+      "type": [
+       "integer",
+       "null"
+      ]
+     },
+     "created_at": {
+      "$ref": "common.json#/$defs/Timestamp"
+     },
+     "decided_at": {
+      "anyOf": [
+       {
+        "$ref": "common.json#/$defs/Timestamp"
+       },
+       {
+        "type": "null"
+       }
+      ]
+     },
+     "decided_by": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "id": {
+      "type": "string"
+     },
+     "lines": {
+      "$ref": "#/$defs/LineSpan",
+      "description": "The region's span at base_version."
+     },
+     "reason": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "rebased_from": {
+      "description": "The base_version the author asked for, when the proposal was rebased on creation.",
+      "type": [
+       "integer",
+       "null"
+      ]
+     },
+     "region": {
+      "$ref": "#/$defs/OptionalRegion"
+     },
+     "session_id": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "status": {
+      "$ref": "#/$defs/ProposalStatus"
+     },
+     "summary": {
+      "type": "string"
+     },
+     "text": {
+      "type": "string"
+     }
+    },
+    "required": [
+     "id",
+     "status",
+     "author",
+     "session_id",
+     "base_version",
+     "region",
+     "lines",
+     "text",
+     "summary",
+     "created_at",
+     "decided_at",
+     "decided_by",
+     "committed_version",
+     "rebased_from"
+    ],
+    "type": "object"
+   },
+   "ProposalDecision": {
+    "additionalProperties": false,
+    "properties": {
+     "reason": {
+      "maxLength": 2000,
+      "type": "string"
+     }
+    },
+    "type": "object"
+   },
+   "ProposalRequest": {
+    "additionalProperties": false,
+    "properties": {
+     "base_version": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "region": {
+      "$ref": "#/$defs/OptionalRegion"
+     },
+     "summary": {
+      "maxLength": 2000,
+      "type": "string"
+     },
+     "text": {
+      "description": "Replacement text for the region as seen at base_version.",
+      "maxLength": 16777216,
+      "type": "string"
+     }
+    },
+    "required": [
+     "base_version",
+     "text"
+    ],
+    "type": "object"
+   },
+   "ProposalStatus": {
+    "enum": [
+     "open",
+     "approved",
+     "rejected",
+     "withdrawn"
+    ],
+    "type": "string"
+   },
+   "ProposalsPage": {
+    "additionalProperties": false,
+    "properties": {
+     "next_cursor": {
+      "$ref": "common.json#/$defs/Cursor"
+     },
+     "proposals": {
+      "items": {
+       "$ref": "#/$defs/Proposal"
+      },
+      "type": "array"
+     }
+    },
+    "required": [
+     "proposals",
+     "next_cursor"
+    ],
+    "type": "object"
+   },
+   "Region": {
+    "description": "Part of the document: a heading path, a 1-based inclusive line range, or the whole document. null also means the whole document.",
+    "oneOf": [
+     {
+      "additionalProperties": false,
+      "properties": {
+       "heading": {
+        "items": {
+         "type": "string"
+        },
+        "minItems": 1,
+        "type": "array"
+       }
+      },
+      "required": [
+       "heading"
+      ],
+      "type": "object"
+     },
+     {
+      "additionalProperties": false,
+      "properties": {
+       "lines": {
+        "items": {
+         "type": "integer"
+        },
+        "maxItems": 2,
+        "minItems": 2,
+        "type": "array"
+       }
+      },
+      "required": [
+       "lines"
+      ],
+      "type": "object"
+     },
+     {
+      "additionalProperties": false,
+      "properties": {
+       "document": {
+        "const": true
+       }
+      },
+      "required": [
+       "document"
+      ],
+      "type": "object"
+     }
+    ]
+   },
+   "TtlSeconds": {
+    "description": "Lease TTL in seconds; default 300, at most 3600.",
+    "maximum": 3600,
+    "minimum": 1,
+    "type": "integer"
+   },
+   "VersionInfo": {
+    "additionalProperties": false,
+    "properties": {
+     "author": {
+      "description": "Participant name; null for the local operator.",
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "content_hash": {
+      "pattern": "^sha256:[0-9a-f]{64}$",
+      "type": "string"
+     },
+     "created_at": {
+      "$ref": "common.json#/$defs/Timestamp"
+     },
+     "number": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "participant_id": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "proposal_id": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "session_id": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "source": {
+      "$ref": "#/$defs/VersionSource"
+     },
+     "summary": {
+      "type": "string"
+     },
+     "text": {
+      "description": "The whole document at this version (only on GET of one version).",
+      "type": "string"
+     }
+    },
+    "required": [
+     "number",
+     "author",
+     "session_id",
+     "created_at",
+     "summary",
+     "content_hash",
+     "source",
+     "proposal_id"
+    ],
+    "type": "object"
+   },
+   "VersionSource": {
+    "enum": [
+     "initial",
+     "proposal",
+     "write",
+     "external"
+    ],
+    "type": "string"
+   },
+   "VersionsPage": {
+    "additionalProperties": false,
+    "properties": {
+     "next_cursor": {
+      "$ref": "common.json#/$defs/Cursor"
+     },
+     "versions": {
+      "items": {
+       "$ref": "#/$defs/VersionInfo"
+      },
+      "type": "array"
+     }
+    },
+    "required": [
+     "versions",
+     "next_cursor"
+    ],
+    "type": "object"
+   },
+   "WriteRequest": {
+    "additionalProperties": false,
+    "properties": {
+     "expected_version": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "region": {
+      "$ref": "#/$defs/OptionalRegion"
+     },
+     "summary": {
+      "maxLength": 2000,
+      "type": "string"
+     },
+     "text": {
+      "maxLength": 16777216,
+      "type": "string"
+     }
+    },
+    "required": [
+     "expected_version",
+     "text"
+    ],
+    "type": "object"
+   }
+  },
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "description": "Regions, leases, versions, proposals and direct writes (DESIGN.md: Regions, Leases, Versions, Proposals).",
+  "title": "Editing"
+ },
  "error.json": {
   "$defs": {
    "ErrorCode": {

@@ -6,7 +6,7 @@ from typing import Any
 
 import peewee as pw
 
-from .. import PROTOCOL, PROTOCOL_VERSION
+from .. import PROTOCOL, PROTOCOL_VERSION, regions
 from ..clock import rfc3339
 from ..store.models import Participant, Session
 from .access import participant_dict
@@ -33,11 +33,22 @@ class ReadingMixin(EngineBase):
             "last_event_id": self.store.last_event_id(),
         }
 
-    def document(self, actor: Actor) -> dict[str, Any]:
-        """The head document, ``room.json#/$defs/Document``. Needs ``read``."""
+    def document(self, actor: Actor, region: Any = None) -> dict[str, Any]:
+        """The head document or one region of it, ``room.json#/$defs/Document``.
+
+        With ``region`` (``editing.json#/$defs/Region``) the text is that
+        region's lines, with ``lines`` (its span at the head) and the
+        normalized ``region``; ``content_hash`` is always the whole head's.
+        Needs ``read``; raises ``InvalidRegion``.
+        """
         require(actor, "read")
         head = self.head()
-        return {"text": head.text, "version": head.number, "content_hash": head.hash}
+        if region is None:
+            return {"text": head.text, "version": head.number, "content_hash": head.hash}
+        span = regions.resolve(head.text, region)
+        lines = regions.lines_of(head.text)[span.start - 1 : span.end]
+        return {"text": "".join(lines), "version": head.number, "content_hash": head.hash,
+                "region": span.region, "lines": [span.start, span.end]}
 
     def participants(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> dict[str, Any]:
         """A page of participants in join order, ``room.json#/$defs/ParticipantsPage``.

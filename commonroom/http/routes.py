@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine import Engine
+from .editing_routes import editing_routes
 from .endpoint import Call, Endpoint, Method
 
 
@@ -32,10 +33,10 @@ def workspace_routes(engine: Engine) -> dict[str, Endpoint]:
     """Routes a session (or the operator) calls."""
     return {
         "/workspace/room": Endpoint(engine, get=lambda c: c.engine.room_status(c.actor)),
-        "/workspace/document": Endpoint(engine, get=lambda c: c.engine.document(c.actor)),
         "/workspace/participants": Endpoint(
             engine, get=lambda c: c.engine.participants(c.actor, c.arg("limit"), c.arg("cursor"))
         ),
+        **editing_routes(engine),
     }
 
 

@@ -45,6 +45,7 @@ class WriteContext:
 
     store: "Store"
     events: list[dict[str, Any]] = field(default_factory=list)
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
 
     def emit(
         self,
@@ -87,7 +88,8 @@ class Store:
     models directly; writes go through :meth:`write` only.
     """
 
-    def __init__(self, path: Path, clock: Any, publish: Callable[[list[dict]], None] | None = None):
+    def __init__(self, path: Path, clock: Any, publish: Callable[[list[dict]], None] | None = None,
+                 *, migrate: bool = True):
         self.path = Path(path)
         self.clock = clock
         self.publish = publish
@@ -95,7 +97,8 @@ class Store:
         models.database.initialize(self.db)
         self._lock = threading.RLock()
         self.db.connect(reuse_if_open=True)
-        self._migrate()
+        if migrate:
+            self._migrate()
 
     def _migrate(self) -> None:
         with self.db.atomic("IMMEDIATE"):
@@ -121,6 +124,9 @@ class Store:
     def write(self, fn: Callable[[WriteContext], T]) -> T:
         """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction; publish after commit.
 
+        After the commit, ``ctx.after_commit`` hooks run in order (the file
+        on disk follows the head there), then the events are published.
+
         Exceptions from ``fn`` roll everything back (events included) and
         propagate unchanged.
         """
@@ -130,6 +136,8 @@ class Store:
                 result = fn(ctx)
                 if ctx.events:
                     self._trim()
+            for hook in ctx.after_commit:
+                hook()
             if ctx.events and self.publish is not None:
                 self.publish(ctx.events)
             return result

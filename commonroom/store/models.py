@@ -78,10 +78,16 @@ class Session(BaseModel):
 
 
 class Version(BaseModel):
-    """Version N of the document: the content and who made it, and how."""
+    """Version N of the document and who made it, and how.
+
+    Either ``content`` (a checkpoint: the whole text) or ``delta`` (one hunk
+    against version N-1: ``{"start": s, "end": e, "lines": [...]}``, replace
+    lines s..e, 1-based inclusive) is set; see ``commonroom.engine.versions``.
+    """
 
     number = pw.IntegerField(primary_key=True)
-    content = pw.TextField()
+    content = pw.TextField(null=True)
+    delta = JSONField(null=True)
     content_hash = pw.TextField()
     participant_id = pw.TextField(null=True)
     session_id = pw.TextField(null=True)
@@ -89,6 +95,43 @@ class Version(BaseModel):
     summary = pw.TextField()
     source = pw.TextField()  # initial | proposal | write | external
     proposal_id = pw.TextField(null=True)
+
+
+class Lease(BaseModel):
+    """A region reserved for one session until ``expires_at``."""
+
+    id = pw.TextField(primary_key=True)
+    session_id = pw.TextField(index=True)
+    participant_id = pw.TextField()
+    region = JSONField(null=True)
+    start_line = pw.IntegerField()
+    end_line = pw.IntegerField()
+    version = pw.IntegerField()
+    acquired_at = pw.TextField()
+    expires_at = pw.TextField(index=True)
+    released_at = pw.TextField(null=True)
+    expired_at = pw.TextField(null=True)
+
+
+class Proposal(BaseModel):
+    """A replacement of a region as seen at ``base_version``."""
+
+    id = pw.TextField(primary_key=True)
+    status = pw.TextField(index=True)  # open | approved | rejected | withdrawn
+    participant_id = pw.TextField(null=True)
+    session_id = pw.TextField(null=True)
+    base_version = pw.IntegerField()
+    region = JSONField(null=True)
+    start_line = pw.IntegerField()
+    end_line = pw.IntegerField()
+    text = pw.TextField()
+    summary = pw.TextField()
+    created_at = pw.TextField()
+    decided_at = pw.TextField(null=True)
+    decided_by = pw.TextField(null=True)
+    reason = pw.TextField(null=True)
+    committed_version = pw.IntegerField(null=True)
+    rebased_from = pw.IntegerField(null=True)
 
 
 class Event(BaseModel):
@@ -102,4 +145,4 @@ class Event(BaseModel):
     payload = JSONField()
 
 
-MODELS: list[type[BaseModel]] = [Meta, Participant, Invitation, Session, Version, Event]
+MODELS: list[type[BaseModel]] = [Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event]

@@ -1,0 +1,5 @@
+"""``python -m commonroom`` is ``ce``."""
+
+from .cli.main import main
+
+main()

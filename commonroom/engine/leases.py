@@ -1,0 +1,199 @@
+"""Leases: a region reserved for one session for a TTL (DESIGN.md, *Leases*).
+
+A lease is live while it is not released, its ``expires_at`` is ahead and
+its session is neither revoked nor expired (a lease dies with its session).
+Expired leases are marked (event ``lease.expired``) by the next write that
+looks at leases. Overlap is decided on the spans the leases' regions resolve
+to at the head version (a heading lease follows its section as the document
+changes; if its heading is gone, the lines it had at acquisition stand).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import regions, tokens
+from ..clock import rfc3339
+from ..errors import InvalidRequest, InvalidRegion, LeaseConflict, NotFound, PermissionDenied
+from ..store import WriteContext
+from ..store.models import Lease, Participant, Session
+from .base import Actor, EngineBase, require
+
+DEFAULT_TTL = 300
+MAX_TTL = 3600
+
+
+def _ttl(value: Any) -> int:
+    if value is None:
+        return DEFAULT_TTL
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TTL:
+        raise InvalidRequest(f"ttl_seconds must be an integer from 1 to {MAX_TTL}",
+                             details={"pointer": "/ttl_seconds", "maximum": MAX_TTL})
+    return value
+
+
+class LeasesMixin(EngineBase):
+    """Acquire, renew, release and list leases (capability ``lease``)."""
+
+    # -- shared checks ---------------------------------------------------------
+
+    def _live_lease_rows(self) -> list[Lease]:
+        now = rfc3339(self.clock.now())
+        return list(
+            Lease.select(Lease)
+            .join(Session, on=(Lease.session_id == Session.id))
+            .where(
+                Lease.released_at.is_null()
+                & Lease.expired_at.is_null()
+                & (Lease.expires_at > now)
+                & Session.revoked_at.is_null()
+                & (Session.expires_at > now)
+            )
+        )
+
+    def _lease_span(self, row: Lease, text: str) -> regions.Span:
+        if row.region is not None and "heading" in row.region:
+            try:
+                return regions.resolve(text, row.region)
+            except InvalidRegion:
+                pass
+        count = len(regions.lines_of(text))
+        start = min(row.start_line, count + 1)
+        return regions.Span(start, min(max(row.end_line, start - 1), count))
+
+    def _sweep_expired(self, ctx: WriteContext) -> None:
+        """Mark leases past their TTL (or whose session ended) expired; emit events."""
+        now = rfc3339(self.clock.now())
+        dead = (
+            Lease.select(Lease.id, Lease.session_id, Lease.participant_id)
+            .join(Session, on=(Lease.session_id == Session.id))
+            .where(
+                Lease.released_at.is_null()
+                & Lease.expired_at.is_null()
+                & ((Lease.expires_at <= now) | Session.revoked_at.is_null(False) | (Session.expires_at <= now))
+            )
+        )
+        for row in list(dead):
+            Lease.update(expired_at=now).where(Lease.id == row.id).execute()
+            ctx.emit("lease.expired", {"lease_id": row.id, "session_id": row.session_id},
+                     participant_id=row.participant_id, session_id=row.session_id)
+
+    def _check_leases(self, actor_sessions: set[str | None], span: regions.Span, text: str) -> None:
+        """Raise ``LeaseConflict`` if a live lease of another session overlaps ``span``."""
+        for row in self._live_lease_rows():
+            if row.session_id in actor_sessions:
+                continue
+            if regions.overlaps(self._lease_span(row, text), span):
+                raise LeaseConflict(
+                    "another session leases this region",
+                    details={"session_id": row.session_id, "expires_at": row.expires_at,
+                             "lines": [row.start_line, row.end_line]},
+                    lease_id=row.id,
+                    region=row.region if row.region is not None else {"document": True},
+                )
+
+    def _lease_dict(self, row: Lease, text: str | None = None, names: dict[str, str] | None = None) -> dict[str, Any]:
+        head = self.head()
+        span = self._lease_span(row, text if text is not None else head.text)
+        names = names if names is not None else {}
+        if row.participant_id not in names:
+            p = Participant.get_or_none(Participant.id == row.participant_id)
+            names[row.participant_id] = p.name if p else "?"
+        status = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= rfc3339(self.clock.now()) else "active"
+        return {
+            "id": row.id,
+            "session_id": row.session_id,
+            "participant": names[row.participant_id],
+            "region": row.region,
+            "lines": [span.start, span.end],
+            "version": head.number,
+            "acquired_at": row.acquired_at,
+            "expires_at": row.expires_at,
+            "status": status,
+        }
+
+    # -- operations ------------------------------------------------------------
+
+    def acquire_lease(self, actor: Actor, region: Any, ttl_seconds: Any = None) -> dict[str, Any]:
+        """Lease ``region`` for ``ttl_seconds`` (default 300, at most 3600).
+
+        Returns ``editing.json#/$defs/Lease``. Raises ``PermissionDenied``
+        (``lease``), ``InvalidRegion``, ``InvalidRequest`` (TTL) or
+        ``LeaseConflict`` (with ``lease_id`` and ``region`` of the other lease).
+        """
+        require(actor, "lease")
+        if actor.session_id is None:
+            raise PermissionDenied("leases belong to sessions; the operator cannot hold one",
+                                   details={"required": "session"})
+        ttl = _ttl(ttl_seconds)
+
+        def acquire(ctx: WriteContext) -> dict[str, Any]:
+            self._sweep_expired(ctx)
+            head = self.head()
+            span = regions.resolve(head.text, region)
+            self._check_leases({actor.session_id}, span, head.text)
+            stamp = self.clock.stamp()
+            row = Lease.create(
+                id=tokens.new_id("l_"),
+                session_id=actor.session_id,
+                participant_id=actor.participant_id,
+                region=span.region if region is not None else None,
+                start_line=span.start,
+                end_line=span.end,
+                version=head.number,
+                acquired_at=stamp,
+                expires_at=self.clock.after(ttl),
+            )
+            lease = self._lease_dict(row, head.text)
+            ctx.emit("lease.acquired", {"lease_id": row.id, "region": lease["region"], "lines": lease["lines"],
+                                        "expires_at": row.expires_at},
+                     participant_id=actor.participant_id, session_id=actor.session_id)
+            return lease
+
+        return self.store.write(acquire)
+
+    def _own_live_lease(self, actor: Actor, lease_id: str) -> Lease:
+        row = Lease.get_or_none(Lease.id == lease_id)
+        if row is None or (actor.kind == "session" and row.session_id != actor.session_id):
+            raise NotFound("no such lease held by this session", details={"lease_id": lease_id})
+        if row.released_at or row.expired_at or row.expires_at <= rfc3339(self.clock.now()):
+            raise InvalidRequest("the lease is no longer active", details={"lease_id": lease_id, "reason": "not_active"})
+        return row
+
+    def renew_lease(self, actor: Actor, lease_id: str, ttl_seconds: Any = None) -> dict[str, Any]:
+        """Extend a live lease of this session to now + TTL. ``NotFound`` / ``InvalidRequest``."""
+        require(actor, "lease")
+        ttl = _ttl(ttl_seconds)
+
+        def renew(ctx: WriteContext) -> dict[str, Any]:
+            row = self._own_live_lease(actor, lease_id)
+            row.expires_at = self.clock.after(ttl)
+            row.save()
+            ctx.emit("lease.renewed", {"lease_id": row.id, "expires_at": row.expires_at},
+                     participant_id=row.participant_id, session_id=row.session_id)
+            return self._lease_dict(row)
+
+        return self.store.write(renew)
+
+    def release_lease(self, actor: Actor, lease_id: str) -> dict[str, Any]:
+        """Release a live lease of this session (the operator may release any)."""
+        require(actor, "lease")
+
+        def release(ctx: WriteContext) -> dict[str, Any]:
+            row = self._own_live_lease(actor, lease_id)
+            row.released_at = self.clock.stamp()
+            row.save()
+            ctx.emit("lease.released", {"lease_id": row.id},
+                     participant_id=row.participant_id, session_id=row.session_id)
+            return self._lease_dict(row)
+
+        return self.store.write(release)
+
+    def leases(self, actor: Actor) -> dict[str, Any]:
+        """Live leases in the room (``LeaseList``). Needs ``read`` or ``lease``."""
+        if "lease" not in actor.capabilities:
+            require(actor, "read")
+        head = self.head()
+        names: dict[str, str] = {}
+        rows = sorted(self._live_lease_rows(), key=lambda r: (r.acquired_at, r.id))
+        return {"leases": [self._lease_dict(r, head.text, names) for r in rows]}

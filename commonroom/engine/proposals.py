@@ -1,0 +1,309 @@
+"""Proposals with three-way rebase, and direct writes (DESIGN.md, *Proposals*).
+
+A proposal replaces a region as seen at ``base_version``. When the head has
+moved on, creation tries a three-way merge (``commonroom.merge``, on the
+maintained ``merge3`` library): a clean merge is stored rebased onto the
+head (``rebased_from`` keeps the asked base); a conflict is
+``stale_version`` with ``base_version``, ``current_version``, ``diff``
+(base→head, the hunks that touch the region) and ``changes`` (the versions
+in between). Approval (``approve``) merges again against the head of that
+moment: a conflict is ``proposal_conflict`` with ``proposal_id`` and the
+hunks; a change touching a region another session leases is
+``lease_conflict``; otherwise it commits version N+1.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .. import regions, tokens
+from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, ProposalNotFound, StaleVersion
+from ..merge import merge3_text, unified_diff
+from ..store import WriteContext
+from ..store.models import Participant, Proposal
+from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+from .versions import hunk
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+
+
+def region_diff(base_text: str, head_text: str, span: regions.Span, base: int, head: int) -> str:
+    """Unified diff base→head keeping the hunks that touch ``span`` (all if none do)."""
+    full = unified_diff(base_text, head_text, f"v{base}", f"v{head}")
+    lines = full.splitlines(keepends=True)
+    if len(lines) < 3:
+        return full
+    header, body = lines[:2], lines[2:]
+    hunks: list[list[str]] = []
+    for line in body:
+        if line.startswith("@@"):
+            hunks.append([line])
+        elif hunks:
+            hunks[-1].append(line)
+    keep = []
+    for h in hunks:
+        m = _HUNK.match(h[0])
+        start = int(m.group(1))
+        count = int(m.group(2)) if m.group(2) is not None else 1
+        end = start + count - 1
+        lo, hi = (span.start, span.end) if not span.empty else (span.start - 1, span.start)
+        if start <= hi and lo <= max(end, start):
+            keep.append(h)
+    chosen = keep or hunks
+    return "".join(header + [line for h in chosen for line in h])
+
+
+def _conflict_hunks(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: ("".join(v) if isinstance(v, list) else v) for k, v in c.items()} for c in conflicts]
+
+
+class ProposalsMixin(EngineBase):
+    """Create, list, get, approve, reject, withdraw proposals; direct writes."""
+
+    def _proposal_dict(self, row: Proposal, names: dict[str, str] | None = None) -> dict[str, Any]:
+        names = names if names is not None else {}
+        if row.participant_id and row.participant_id not in names:
+            p = Participant.get_or_none(Participant.id == row.participant_id)
+            names[row.participant_id] = p.name if p else "?"
+        return {
+            "id": row.id,
+            "status": row.status,
+            "author": names.get(row.participant_id, "operator") if row.participant_id else "operator",
+            "session_id": row.session_id,
+            "base_version": row.base_version,
+            "region": row.region,
+            "lines": [row.start_line, row.end_line],
+            "text": row.text,
+            "summary": row.summary,
+            "created_at": row.created_at,
+            "decided_at": row.decided_at,
+            "decided_by": row.decided_by,
+            "reason": row.reason,
+            "committed_version": row.committed_version,
+            "rebased_from": row.rebased_from,
+        }
+
+    def _get_proposal(self, proposal_id: str) -> Proposal:
+        row = Proposal.get_or_none(Proposal.id == proposal_id)
+        if row is None:
+            raise ProposalNotFound(f"no proposal {proposal_id}", details={}, proposal_id=proposal_id)
+        return row
+
+    def _stale(self, base: int, base_text: str, span: regions.Span, conflicts: list, **extra: Any) -> StaleVersion:
+        head = self.head()
+        return StaleVersion(
+            f"version {base} is no longer the head (now {head.number}) and the change does not rebase cleanly",
+            details={"conflicts": _conflict_hunks(conflicts), **extra},
+            base_version=base,
+            current_version=head.number,
+            diff=region_diff(base_text, head.text, span, base, head.number),
+            changes=self._changes(base, head.number),
+        )
+
+    def create_proposal(self, actor: Actor, base_version: int, region: Any, text: str,
+                        summary: str = "") -> dict[str, Any]:
+        """Propose ``text`` for ``region`` at ``base_version`` (``Proposal``).
+
+        Needs ``propose``. Raises ``VersionNotFound``, ``InvalidRegion``, or
+        ``StaleVersion`` when the head moved and the change does not rebase.
+        """
+        require(actor, "propose")
+        self.sync_external()
+        base_text = self.version_text(base_version)
+        span = regions.resolve(base_text, region)
+        ours = regions.replace_span(base_text, span, text)
+
+        def create(ctx: WriteContext) -> dict[str, Any]:
+            head = self.head()
+            stored_base, start, end, replacement, rebased_from = base_version, span.start, span.end, text, None
+            if head.number != base_version:
+                merged = merge3_text(base_text, ours, head.text)
+                if not merged.clean:
+                    raise self._stale(base_version, base_text, span, merged.conflicts)
+                h = hunk(regions.lines_of(head.text), regions.lines_of(merged.text))
+                stored_base, rebased_from = head.number, base_version
+                start, end, replacement = h["start"], h["end"], "".join(h["lines"])
+            row = Proposal.create(
+                id=tokens.new_id("pr_"),
+                status="open",
+                participant_id=actor.participant_id,
+                session_id=actor.session_id,
+                base_version=stored_base,
+                region=span.region if region is not None else None,
+                start_line=start,
+                end_line=end,
+                text=replacement,
+                summary=summary or "",
+                created_at=self.clock.stamp(),
+                rebased_from=rebased_from,
+            )
+            ctx.emit("proposal.created",
+                     {"proposal_id": row.id, "base_version": stored_base, "summary": row.summary,
+                      "region": row.region, "lines": [start, end], "rebased_from": rebased_from},
+                     participant_id=actor.participant_id, session_id=actor.session_id)
+            return self._proposal_dict(row)
+
+        return self.store.write(create)
+
+    def proposals(self, actor: Actor, status: str | None = None, limit: Any = None,
+                  cursor: str | None = None) -> dict[str, Any]:
+        """Proposals oldest first, optionally by ``status`` (``ProposalsPage``). Needs ``read``."""
+        require(actor, "read")
+        size = parse_limit(limit)
+        query = Proposal.select()
+        if status not in (None, ""):
+            if status not in ("open", "approved", "rejected", "withdrawn"):
+                raise InvalidRequest(f"status must be open, approved, rejected or withdrawn, not {status!r}",
+                                     details={"parameter": "status"})
+            query = query.where(Proposal.status == status)
+        after = decode_cursor(cursor)
+        if after is not None:
+            if not (isinstance(after, list) and len(after) == 2):
+                raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+            query = query.where((Proposal.created_at > after[0])
+                                | ((Proposal.created_at == after[0]) & (Proposal.id > after[1])))
+        rows = list(query.order_by(Proposal.created_at, Proposal.id).limit(size + 1))
+        names: dict[str, str] = {}
+        page = [self._proposal_dict(r, names) for r in rows[:size]]
+        last = rows[size - 1] if len(rows) > size else None
+        return {"proposals": page, "next_cursor": encode_cursor([last.created_at, last.id]) if last else None}
+
+    def proposal(self, actor: Actor, proposal_id: str) -> dict[str, Any]:
+        """One proposal. Needs ``read``; ``ProposalNotFound``."""
+        require(actor, "read")
+        return self._proposal_dict(self._get_proposal(proposal_id))
+
+    def _require_open(self, row: Proposal) -> None:
+        if row.status != "open":
+            raise InvalidRequest(f"proposal {row.id} is {row.status}, not open",
+                                 details={"status": row.status, "reason": "not_open"}, proposal_id=row.id)
+
+    def approve_proposal(self, actor: Actor, proposal_id: str) -> dict[str, Any]:
+        """Commit an open proposal as version N+1 (``ApproveResult``).
+
+        Needs ``approve``. Raises ``ProposalNotFound``, ``InvalidRequest``
+        (not open), ``ProposalConflict`` (irreconcilable since it was made,
+        with the hunks), ``LeaseConflict`` (another session leases the
+        changed lines; the author's and the approver's own leases do not
+        count).
+        """
+        require(actor, "approve")
+        self.sync_external()
+
+        def approve(ctx: WriteContext) -> dict[str, Any]:
+            row = self._get_proposal(proposal_id)
+            self._require_open(row)
+            self._sweep_expired(ctx)
+            head = self.head()
+            base_text = self.version_text(row.base_version)
+            ours = regions.replace_span(base_text, regions.Span(row.start_line, row.end_line), row.text)
+            if row.base_version == head.number:
+                new_text = ours
+            else:
+                merged = merge3_text(base_text, ours, head.text)
+                if not merged.clean:
+                    raise ProposalConflict(
+                        f"proposal {row.id} no longer applies: its region changed since version {row.base_version}",
+                        details={"hunks": _conflict_hunks(merged.conflicts), "base_version": row.base_version},
+                        proposal_id=row.id, base_version=row.base_version, current_version=head.number,
+                    )
+                new_text = merged.text
+            h = hunk(regions.lines_of(head.text), regions.lines_of(new_text))
+            changed = regions.Span(h["start"], h["end"])
+            self._check_leases({actor.session_id, row.session_id} - {None}, changed, head.text)
+            author = self._author_of(row)
+            version_row = None
+            if new_text != head.text:
+                version_row = self._commit(ctx, new_text, actor=author, summary=row.summary or f"proposal {row.id}",
+                                           source="proposal", proposal_id=row.id)
+            row.status = "approved"
+            row.decided_at = self.clock.stamp()
+            row.decided_by = actor.name
+            row.committed_version = version_row.number if version_row else head.number
+            row.save()
+            ctx.emit("proposal.approved",
+                     {"proposal_id": row.id, "version": row.committed_version, "approved_by": actor.name},
+                     participant_id=actor.participant_id, session_id=actor.session_id)
+            from ..store.models import Version
+
+            info = self._version_info(version_row or Version.get_by_id(head.number))
+            return {"proposal": self._proposal_dict(row), "version": info}
+
+        return self.store.write(approve)
+
+    def _author_of(self, row: Proposal) -> Actor:
+        if row.participant_id is None:
+            from .base import OPERATOR
+
+            return OPERATOR
+        p = Participant.get_or_none(Participant.id == row.participant_id)
+        return Actor(kind="session", capabilities=frozenset(), session_id=row.session_id,
+                     participant_id=row.participant_id, participant_name=p.name if p else None)
+
+    def reject_proposal(self, actor: Actor, proposal_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Reject an open proposal. Needs ``approve``."""
+        require(actor, "approve")
+        return self._decide(actor, proposal_id, "rejected", reason)
+
+    def withdraw_proposal(self, actor: Actor, proposal_id: str) -> dict[str, Any]:
+        """Withdraw an open proposal: its author (any of their sessions) or the operator."""
+        require(actor, "propose")
+        return self._decide(actor, proposal_id, "withdrawn", None)
+
+    def _decide(self, actor: Actor, proposal_id: str, status: str, reason: str | None) -> dict[str, Any]:
+        def decide(ctx: WriteContext) -> dict[str, Any]:
+            row = self._get_proposal(proposal_id)
+            if status == "withdrawn" and actor.kind == "session" and row.participant_id != actor.participant_id:
+                raise PermissionDenied("only the proposal's author can withdraw it",
+                                       details={"required": "author"})
+            self._require_open(row)
+            row.status = status
+            row.decided_at = self.clock.stamp()
+            row.decided_by = actor.name
+            row.reason = reason
+            row.save()
+            ctx.emit(f"proposal.{status}", {"proposal_id": row.id, "by": actor.name, "reason": reason},
+                     participant_id=actor.participant_id, session_id=actor.session_id)
+            return self._proposal_dict(row)
+
+        return self.store.write(decide)
+
+    def write(self, actor: Actor, expected_version: Any, text: str, region: Any = None,
+              summary: str = "") -> dict[str, Any]:
+        """Replace the document or a region, if the head is ``expected_version``.
+
+        Needs ``write``. Returns the new ``VersionInfo``. Raises
+        ``StaleVersion`` (``expected_version``, ``current_version``, ``diff``
+        expected→head), ``InvalidRegion``, ``LeaseConflict``.
+        """
+        require(actor, "write")
+        if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+            raise InvalidRequest("expected_version must be an integer", details={"pointer": "/expected_version"})
+        self.sync_external()
+
+        def commit(ctx: WriteContext) -> dict[str, Any]:
+            head = self.head()
+            if expected_version != head.number:
+                if not 1 <= expected_version <= head.number:
+                    raise StaleVersion(f"version {expected_version} does not exist; the head is {head.number}",
+                                       details={}, expected_version=expected_version,
+                                       current_version=head.number, diff="")
+                raise StaleVersion(
+                    f"the head is version {head.number}, not {expected_version}",
+                    details={},
+                    expected_version=expected_version,
+                    current_version=head.number,
+                    diff=unified_diff(self.version_text(expected_version), head.text,
+                                      f"v{expected_version}", f"v{head.number}"),
+                    changes=self._changes(expected_version, head.number),
+                )
+            span = regions.resolve(head.text, region)
+            new_text = regions.replace_span(head.text, span, text)
+            h = hunk(regions.lines_of(head.text), regions.lines_of(new_text))
+            self._sweep_expired(ctx)
+            self._check_leases({actor.session_id} - {None}, regions.Span(h["start"], h["end"]), head.text)
+            row = self._commit(ctx, new_text, actor=actor, summary=summary or "direct write", source="write")
+            return self._version_info(row)
+
+        return self.store.write(commit)

@@ -1,0 +1,226 @@
+"""Versions: the one commit path, storage as checkpoints plus deltas, reads.
+
+DESIGN.md, *Versions*. Each commit makes version N+1 with author, session,
+time, summary, content hash and source (``initial``, ``proposal``,
+``write``, ``external``). A version stores either the whole text (a
+*checkpoint*, every :data:`CHECKPOINT_EVERY` versions or when the change is
+large) or one hunk against N-1 (``{"start", "end", "lines"}``), so a commit
+on a 1 MB document writes only what changed; reading version N replays at
+most ``CHECKPOINT_EVERY - 1`` hunks from the checkpoint below it.
+
+After the SQLite commit the file on disk follows the head atomically
+(:mod:`commonroom.engine.filesync`), then the events are published.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from .. import regions
+from ..errors import InvalidRequest, VersionNotFound
+from ..merge import unified_diff
+from ..store import WriteContext
+from ..store.models import Participant, Version
+from .base import Actor, EngineBase, content_hash, decode_cursor, encode_cursor, parse_limit, require
+from .filesync import write_atomic
+
+CHECKPOINT_EVERY = 64
+_CACHE_SIZE = 8
+
+
+def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
+    """The single hunk turning ``old`` lines into ``new``: replace ``start..end``.
+
+    Common leading and trailing lines are trimmed; ``end == start - 1`` is a
+    pure insertion. ``{"start": int, "end": int, "lines": [str]}`` (1-based).
+    """
+    limit = min(len(old), len(new))
+    prefix = 0
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return {"start": prefix + 1, "end": len(old) - suffix, "lines": new[prefix : len(new) - suffix]}
+
+
+def apply_hunk(lines: list[str], delta: dict[str, Any]) -> list[str]:
+    """``lines`` with ``delta`` applied (see :func:`hunk`)."""
+    return lines[: delta["start"] - 1] + list(delta["lines"]) + lines[delta["end"] :]
+
+
+class VersionsMixin(EngineBase):
+    """Commit, list, get and diff versions (capability ``read`` for reads)."""
+
+    _version_cache: "OrderedDict[int, str]"
+
+    # -- commit --------------------------------------------------------------
+
+    def _commit(
+        self,
+        ctx: WriteContext,
+        text: str,
+        *,
+        actor: Actor,
+        summary: str,
+        source: str,
+        proposal_id: str | None = None,
+    ) -> Version:
+        """Append version N+1 with ``text`` inside the caller's transaction.
+
+        Emits ``version.committed``; after the commit the file on disk is
+        replaced atomically and the head cache moves. Returns the row.
+        """
+        head = self.head()
+        number = head.number + 1
+        digest = content_hash(text)
+        old_lines = regions.lines_of(head.text)
+        new_lines = regions.lines_of(text)
+        delta = hunk(old_lines, new_lines)
+        delta_size = sum(len(line) for line in delta["lines"])
+        checkpoint = number % CHECKPOINT_EVERY == 0 or delta_size * 2 > len(text)
+        row = Version.create(
+            number=number,
+            content=text if checkpoint else None,
+            delta=None if checkpoint else delta,
+            content_hash=digest,
+            participant_id=actor.participant_id,
+            session_id=actor.session_id,
+            created_at=self.clock.stamp(),
+            summary=summary,
+            source=source,
+            proposal_id=proposal_id,
+        )
+        changed = [delta["start"], delta["start"] + len(delta["lines"]) - 1]
+        ctx.emit(
+            "version.committed",
+            {"version": number, "summary": summary, "source": source, "proposal_id": proposal_id,
+             "content_hash": digest, "author": actor.participant_name if actor.kind == "session" else None,
+             "lines": changed},
+            participant_id=actor.participant_id,
+            session_id=actor.session_id,
+        )
+
+        def follow() -> None:
+            self._set_head(number, text, digest)
+            self._remember(number, text)
+            self._file_stat = write_atomic(self.document_path, text)
+
+        ctx.after_commit.append(follow)
+        return row
+
+    # -- reading -------------------------------------------------------------
+
+    def _remember(self, number: int, text: str) -> None:
+        cache = self.__dict__.setdefault("_version_cache", OrderedDict())
+        cache[number] = text
+        cache.move_to_end(number)
+        while len(cache) > _CACHE_SIZE:
+            cache.popitem(last=False)
+
+    def version_text(self, number: int) -> str:
+        """The whole document at version ``number``; ``VersionNotFound`` if none."""
+        head = self.head()
+        if number == head.number:
+            return head.text
+        cache = self.__dict__.setdefault("_version_cache", OrderedDict())
+        if number in cache:
+            return cache[number]
+        if not 1 <= number <= head.number:
+            raise VersionNotFound(f"there is no version {number}",
+                                  details={"version": number, "head_version": head.number},
+                                  current_version=head.number)
+        base = (
+            Version.select(Version.number, Version.content)
+            .where((Version.number <= number) & Version.content.is_null(False))
+            .order_by(Version.number.desc())
+            .first()
+        )
+        lines = regions.lines_of(base.content)
+        for row in (
+            Version.select(Version.number, Version.delta)
+            .where((Version.number > base.number) & (Version.number <= number))
+            .order_by(Version.number)
+        ):
+            lines = apply_hunk(lines, row.delta)
+        text = "".join(lines)
+        self._remember(number, text)
+        return text
+
+    def _version_info(self, row: Version, names: dict[str, str] | None = None) -> dict[str, Any]:
+        names = names if names is not None else {}
+        if row.participant_id and row.participant_id not in names:
+            p = Participant.get_or_none(Participant.id == row.participant_id)
+            names[row.participant_id] = p.name if p else None
+        return {
+            "number": row.number,
+            "author": names.get(row.participant_id) if row.participant_id else None,
+            "participant_id": row.participant_id,
+            "session_id": row.session_id,
+            "created_at": row.created_at,
+            "summary": row.summary,
+            "content_hash": row.content_hash,
+            "source": row.source,
+            "proposal_id": row.proposal_id,
+        }
+
+    def _changes(self, after: int, upto: int) -> list[dict[str, Any]]:
+        """Versions ``after+1 .. upto`` as the ``changes`` recovery field."""
+        names: dict[str, str] = {}
+        rows = (
+            Version.select(Version.number, Version.participant_id, Version.session_id, Version.created_at,
+                           Version.summary, Version.content_hash, Version.source, Version.proposal_id)
+            .where((Version.number > after) & (Version.number <= upto))
+            .order_by(Version.number)
+        )
+        out = []
+        for row in rows:
+            info = self._version_info(row, names)
+            out.append({"version": info["number"], "author": info["author"], "summary": info["summary"],
+                        "created_at": info["created_at"], "source": info["source"]})
+        return out
+
+    def versions(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> dict[str, Any]:
+        """Newest first, ``editing.json#/$defs/VersionsPage``. Needs ``read``.
+
+        ``limit`` 1 to 200 (default 50) else ``InvalidRequest``.
+        """
+        require(actor, "read")
+        size = parse_limit(limit)
+        before = decode_cursor(cursor)
+        if before is not None and not isinstance(before, int):
+            raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+        query = Version.select(Version.number, Version.participant_id, Version.session_id, Version.created_at,
+                               Version.summary, Version.content_hash, Version.source, Version.proposal_id)
+        if before is not None:
+            query = query.where(Version.number < before)
+        rows = list(query.order_by(Version.number.desc()).limit(size + 1))
+        names: dict[str, str] = {}
+        page = [self._version_info(r, names) for r in rows[:size]]
+        next_cursor = encode_cursor(rows[size - 1].number) if len(rows) > size else None
+        return {"versions": page, "next_cursor": next_cursor}
+
+    def version(self, actor: Actor, number: Any) -> dict[str, Any]:
+        """One version with its ``text``. Needs ``read``; ``VersionNotFound``."""
+        require(actor, "read")
+        number = _version_number(number)
+        text = self.version_text(number)
+        row = Version.get_by_id(number)
+        return {**self._version_info(row), "text": text}
+
+    def diff(self, actor: Actor, from_version: Any, to_version: Any = None) -> dict[str, Any]:
+        """Unified diff between two versions (``to`` defaults to the head). Needs ``read``."""
+        require(actor, "read")
+        a = _version_number(from_version)
+        b = self.head().number if to_version in (None, "") else _version_number(to_version)
+        text = unified_diff(self.version_text(a), self.version_text(b), f"v{a}", f"v{b}")
+        return {"from_version": a, "to_version": b, "diff": text}
+
+
+def _version_number(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise InvalidRequest(f"a version is a positive integer, not {value!r}", details={"parameter": "version"})

@@ -1,0 +1,95 @@
+"""HTTP routes of editing: document regions, versions, diff, leases, proposals, writes.
+
+Each handler is one engine call (issue 3). Paths::
+
+    GET    /workspace/document?region=<json>     read the head or a region (read)
+    PUT    /workspace/document                   direct write (write)
+    GET    /workspace/versions?limit&cursor      list, newest first (read)
+    GET    /workspace/versions/{number}          one version with its text (read)
+    GET    /workspace/diff?from=A&to=B           unified diff (read)
+    GET    /workspace/leases                     live leases (read or lease)
+    POST   /workspace/leases                     acquire (lease)
+    POST   /workspace/leases/{lease_id}/renew    renew (lease)
+    DELETE /workspace/leases/{lease_id}          release (lease)
+    GET    /workspace/proposals?status&limit&cursor
+    POST   /workspace/proposals                  create (propose)
+    GET    /workspace/proposals/{proposal_id}
+    POST   /workspace/proposals/{proposal_id}/approve   (approve)
+    POST   /workspace/proposals/{proposal_id}/reject    (approve)
+    POST   /workspace/proposals/{proposal_id}/withdraw  (propose, author)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..engine import Engine
+from ..errors import InvalidRequest
+from .endpoint import Call, Endpoint, Method
+
+
+def _region_arg(call: Call) -> Any:
+    raw = call.arg("region")
+    if raw in (None, ""):
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        raise InvalidRequest("region must be JSON, e.g. {\"heading\": [\"Design\"]}",
+                             details={"parameter": "region"}) from None
+
+
+def _read_document(call: Call) -> Any:
+    return call.engine.document(call.actor, _region_arg(call))
+
+
+def _write(call: Call) -> Any:
+    b = call.body
+    return call.engine.write(call.actor, b["expected_version"], b["text"], b.get("region"), b.get("summary", ""))
+
+
+def _acquire(call: Call) -> Any:
+    return 201, call.engine.acquire_lease(call.actor, call.body.get("region"), call.body.get("ttl_seconds"))
+
+
+def _propose(call: Call) -> Any:
+    b = call.body
+    return 201, call.engine.create_proposal(call.actor, b["base_version"], b.get("region"), b["text"],
+                                            b.get("summary", ""))
+
+
+def editing_routes(engine: Engine) -> dict[str, Endpoint]:
+    """The editing routes (same on the ingress and, as the operator, the owner port)."""
+    return {
+        "/workspace/document": Endpoint(
+            engine, get=_read_document, put=Method(_write, "editing#WriteRequest")),
+        "/workspace/versions": Endpoint(
+            engine, get=lambda c: c.engine.versions(c.actor, c.arg("limit"), c.arg("cursor"))),
+        "/workspace/versions/{number}": Endpoint(
+            engine, get=lambda c: c.engine.version(c.actor, c.params["number"])),
+        "/workspace/diff": Endpoint(
+            engine, get=lambda c: c.engine.diff(c.actor, c.arg("from"), c.arg("to"))),
+        "/workspace/leases": Endpoint(
+            engine, get=lambda c: c.engine.leases(c.actor), post=Method(_acquire, "editing#LeaseRequest")),
+        "/workspace/leases/{lease_id}/renew": Endpoint(
+            engine, post=Method(lambda c: c.engine.renew_lease(c.actor, c.params["lease_id"],
+                                                               c.body.get("ttl_seconds")),
+                                "editing#LeaseRenewRequest")),
+        "/workspace/leases/{lease_id}": Endpoint(
+            engine, delete=lambda c: c.engine.release_lease(c.actor, c.params["lease_id"])),
+        "/workspace/proposals": Endpoint(
+            engine,
+            get=lambda c: c.engine.proposals(c.actor, c.arg("status"), c.arg("limit"), c.arg("cursor")),
+            post=Method(_propose, "editing#ProposalRequest")),
+        "/workspace/proposals/{proposal_id}": Endpoint(
+            engine, get=lambda c: c.engine.proposal(c.actor, c.params["proposal_id"])),
+        "/workspace/proposals/{proposal_id}/approve": Endpoint(
+            engine, post=lambda c: c.engine.approve_proposal(c.actor, c.params["proposal_id"])),
+        "/workspace/proposals/{proposal_id}/reject": Endpoint(
+            engine, post=Method(lambda c: c.engine.reject_proposal(c.actor, c.params["proposal_id"],
+                                                                   c.body.get("reason")),
+                                "editing#ProposalDecision")),
+        "/workspace/proposals/{proposal_id}/withdraw": Endpoint(
+            engine, post=lambda c: c.engine.withdraw_proposal(c.actor, c.params["proposal_id"])),
+    }

@@ -1,0 +1,171 @@
+"""The MCP standard headers (Streamable HTTP, 2026-07-28) and the request checks.
+
+- Header names are case-insensitive (callers pass a lower-cased mapping).
+- A value may be sent as ``=?base64?<base64 of UTF-8>?=``; it is decoded
+  before any comparison. Leading and trailing blanks (OWS) are tolerated.
+- A value with characters outside visible ASCII, space and tab, or a broken
+  base64 form, is malformed: 400 / -32020.
+
+:func:`check_request` applies the checks in the reference fixture's order
+(shared/notes/mcp-2026-07-28.md §1):
+
+1. a required header is missing (``MCP-Protocol-Version``, ``Mcp-Method``,
+   ``Mcp-Name`` where the method names something) → 400 / -32020;
+2. ``params._meta`` or its required fields missing → 400 / -32602;
+3. ``MCP-Protocol-Version`` differs from ``_meta`` → 400 / -32020;
+4. the version is not 2026-07-28 → 400 / -32022;
+5. ``Mcp-Method`` differs from ``method`` → 400 / -32020;
+6. ``Mcp-Name`` differs from the named param → 400 / -32020.
+
+:func:`check_param_headers` checks ``Mcp-Param-{Name}`` headers against the
+tool arguments annotated ``x-mcp-header`` in the tool's ``inputSchema``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Mapping
+
+from .jsonrpc import (
+    META_CAPABILITIES,
+    META_VERSION,
+    PROTOCOL_VERSION,
+    header_mismatch,
+    invalid_params,
+    unsupported_version,
+)
+
+VERSION_HEADER = "mcp-protocol-version"
+METHOD_HEADER = "mcp-method"
+NAME_HEADER = "mcp-name"
+PARAM_HEADER_PREFIX = "mcp-param-"
+
+#: method → the params field ``Mcp-Name`` mirrors. The tasks extension adds
+#: ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` → ``taskId``
+#: (:meth:`commonroom.mcp.registry.Registry.add_method`, ``name_param=``).
+NAME_PARAMS: dict[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+}
+
+_SENTINEL_HEAD = "=?base64?"
+_SENTINEL_TAIL = "?="
+
+
+def decode_value(header: str, raw: str) -> str:
+    """The header's value: blanks stripped, ``=?base64?…?=`` decoded.
+
+    Raises 400 / -32020 for illegal characters or a broken base64 form.
+    """
+    value = raw.strip(" \t")
+    if any(not (0x20 <= ord(ch) < 0x7F or ch == "\t") for ch in value):
+        raise header_mismatch(header, "illegal characters in the header value")
+    if value.startswith(_SENTINEL_HEAD) and value.endswith(_SENTINEL_TAIL) and \
+            len(value) >= len(_SENTINEL_HEAD) + len(_SENTINEL_TAIL):
+        inner = value[len(_SENTINEL_HEAD):-len(_SENTINEL_TAIL)]
+        try:
+            padded = inner + "=" * (-len(inner) % 4)
+            return base64.b64decode(padded, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError, UnicodeDecodeError):
+            raise header_mismatch(header, "malformed =?base64?...?= value") from None
+    return value
+
+
+def _get(headers: Mapping[str, str], name: str) -> str | None:
+    raw = headers.get(name)
+    return None if raw is None else decode_value(name, raw)
+
+
+def check_request(message: dict[str, Any], headers: Mapping[str, str],
+                  name_params: Mapping[str, str] = NAME_PARAMS,
+                  optional_name_params: Mapping[str, str] | None = None) -> None:
+    """Validate a request's headers against its body (order in module docstring).
+
+    ``headers`` maps lower-cased names to raw values. ``optional_name_params``
+    are methods whose ``Mcp-Name`` is checked only when sent (``skills/get``).
+    Raises :class:`~commonroom.mcp.jsonrpc.JsonRpcError`.
+    """
+    method = message["method"]
+    version_header = _get(headers, VERSION_HEADER)
+    if version_header is None:
+        raise header_mismatch("MCP-Protocol-Version", "missing")
+    method_header = _get(headers, METHOD_HEADER)
+    if method_header is None:
+        raise header_mismatch("Mcp-Method", "missing")
+    name_param = name_params.get(method)
+    name_header = _get(headers, NAME_HEADER) if name_param else None
+    if name_param and name_header is None:
+        raise header_mismatch("Mcp-Name", "missing", param=name_param)
+    if not name_param and optional_name_params and method in optional_name_params:
+        name_header = _get(headers, NAME_HEADER)
+        if name_header is not None:
+            name_param = optional_name_params[method]
+
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        raise invalid_params("params._meta is required", {"missing": "params._meta"}, status=400)
+    for key in (META_VERSION, META_CAPABILITIES):
+        if key not in meta:
+            raise invalid_params(f"params._meta is missing {key}", {"missing": f"params._meta/{key}"},
+                                 status=400)
+    body_version = meta[META_VERSION]
+    if not isinstance(body_version, str):
+        raise invalid_params(f"{META_VERSION} must be a string", {"field": META_VERSION}, status=400)
+    if not isinstance(meta[META_CAPABILITIES], dict):
+        raise invalid_params(f"{META_CAPABILITIES} must be an object", {"field": META_CAPABILITIES},
+                             status=400)
+
+    if version_header != body_version:
+        raise header_mismatch("MCP-Protocol-Version", "differs from params._meta protocolVersion",
+                              header_value=version_header, body_value=body_version)
+    if body_version != PROTOCOL_VERSION:
+        raise unsupported_version(body_version)
+    if method_header != method:
+        raise header_mismatch("Mcp-Method", "differs from the method", header_value=method_header,
+                              body_value=method)
+    if name_param:
+        body_name = params.get(name_param)
+        if not isinstance(body_name, str) or body_name != name_header:
+            raise header_mismatch("Mcp-Name", f"differs from params.{name_param}",
+                                  header_value=name_header, body_value=body_name)
+
+
+def mcp_header_properties(input_schema: dict[str, Any]) -> dict[str, str]:
+    """argument name → header name for top-level properties with ``x-mcp-header``."""
+    out: dict[str, str] = {}
+    for prop, schema in (input_schema.get("properties") or {}).items():
+        if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str):
+            out[prop] = schema["x-mcp-header"]
+    return out
+
+
+def _same(header_value: str, argument: Any) -> bool:
+    if isinstance(argument, bool):
+        return header_value == ("true" if argument else "false")
+    if isinstance(argument, int):
+        try:
+            return int(header_value) == argument
+        except ValueError:
+            return False
+    return header_value == str(argument)
+
+
+def check_param_headers(input_schema: dict[str, Any], arguments: Mapping[str, Any],
+                        headers: Mapping[str, str]) -> None:
+    """Each ``x-mcp-header`` argument present in the body has an equal header.
+
+    A null or absent argument expects no header. Raises 400 / -32020.
+    """
+    for prop, name in mcp_header_properties(input_schema).items():
+        value = arguments.get(prop)
+        if value is None:
+            continue
+        header = f"Mcp-Param-{name}"
+        got = _get(headers, PARAM_HEADER_PREFIX + name.lower())
+        if got is None:
+            raise header_mismatch(header, "missing", argument=prop)
+        if not _same(got, value):
+            raise header_mismatch(header, f"differs from arguments.{prop}", argument=prop)

@@ -1,0 +1,33 @@
+"""Fixtures: a real room process per test (or per module) on loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.roomproc import Room, corpus_files, start_room
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.md"
+
+
+@pytest.fixture
+def room(tmp_path: Path):
+    """A room serving a copy of examples/sample.md, stopped after the test."""
+    r = start_room(tmp_path, SAMPLE)
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_room(tmp_path_factory):
+    """One room for a whole module (read-mostly tests)."""
+    r = start_room(tmp_path_factory.mktemp("room"), SAMPLE)
+    yield r
+    r.stop()
+
+
+@pytest.fixture(params=[p.name for p in corpus_files()])
+def corpus_doc(request) -> Path:
+    """Each corpus document in turn."""
+    return next(p for p in corpus_files() if p.name == request.param)

@@ -1,0 +1,147 @@
+"""A real room process for tests: ``ce serve`` on loopback in a temp folder.
+
+No part of commonroom is mocked: the room runs as its own process (gunicorn,
+one asgi worker) on a real file and sidecar; tests talk to it over HTTP
+(httpx) and through the installed ``ce``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("COMMONROOM_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+
+def corpus_files() -> list[Path]:
+    """Every markdown document of the shared corpus."""
+    return sorted(CORPUS.glob("*.md"))
+
+
+def ce_path() -> str:
+    """The installed ``ce`` beside this Python."""
+    candidate = Path(sys.executable).parent / "ce"
+    return str(candidate) if candidate.exists() else "ce"
+
+
+def ce(*args: str, env: dict[str, str] | None = None, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``ce`` and capture its output (text)."""
+    return subprocess.run([ce_path(), *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, input=input)
+
+
+@dataclass
+class Room:
+    """A running room. ``stop()`` ends it (SIGTERM, then SIGKILL)."""
+
+    document: Path
+    proc: subprocess.Popen
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ingress(self) -> str:
+        return f"http://127.0.0.1:{self.state['ingress']['port']}"
+
+    @property
+    def owner(self) -> str:
+        return f"http://127.0.0.1:{self.state['owner_port']}"
+
+    @property
+    def owner_token(self) -> str:
+        return Path(self.state["owner_token_file"]).read_text().strip()
+
+    def invite(self, participant: str, caps: str | list[str] = "read,observe", **extra: Any) -> str:
+        """An invitation token from the owner API."""
+        if isinstance(caps, str):
+            caps = [c for c in caps.split(",") if c]
+        body = {"participant": participant, "capabilities": caps, **extra}
+        r = httpx.post(self.owner + "/owner/invitations", json=body,
+                       headers={"Authorization": f"Bearer {self.owner_token}"}, timeout=30)
+        assert r.status_code == 201, r.text
+        return r.json()["token"]
+
+    def join(self, participant: str, caps: str | list[str] = "read,observe", **extra: Any) -> "Client":
+        """Invite and redeem: a client holding a fresh session."""
+        token = self.invite(participant, caps, **extra)
+        r = httpx.post(self.ingress + "/workspace/join", json={"invitation": token}, timeout=30)
+        assert r.status_code == 201, r.text
+        data = r.json()
+        return Client(self, data["token"], data["session"])
+
+    def operator(self) -> "Client":
+        """A client on the owner port with the owner token (the operator)."""
+        return Client(self, self.owner_token, {}, base=self.owner)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+        """Stop the room; returns its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+@dataclass
+class Client:
+    """HTTP calls with one bearer."""
+
+    room: Room
+    token: str
+    session: dict[str, Any]
+    base: str | None = None
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.token}", **kwargs.pop("headers", {})}
+        return httpx.request(method, (self.base or self.room.ingress) + path, headers=headers,
+                             timeout=kwargs.pop("timeout", 30), **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, json=body, **kwargs)
+
+
+def start_room(folder: Path, source: Path | None = None, *, name: str = "doc.md", text: str | None = None,
+               args: tuple[str, ...] = (), wait: float = 30) -> Room:
+    """Copy ``source`` (or write ``text``) into ``folder`` and serve it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    document = folder / name
+    if source is not None:
+        shutil.copyfile(source, document)
+    elif text is not None and not document.exists():
+        document.write_bytes(text.encode("utf-8"))
+    log = open(folder / f"{name}.serve.log", "ab")
+    proc = subprocess.Popen([ce_path(), "serve", str(document), "--port", "0", "--owner-port", "0", *args],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    room = Room(document, proc)
+    state_file = document.with_name(document.name + ".commonroom.json")
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ce serve exited {proc.returncode}: {(folder / f'{name}.serve.log').read_text()}")
+        if state_file.exists():
+            try:
+                room.state = json.loads(state_file.read_text())
+                r = httpx.get(room.ingress + "/workspace/room", timeout=2)
+                if r.status_code == 401:
+                    return room
+            except (ValueError, httpx.HTTPError):
+                pass
+        time.sleep(0.05)
+    room.stop()
+    raise RuntimeError("room did not start in time")
