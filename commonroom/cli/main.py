@@ -6,6 +6,8 @@ import typer
 
 from .access import decode_command, invitation_app, invite_command, join_command, revoke_command
 from .call import call_command
+from . import editing
+from .mcp import mcp_command
 from .serve import serve_command
 
 app = typer.Typer(
@@ -20,7 +22,9 @@ app.command("invite")(invite_command)
 app.command("revoke")(revoke_command)
 app.command("join")(join_command)
 app.command("call")(call_command)
+app.command("mcp")(mcp_command)
 app.add_typer(invitation_app, name="invitation")
+editing.register(app)
 
 
 def main() -> None:

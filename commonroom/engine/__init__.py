@@ -19,6 +19,7 @@ from ..store.models import Version
 from .access import AccessMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from .filesync import file_state, write_atomic
+from .history import HistoryMixin
 from .leases import LeasesMixin
 from .proposals import ProposalsMixin
 from .reading import ReadingMixin
@@ -29,7 +30,7 @@ __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "requi
 log = logging.getLogger("commonroom.engine")
 
 
-class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin):
+class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin):
     """One room's engine over its document and sidecar."""
 
     _file_stat: Any = None

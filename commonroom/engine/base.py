@@ -125,9 +125,14 @@ class EngineBase:
     def head(self) -> Head:
         """The head version (number, text, hash)."""
         if self._head is None:
-            row = Version.select().order_by(Version.number.desc()).get()
-            self._head = Head(row.number, row.content, row.content_hash)
+            row = (Version.select(Version.number, Version.content_hash)
+                   .order_by(Version.number.desc()).get())
+            self._head = Head(row.number, self._reconstruct(row.number), row.content_hash)
         return self._head
+
+    def _reconstruct(self, number: int) -> str:
+        """The text of version ``number`` from the sidecar (see ``versions``)."""
+        raise NotImplementedError
 
     def _set_head(self, number: int, text: str, digest: str) -> None:
         self._head = Head(number, text, digest)

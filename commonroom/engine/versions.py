@@ -131,6 +131,12 @@ class VersionsMixin(EngineBase):
             raise VersionNotFound(f"there is no version {number}",
                                   details={"version": number, "head_version": head.number},
                                   current_version=head.number)
+        text = self._reconstruct(number)
+        self._remember(number, text)
+        return text
+
+    def _reconstruct(self, number: int) -> str:
+        """Replay the deltas after the nearest checkpoint at or below ``number``."""
         base = (
             Version.select(Version.number, Version.content)
             .where((Version.number <= number) & Version.content.is_null(False))
@@ -144,9 +150,7 @@ class VersionsMixin(EngineBase):
             .order_by(Version.number)
         ):
             lines = apply_hunk(lines, row.delta)
-        text = "".join(lines)
-        self._remember(number, text)
-        return text
+        return "".join(lines)
 
     def _version_info(self, row: Version, names: dict[str, str] | None = None) -> dict[str, Any]:
         names = names if names is not None else {}

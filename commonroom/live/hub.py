@@ -127,6 +127,14 @@ class Subscription:
             return self.queue.popleft()
         return HEARTBEAT
 
+    def get_nowait(self) -> dict[str, Any] | _Sentinel:
+        """Like ``get(0)`` without awaiting: an event, RESYNC, CLOSED or HEARTBEAT (empty)."""
+        if self.state is not None:
+            return self.state
+        if self.queue:
+            return self.queue.popleft()
+        return HEARTBEAT
+
     def close(self) -> None:
         """Unsubscribe; a pending or later ``get()`` returns CLOSED."""
         self.hub._drop(self)

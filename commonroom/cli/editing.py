@@ -1,0 +1,227 @@
+"""Editing commands.
+
+Local operator reads (the sidecar; work whether or not the room runs):
+``ce proposals FILE``, ``ce versions FILE``, ``ce diff FILE A [B]``.
+
+Participant commands over the stored session (the byte client):
+``ce read``, ``ce lease acquire|renew|release|list``, ``ce propose``,
+``ce approve``, ``ce reject``, ``ce withdraw``, ``ce write``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+from urllib.parse import quote, urlencode
+
+import typer
+
+from .. import client
+from ..engine import OPERATOR, Engine
+from ..errors import InvalidRequest
+from .common import emit, handled, load_session, require_document
+
+lease_app = typer.Typer(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True)
+
+SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
+HeadingOpt = Annotated[Optional[list[str]], typer.Option("--heading", help="A heading path, one title per --heading, outermost first.")]
+LinesOpt = Annotated[Optional[str], typer.Option("--lines", help="A 1-based inclusive line range: 3-10.")]
+
+
+def _region(heading: list[str] | None, lines: str | None) -> dict[str, Any] | None:
+    if heading and lines:
+        raise InvalidRequest("give --heading or --lines, not both", details={"option": "--heading/--lines"})
+    if heading:
+        return {"heading": list(heading)}
+    if lines:
+        start, sep, end = lines.replace(":", "-").partition("-")
+        try:
+            return {"lines": [int(start), int(end if sep else start)]}
+        except ValueError:
+            raise InvalidRequest(f"--lines {lines!r} is not like 3-10", details={"option": "--lines"}) from None
+    return None
+
+
+def _remote(session_file: Path | None, method: str, path: str, body: Any = None) -> Any:
+    session = load_session(session_file)
+    return client.call_json(session["transport"], method, path, body=body, token=session["token"])
+
+
+def _local(file: Path):
+    return Engine.open(require_document(file), readonly=True)
+
+
+# -- local operator reads ------------------------------------------------------
+
+
+@handled
+def proposals_command(
+    file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
+    status: Annotated[Optional[str], typer.Option(help="open, approved, rejected or withdrawn.")] = None,
+    limit: Annotated[int, typer.Option(help="1 to 200.")] = 50,
+) -> None:
+    """List proposals from the sidecar (works whether or not the room runs)."""
+    engine = _local(file)
+    try:
+        emit(engine.proposals(OPERATOR, status, limit))
+    finally:
+        engine.close()
+
+
+@handled
+def versions_command(
+    file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
+    limit: Annotated[int, typer.Option(help="1 to 200.")] = 50,
+) -> None:
+    """List versions, newest first, from the sidecar."""
+    engine = _local(file)
+    try:
+        emit(engine.versions(OPERATOR, limit))
+    finally:
+        engine.close()
+
+
+@handled
+def diff_command(
+    file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
+    a: Annotated[int, typer.Argument(help="From version.")],
+    b: Annotated[Optional[int], typer.Argument(help="To version (default: the head).")] = None,
+) -> None:
+    """Print the unified diff between two versions."""
+    engine = _local(file)
+    try:
+        sys.stdout.write(engine.diff(OPERATOR, a, b)["diff"])
+    finally:
+        engine.close()
+
+
+# -- participant commands --------------------------------------------------------
+
+
+@handled
+def read_command(heading: HeadingOpt = None, lines: LinesOpt = None, session_file: SessionOpt = None,
+                 raw: Annotated[bool, typer.Option("--raw", help="Print only the text.")] = False) -> None:
+    """Read the document (or a region) with the stored session."""
+    region = _region(heading, lines)
+    path = "/workspace/document" + (f"?region={quote(json.dumps(region))}" if region else "")
+    result = _remote(session_file, "GET", path)
+    if raw:
+        sys.stdout.write(result["text"])
+    else:
+        emit(result)
+
+
+@lease_app.command("acquire")
+@handled
+def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
+                  ttl: Annotated[Optional[int], typer.Option(help="Seconds, 1 to 3600 (default 300).")] = None,
+                  session_file: SessionOpt = None) -> None:
+    """Lease a region (the whole document when none is given)."""
+    body: dict[str, Any] = {"region": _region(heading, lines)}
+    if ttl is not None:
+        body["ttl_seconds"] = ttl
+    emit(_remote(session_file, "POST", "/workspace/leases", body))
+
+
+@lease_app.command("renew")
+@handled
+def lease_renew(lease_id: str, ttl: Annotated[Optional[int], typer.Option(help="Seconds, 1 to 3600.")] = None,
+                session_file: SessionOpt = None) -> None:
+    """Renew a lease of this session."""
+    body = {"ttl_seconds": ttl} if ttl is not None else {}
+    emit(_remote(session_file, "POST", f"/workspace/leases/{quote(lease_id)}/renew", body))
+
+
+@lease_app.command("release")
+@handled
+def lease_release(lease_id: str, session_file: SessionOpt = None) -> None:
+    """Release a lease of this session."""
+    emit(_remote(session_file, "DELETE", f"/workspace/leases/{quote(lease_id)}"))
+
+
+@lease_app.command("list")
+@handled
+def lease_list(session_file: SessionOpt = None) -> None:
+    """List the live leases in the room."""
+    emit(_remote(session_file, "GET", "/workspace/leases"))
+
+
+def _text(text: str | None, text_file: Path | None) -> str:
+    if text is not None and text_file is not None:
+        raise InvalidRequest("give --text or --text-file, not both", details={"option": "--text"})
+    if text is not None:
+        return text
+    if text_file is not None:
+        try:
+            return text_file.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidRequest(f"cannot read {text_file}: {exc}", details={"option": "--text-file"}) from None
+    return sys.stdin.read()
+
+
+@handled
+def propose_command(
+    base: Annotated[int, typer.Option("--base", help="The version the change is based on.")],
+    heading: HeadingOpt = None,
+    lines: LinesOpt = None,
+    text: Annotated[Optional[str], typer.Option(help="Replacement text (else --text-file, else stdin).")] = None,
+    text_file: Annotated[Optional[Path], typer.Option(help="Read the replacement text from a file.")] = None,
+    summary: Annotated[str, typer.Option(help="One line saying what changes.")] = "",
+    session_file: SessionOpt = None,
+) -> None:
+    """Propose replacement text for a region as seen at --base."""
+    body = {"base_version": base, "region": _region(heading, lines), "text": _text(text, text_file),
+            "summary": summary}
+    emit(_remote(session_file, "POST", "/workspace/proposals", body))
+
+
+@handled
+def approve_command(proposal_id: str, session_file: SessionOpt = None) -> None:
+    """Approve a proposal: it becomes the next version."""
+    emit(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}))
+
+
+@handled
+def reject_command(proposal_id: str, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
+                   session_file: SessionOpt = None) -> None:
+    """Reject a proposal."""
+    body = {"reason": reason} if reason else {}
+    emit(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/reject", body))
+
+
+@handled
+def withdraw_command(proposal_id: str, session_file: SessionOpt = None) -> None:
+    """Withdraw your own proposal."""
+    emit(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/withdraw", {}))
+
+
+@handled
+def write_command(
+    expected: Annotated[int, typer.Option("--expected", help="The version you edited (the head).")],
+    heading: HeadingOpt = None,
+    lines: LinesOpt = None,
+    text: Annotated[Optional[str], typer.Option(help="New text (else --text-file, else stdin).")] = None,
+    text_file: Annotated[Optional[Path], typer.Option(help="Read the new text from a file.")] = None,
+    summary: Annotated[str, typer.Option(help="One line saying what changes.")] = "",
+    session_file: SessionOpt = None,
+) -> None:
+    """Replace the document or a region directly (needs write)."""
+    body = {"expected_version": expected, "region": _region(heading, lines), "text": _text(text, text_file),
+            "summary": summary}
+    emit(_remote(session_file, "PUT", "/workspace/document", body))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the editing commands to ``ce``."""
+    app.command("proposals")(proposals_command)
+    app.command("versions")(versions_command)
+    app.command("diff")(diff_command)
+    app.command("read")(read_command)
+    app.add_typer(lease_app, name="lease")
+    app.command("propose")(propose_command)
+    app.command("approve")(approve_command)
+    app.command("reject")(reject_command)
+    app.command("withdraw")(withdraw_command)
+    app.command("write")(write_command)

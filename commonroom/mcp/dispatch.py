@@ -1,0 +1,292 @@
+"""The method table: one JSON-RPC request (already checked) → one result.
+
+:class:`Dispatcher` owns the core methods of 2026-07-28 that commonroom
+serves (``server/discover``, ``tools/*``, ``resources/*``, ``prompts/*``)
+and every method a :class:`~commonroom.mcp.registry.Registry` adds
+(``resources/subscribe``, ``skills/*``; later ``tasks/*`` and
+``subscriptions/listen``). Every result leaves here with ``resultType``
+and ``_meta["io.modelcontextprotocol/serverInfo"]``; cacheable results
+also carry ``ttlMs`` and ``cacheScope``.
+
+A :class:`~commonroom.errors.CommonroomError` raised outside a tool is
+mapped by :func:`room_error`: "no such thing" codes → -32602, anything else
+(permission_denied, limit_exceeded, …) → :data:`ROOM_ERROR`; ``data`` is the
+HTTP error object either way.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import logging
+from typing import Any, Mapping
+
+from jsonschema.exceptions import best_match
+
+from .. import __version__
+from ..errors import CommonroomError, InvalidRequest
+from .headers import check_param_headers
+from .jsonrpc import (
+    INVALID_PARAMS,
+    META_SERVER_INFO,
+    SUPPORTED_VERSIONS,
+    JsonRpcError,
+    internal_error,
+    invalid_params,
+    method_not_found,
+)
+from .registry import Context, Raw, Registry, Resource, Stream
+
+log = logging.getLogger("commonroom.mcp")
+
+SERVER_INFO = {"name": "commonroom", "version": __version__}
+#: How long a client may cache discover and the catalog lists (ms); the
+#: catalog is fixed for the life of the room process.
+CATALOG_TTL_MS = 300_000
+#: JSON-RPC code for a room refusal outside tools (application range).
+ROOM_ERROR = -31000
+#: Error codes that mean "the named thing does not exist or is invalid" → -32602.
+NOT_FOUND_CODES = {"not_found", "version_not_found", "proposal_not_found", "invalid_region", "invalid_request"}
+
+INSTRUCTIONS = (
+    "commonroom: people and agents edit one markdown document together. Read with "
+    "document_read (or the commonroom://workspace/document resource); lease a region "
+    "before a long edit (lease_acquire); propose changes with proposal_create against "
+    "the version you read; on a stale_version result, re-read, rebase and propose again. "
+    "The skill skill://commonroom/SKILL.md explains the whole workflow."
+)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text (non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def room_error(error: CommonroomError) -> JsonRpcError:
+    """A room refusal on a non-tool method as a JSON-RPC error (HTTP 200)."""
+    code = INVALID_PARAMS if error.code in NOT_FOUND_CODES else ROOM_ERROR
+    return JsonRpcError(code, error.message, error.to_dict())
+
+
+def tool_result(value: Any) -> dict[str, Any]:
+    """A successful tool value as a CallToolResult."""
+    structured = value if isinstance(value, dict) else {"value": value}
+    return {"content": [{"type": "text", "text": dumps(value)}], "structuredContent": structured,
+            "isError": False}
+
+
+def tool_error(error: CommonroomError) -> dict[str, Any]:
+    """A room refusal as a CallToolResult with ``isError: true`` (same object as HTTP)."""
+    body = error.to_dict()
+    return {"content": [{"type": "text", "text": dumps(body)}], "structuredContent": body, "isError": True}
+
+
+async def _call(handler: Any, ctx: Context) -> Any:
+    result = handler(ctx)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class Dispatcher:
+    """Runs checked requests against the engine and the registry."""
+
+    def __init__(self, engine: Any, registry: Registry):
+        self.engine = engine
+        self.registry = registry
+        self.core = {
+            "server/discover": self.discover,
+            "tools/list": self.tools_list,
+            "tools/call": self.tools_call,
+            "resources/list": self.resources_list,
+            "resources/read": self.resources_read,
+            "resources/templates/list": self.templates_list,
+            "prompts/list": self.prompts_list,
+            "prompts/get": self.prompts_get,
+        }
+
+    def knows(self, method: str) -> bool:
+        """True when ``method`` is served."""
+        return method in self.core or method in self.registry.methods
+
+    async def handle(self, message: dict[str, Any], actor: Any, headers: Mapping[str, str]) -> dict[str, Any] | Stream:
+        """The result of one checked request (raises ``JsonRpcError``)."""
+        method = message["method"]
+        params = message.get("params") or {}
+        ctx = Context(engine=self.engine, actor=actor, method=method, params=params,
+                      registry=self.registry, request_id=message.get("id"), headers=headers)
+        try:
+            if method in self.core:
+                result = await self.core[method](ctx)
+            elif method in self.registry.methods:
+                result = await _call(self.registry.methods[method].handler, ctx)
+                if isinstance(result, Raw):
+                    result = result.result
+            else:
+                raise method_not_found(method)
+        except JsonRpcError:
+            raise
+        except CommonroomError as exc:
+            raise room_error(exc) from None
+        except Exception:
+            log.exception("MCP %s failed", method)
+            raise internal_error() from None
+        if isinstance(result, Stream):
+            return result
+        return finish(result)
+
+    # -- discovery --------------------------------------------------------
+    async def discover(self, ctx: Context) -> dict[str, Any]:
+        """``server/discover`` (seed: no list-changed flags, nothing secret)."""
+        capabilities: dict[str, Any] = {
+            "tools": {},
+            "prompts": {},
+            "resources": {"subscribe": True},
+            **self.registry.capabilities,
+        }
+        if self.registry.extensions:
+            capabilities["extensions"] = {k: dict(v) for k, v in self.registry.extensions.items()}
+        return {
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": capabilities,
+            "instructions": INSTRUCTIONS,
+            "ttlMs": CATALOG_TTL_MS,
+            "cacheScope": "public",
+        }
+
+    # -- tools ------------------------------------------------------------
+    async def tools_list(self, ctx: Context) -> dict[str, Any]:
+        """``tools/list``: the whole catalog, one page."""
+        _no_cursor(ctx)
+        return {"tools": [t.descriptor() for t in self.registry.tools.values()],
+                "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}
+
+    async def tools_call(self, ctx: Context) -> dict[str, Any]:
+        """``tools/call``: validate arguments, run the handler, wrap the value."""
+        name = ctx.params.get("name")
+        if not isinstance(name, str):
+            raise invalid_params("params.name must be a tool name", {"field": "name"})
+        tool = self.registry.tools.get(name)
+        if tool is None:
+            raise invalid_params(f"Unknown tool: {name}", {"name": name})
+        arguments = ctx.params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise invalid_params("params.arguments must be an object", {"field": "arguments"})
+        check_param_headers(tool.input_schema, arguments, ctx.headers)
+        ctx.arguments = arguments
+        try:
+            _validate_arguments(tool.validator, arguments)
+            value = await _call(tool.handler, ctx)
+        except CommonroomError as exc:
+            return tool_error(exc)
+        if isinstance(value, Raw):
+            return value.result
+        return tool_result(value)
+
+    # -- resources --------------------------------------------------------
+    async def resources_list(self, ctx: Context) -> dict[str, Any]:
+        """``resources/list``: every fixed-URI resource."""
+        _no_cursor(ctx)
+        return {"resources": [r.descriptor() for r in self.registry.resources.values()],
+                "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}
+
+    async def templates_list(self, ctx: Context) -> dict[str, Any]:
+        """``resources/templates/list``."""
+        _no_cursor(ctx)
+        return {"resourceTemplates": [t.descriptor() for t in self.registry.templates],
+                "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}
+
+    async def resources_read(self, ctx: Context) -> dict[str, Any]:
+        """``resources/read``; an unknown URI is -32602."""
+        uri = ctx.params.get("uri")
+        if not isinstance(uri, str):
+            raise invalid_params("params.uri must be a string", {"field": "uri"})
+        found = self.registry.find_resource(uri)
+        if found is None:
+            raise invalid_params("Resource not found", {"uri": uri})
+        entry, variables = found
+        ctx.uri, ctx.variables = uri, variables
+        value = await _call(entry.read, ctx)
+        if isinstance(value, Raw):
+            return value.result
+        return {"contents": contents_of(uri, entry, value), "ttlMs": entry.ttl_ms,
+                "cacheScope": entry.cache_scope}
+
+    # -- prompts ----------------------------------------------------------
+    async def prompts_list(self, ctx: Context) -> dict[str, Any]:
+        """``prompts/list``."""
+        _no_cursor(ctx)
+        return {"prompts": [p.descriptor() for p in self.registry.prompts.values()],
+                "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}
+
+    async def prompts_get(self, ctx: Context) -> dict[str, Any]:
+        """``prompts/get``: required arguments checked, then the prompt's ``get``."""
+        name = ctx.params.get("name")
+        prompt = self.registry.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise invalid_params(f"Unknown prompt: {name}", {"name": name})
+        arguments = ctx.params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise invalid_params("params.arguments must be an object", {"field": "arguments"})
+        missing = [a["name"] for a in prompt.arguments if a.get("required") and arguments.get(a["name"]) in (None, "")]
+        if missing:
+            raise invalid_params(f"Missing required arguments: {', '.join(missing)}", {"missing": missing})
+        ctx.arguments = arguments
+        value = await _call(prompt.get, ctx)
+        if isinstance(value, Raw):
+            return value.result
+        if isinstance(value, list):
+            return {"description": prompt.description, "messages": value}
+        return dict(value)
+
+
+def finish(result: dict[str, Any]) -> dict[str, Any]:
+    """Add ``resultType`` (default complete) and serverInfo to a result."""
+    out = dict(result)
+    out.setdefault("resultType", "complete")
+    meta = dict(out.get("_meta") or {})
+    meta.setdefault(META_SERVER_INFO, SERVER_INFO)
+    out["_meta"] = meta
+    return out
+
+
+def contents_of(uri: str, entry: Any, value: Any) -> list[dict[str, Any]]:
+    """A read handler's value as ResourceContents."""
+    mime = getattr(entry, "mime_type", None)
+    if isinstance(value, list):
+        return value
+    if isinstance(value, bytes):
+        item: dict[str, Any] = {"uri": uri, "blob": base64.b64encode(value).decode("ascii")}
+    elif isinstance(value, str):
+        item = {"uri": uri, "text": value}
+    else:
+        item = {"uri": uri, "text": dumps(value)}
+        mime = mime or "application/json"
+    if mime:
+        item["mimeType"] = mime
+    return [item]
+
+
+def _no_cursor(ctx: Context) -> None:
+    if ctx.params.get("cursor") is not None:
+        raise invalid_params("unknown cursor: every list is one page", {"field": "cursor"})
+
+
+def _validate_arguments(validator: Any, arguments: dict[str, Any]) -> None:
+    error = best_match(validator.iter_errors(arguments)) if validator is not None else None
+    if error is None:
+        return
+    pointer = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
+    pointer = "" if pointer == "/" else pointer
+    raise InvalidRequest(
+        f"arguments are invalid at {pointer or '/'}: {error.message}",
+        details={"pointer": pointer,
+                 "schema_path": "/" + "/".join(str(p) for p in error.absolute_schema_path),
+                 "reason": error.message},
+    )
+
+
+__all__ = ["Dispatcher", "SERVER_INFO", "finish", "tool_result", "tool_error", "room_error", "Resource"]

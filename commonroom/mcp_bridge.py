@@ -1,0 +1,446 @@
+"""The stdio side of ``ce mcp``: newline-delimited JSON-RPC ⇄ the room's ``/mcp``.
+
+A desktop MCP client starts ``ce mcp`` and speaks JSON-RPC on its stdin and
+stdout, one message per line. The bridge holds no protocol logic of its own:
+
+- each message read from stdin is POSTed as is to the room's ``POST /mcp``
+  with the stored session's bearer, through the byte client
+  (:mod:`commonroom.client`: HTTP/1.1, ``Host: commonroom``,
+  ``Connection: close``, body read until ``Content-Length``), with the
+  standard headers derived from the message (:func:`mcp_headers`);
+- the answer goes to stdout: a JSON body as one line, an event-stream body
+  event by event; a 202 (the answer to a notification) writes nothing;
+- a request the room cannot be asked (transport error) or that it answers
+  with something that is not JSON-RPC (a 401, a 429) is answered on stdout
+  with a JSON-RPC error carrying that request's id;
+- a ``GET /mcp`` event stream stays open beside the requests (reconnecting
+  when it drops) and its notifications go to stdout too.
+
+Stdout carries protocol messages only; everything else goes to stderr through
+:mod:`logging`. Requests run concurrently (one thread each), so a slow tool
+call does not hold the others back; answers may come out of order, as
+JSON-RPC allows. ``notifications/cancelled`` is a stdio-only message: the
+bridge does not forward it but stops forwarding anything for that request.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable, Iterator
+
+from . import client, errors
+
+log = logging.getLogger("commonroom.mcp_bridge")
+
+PROTOCOL_VERSION = "2026-07-28"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+#: method → the params field ``Mcp-Name`` mirrors (core revision and the tasks extension).
+NAME_PARAMS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+
+INTERNAL_ERROR = -32603
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+_SENTINEL_HEAD = "=?base64?"
+_SENTINEL_TAIL = "?="
+
+
+def header_value(value: str) -> str:
+    """``value`` as an MCP header value: plain when header-safe, else ``=?base64?…?=``.
+
+    Plain means visible ASCII and inner spaces only, no leading or trailing
+    blank, and not itself looking like the base64 sentinel.
+    """
+    plain = (
+        value != ""
+        and all(0x20 <= ord(ch) < 0x7F for ch in value)
+        and value == value.strip(" ")
+        and not (value.startswith(_SENTINEL_HEAD) and value.endswith(_SENTINEL_TAIL))
+    )
+    if plain or value == "":
+        return value
+    return _SENTINEL_HEAD + base64.b64encode(value.encode("utf-8")).decode("ascii") + _SENTINEL_TAIL
+
+
+def _scalar_text(value: Any) -> str | None:
+    """A tool argument as its ``Mcp-Param-*`` text (None: not mirrored)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)):
+        return str(value)
+    return None
+
+
+def mcp_headers(message: dict[str, Any], param_headers: dict[str, str] | None = None) -> dict[str, str]:
+    """The standard MCP headers for one outgoing message.
+
+    ``MCP-Protocol-Version`` comes from ``params._meta`` (2026-07-28 when the
+    message has none, so that the room reports the missing ``_meta`` field
+    itself); ``Mcp-Method`` is the method; ``Mcp-Name`` mirrors the field the
+    method names (:data:`NAME_PARAMS`); ``param_headers`` (argument → header
+    name, from the tool's ``x-mcp-header`` annotations) adds ``Mcp-Param-*``.
+    """
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    version = meta.get(META_VERSION)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": header_value(version if isinstance(version, str) else PROTOCOL_VERSION),
+    }
+    method = message.get("method")
+    if isinstance(method, str):
+        headers["Mcp-Method"] = header_value(method)
+        field_name = NAME_PARAMS.get(method)
+        if field_name and isinstance(params.get(field_name), str):
+            headers["Mcp-Name"] = header_value(params[field_name])
+    if param_headers and method == "tools/call":
+        arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        for argument, name in param_headers.items():
+            text = _scalar_text(arguments.get(argument))
+            if text is not None:
+                headers[f"Mcp-Param-{name}"] = header_value(text)
+    return headers
+
+
+def error_message(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error response (``id`` omitted when there is none)."""
+    out: dict[str, Any] = {"jsonrpc": "2.0"}
+    if request_id is not None:
+        out["id"] = request_id
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    out["error"] = error
+    return out
+
+
+def sse_messages(lines: Iterator[str], on_retry: Callable[[int], None] | None = None) -> Iterator[Any]:
+    """The JSON payloads of a server-sent event stream, one per event.
+
+    Comment lines (heartbeats) and events whose data is not JSON are skipped.
+    """
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            if data:
+                text = "\n".join(data)
+                data = []
+                try:
+                    yield json.loads(text)
+                except ValueError:
+                    log.warning("skipping an event that is not JSON: %.200s", text)
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "retry" and on_retry is not None and value.isdigit():
+            on_retry(int(value))
+    if data:
+        try:
+            yield json.loads("\n".join(data))
+        except ValueError:
+            pass
+
+
+def _is_jsonrpc(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("jsonrpc") == "2.0" and ("result" in value or "error" in value
+                                                                          or "method" in value)
+
+
+@dataclass
+class Bridge:
+    """One ``ce mcp`` process: a session, stdin/stdout and the room's ``/mcp``."""
+
+    transport: dict[str, Any]
+    token: str
+    out: IO[bytes]
+    timeout: float = 300.0
+    stream_timeout: float = 90.0
+    path: str = "/mcp"
+    _write_lock: threading.Lock = field(default_factory=threading.Lock)
+    _cancelled: set = field(default_factory=set)
+    _inflight: set = field(default_factory=set)
+    _state_lock: threading.Lock = field(default_factory=threading.Lock)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _tool_headers: dict[str, dict[str, str]] | None = None
+    stream_connected: threading.Event = field(default_factory=threading.Event)
+
+    # -- output -------------------------------------------------------------
+
+    def write(self, message: Any) -> None:
+        """One protocol message on stdout, as one line."""
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        with self._write_lock:
+            self.out.write(data)
+            self.out.flush()
+
+    # -- stdin --------------------------------------------------------------
+
+    def handle_line(self, raw: bytes) -> threading.Thread | None:
+        """Parse one stdin line and dispatch it (requests on their own thread)."""
+        line = raw.strip()
+        if not line:
+            return None
+        try:
+            message = json.loads(line)
+        except ValueError as exc:
+            log.warning("stdin: a line that is not JSON: %s", exc)
+            self.write(error_message(None, PARSE_ERROR, "Parse error", {"reason": str(exc)}))
+            return None
+        if not isinstance(message, dict):
+            self.write(error_message(None, INVALID_REQUEST, "Invalid Request",
+                                     {"reason": "one JSON-RPC message object per line (no batches)"}))
+            return None
+        method = message.get("method")
+        request_id = message.get("id")
+        if not isinstance(method, str):
+            log.info("stdin: dropping a message without a method (the room sends no requests): %.200s", line)
+            return None
+        if method == "notifications/cancelled":
+            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            self.cancel(params.get("requestId"))
+            return None
+        thread = threading.Thread(target=self.forward, args=(message, line), daemon=True,
+                                  name=f"mcp-{method}-{request_id}")
+        with self._state_lock:
+            self._inflight.add(thread)
+        thread.start()
+        return thread
+
+    def cancel(self, request_id: Any) -> None:
+        """Stop forwarding anything for ``request_id`` (stdio cancellation)."""
+        if request_id is None:
+            return
+        with self._state_lock:
+            self._cancelled.add(json.dumps(request_id))
+        log.info("request %s cancelled by the client", request_id)
+
+    def _is_cancelled(self, request_id: Any) -> bool:
+        with self._state_lock:
+            return json.dumps(request_id) in self._cancelled
+
+    # -- forwarding ---------------------------------------------------------
+
+    def _param_headers(self, message: dict[str, Any]) -> dict[str, str] | None:
+        """``x-mcp-header`` annotations of the called tool (listed once, lazily)."""
+        if message.get("method") != "tools/call":
+            return None
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if self._tool_headers is None:
+            self._tool_headers = {}
+            meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+            self._learn_tools(meta)
+        return self._tool_headers.get(params.get("name")) if isinstance(params.get("name"), str) else None
+
+    def _learn_tools(self, meta: dict[str, Any]) -> None:
+        listing = {"jsonrpc": "2.0", "id": "ce-mcp-tools", "method": "tools/list", "params": {"_meta": meta}}
+        cursor = None
+        for _ in range(50):
+            if cursor is not None:
+                listing["params"]["cursor"] = cursor
+            try:
+                response = client.request(self.transport, "POST", self.path, token=self.token,
+                                          raw_body=json.dumps(listing).encode("utf-8"),
+                                          headers=mcp_headers(listing), timeout=self.timeout)
+                result = (response.json() or {}).get("result") or {}
+            except (errors.CommonroomError, ValueError, AttributeError):
+                return
+            for tool in result.get("tools") or []:
+                props = ((tool.get("inputSchema") or {}).get("properties") or {}) if isinstance(tool, dict) else {}
+                mirrored = {arg: schema["x-mcp-header"] for arg, schema in props.items()
+                            if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str)}
+                if mirrored:
+                    self._tool_headers[tool["name"]] = mirrored
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return
+
+    def _note_tools(self, message: dict[str, Any], answer: Any) -> None:
+        """Remember ``x-mcp-header`` annotations seen in a ``tools/list`` answer."""
+        if message.get("method") != "tools/list" or not isinstance(answer, dict):
+            return
+        tools = (answer.get("result") or {}).get("tools") if isinstance(answer.get("result"), dict) else None
+        if not isinstance(tools, list):
+            return
+        known = self._tool_headers if self._tool_headers is not None else {}
+        for tool in tools:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            props = (tool.get("inputSchema") or {}).get("properties") or {}
+            known[tool["name"]] = {arg: schema["x-mcp-header"] for arg, schema in props.items()
+                                   if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str)}
+        self._tool_headers = known
+
+    def forward(self, message: dict[str, Any], body: bytes) -> None:
+        """POST one message to ``/mcp`` and write what comes back."""
+        request_id = message.get("id")
+        is_request = request_id is not None
+        try:
+            self._forward(message, body, request_id, is_request)
+        except Exception as exc:  # never let a thread die silently
+            log.exception("forwarding %s failed", message.get("method"))
+            if is_request and not self._is_cancelled(request_id):
+                self.write(error_message(request_id, INTERNAL_ERROR, f"ce mcp: {exc}"))
+        finally:
+            with self._state_lock:
+                self._inflight.discard(threading.current_thread())
+
+    def _forward(self, message: dict[str, Any], body: bytes, request_id: Any, is_request: bool) -> None:
+        method = message.get("method")
+        headers = mcp_headers(message, self._param_headers(message))
+        try:
+            head, lines = client.stream(self.transport, self.path, method="POST", raw_body=body,
+                                        token=self.token, headers=headers, timeout=self.timeout)
+        except errors.CommonroomError as error:
+            log.warning("%s: %s", method, error)
+            if is_request:
+                self.write(error_message(request_id, INTERNAL_ERROR, f"{error.code}: {error}",
+                                         error.to_dict()))
+            return
+        if head.headers.get("content-type", "").startswith("text/event-stream"):
+            self._forward_stream(message, request_id, lines)
+            return
+        log.debug("%s → HTTP %s (%d bytes)", method, head.status, len(head.body))
+        if head.status == 202 or not head.body.strip():
+            if is_request and head.status != 202:
+                self.write(error_message(request_id, INTERNAL_ERROR,
+                                         f"the room answered HTTP {head.status} with an empty body",
+                                         {"status": head.status}))
+            elif is_request:
+                log.warning("%s: the room accepted a request without answering it", method)
+            return
+        try:
+            answer = head.json()
+        except ValueError:
+            answer = None
+        if not is_request:
+            if head.status >= 400:
+                log.warning("notification %s refused: HTTP %s %.300s", method, head.status,
+                            head.body.decode("utf-8", "replace"))
+            return
+        if self._is_cancelled(request_id):
+            return
+        if _is_jsonrpc(answer):
+            self._note_tools(message, answer)
+            self.write(answer)
+            return
+        # Not JSON-RPC: a commonroom error envelope (401, 403, 429, 413) or worse.
+        if isinstance(answer, dict) and "error" in answer and "message" in answer:
+            text = f"{answer['error']}: {answer['message']}"
+            data = {**answer, "status": head.status}
+        else:
+            text = f"the room answered HTTP {head.status} with a body that is not JSON-RPC"
+            data = {"status": head.status, "body": head.body[:2000].decode("utf-8", "replace")}
+        self.write(error_message(request_id, INTERNAL_ERROR, text, data))
+
+    def _forward_stream(self, message: dict[str, Any], request_id: Any, lines: Iterator[str]) -> None:
+        """An event-stream answer: each message in turn, until the final response."""
+        answered = False
+        try:
+            for item in sse_messages(lines):
+                if request_id is not None and self._is_cancelled(request_id):
+                    return
+                if not _is_jsonrpc(item):
+                    continue
+                if "method" in item and "id" in item:
+                    log.warning("dropping a request the room sent on a response stream: %s", item.get("method"))
+                    continue
+                self.write(item)
+                if "method" not in item and item.get("id") == request_id:
+                    answered = True
+                    return
+        finally:
+            close = getattr(lines, "close", None)
+            if close:
+                close()
+            if request_id is not None and not answered and not self._is_cancelled(request_id):
+                self.write(error_message(request_id, INTERNAL_ERROR,
+                                         "the room closed the response stream before answering"))
+
+    # -- GET /mcp -----------------------------------------------------------
+
+    def listen(self) -> None:
+        """Keep ``GET /mcp`` open and copy its notifications to stdout (reconnecting)."""
+        delay = 1.0
+        retry_ms: list[int] = []
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                head, lines = client.stream(
+                    self.transport, self.path, token=self.token, timeout=self.stream_timeout,
+                    headers={"Accept": "text/event-stream", "MCP-Protocol-Version": PROTOCOL_VERSION},
+                )
+            except errors.CommonroomError as error:
+                log.warning("GET %s: %s; retrying in %.0fs", self.path, error, delay)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 30.0)
+                continue
+            if head.status != 200:
+                text = head.body[:500].decode("utf-8", "replace")
+                if 400 <= head.status < 500 and head.status not in (408, 429):
+                    log.error("GET %s answered HTTP %s; no notification stream: %s", self.path, head.status, text)
+                    return
+                log.warning("GET %s answered HTTP %s; retrying in %.0fs", self.path, head.status, delay)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 30.0)
+                continue
+            log.info("notification stream open")
+            self.stream_connected.set()
+            try:
+                for item in sse_messages(lines, on_retry=retry_ms.append):
+                    if self._stop.is_set():
+                        break
+                    if isinstance(item, dict) and "method" in item and "id" not in item:
+                        self.write(item)
+            finally:
+                self.stream_connected.clear()
+                close = getattr(lines, "close", None)
+                if close:
+                    close()
+            if self._stop.is_set():
+                return
+            if time.monotonic() - started > 30:
+                delay = 1.0
+            wait = retry_ms[-1] / 1000 if retry_ms else delay
+            log.info("notification stream closed; reconnecting in %.1fs", wait)
+            self._stop.wait(wait)
+            delay = min(delay * 2, 30.0)
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def run(self, stdin: IO[bytes], *, notifications: bool = True, drain: float = 30.0) -> int:
+        """Serve until stdin ends; then finish the requests in flight (up to ``drain`` s)."""
+        listener = None
+        if notifications:
+            listener = threading.Thread(target=self.listen, daemon=True, name="mcp-listen")
+            listener.start()
+        for raw in iter(stdin.readline, b""):
+            self.handle_line(raw)
+        log.info("stdin closed; finishing requests in flight")
+        deadline = time.monotonic() + drain
+        while True:
+            with self._state_lock:
+                pending = list(self._inflight)
+            if not pending or time.monotonic() > deadline:
+                break
+            pending[0].join(max(0.0, deadline - time.monotonic()))
+        self._stop.set()
+        return 0
