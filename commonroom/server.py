@@ -197,7 +197,8 @@ def serve(options: ServeOptions, out=sys.stdout) -> int:
         return 0
     finally:
         if os.getpid() == arbiter_pid:
-            for path in (files.state, files.owner_token):
+            stale = [files.state, files.owner_token] + ([files.socket] if options.socket else [])
+        for path in stale:
                 try:
                     path.unlink()
                 except OSError:
@@ -228,10 +229,6 @@ def build_app(config: WorkerConfig) -> Any:
     gc.collect()
     gc.freeze()
     return RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown)
-
-
-class _RoomApplicationBase:
-    pass
 
 
 def _gunicorn_base():

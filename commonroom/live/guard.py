@@ -1,0 +1,119 @@
+"""Bounded writes for streams, and clean-up when a request ends however it ends.
+
+``shared/notes/runtime.md`` (Stalled readers): a frame "cannot be written to
+a peer that is not reading and the worker has no write timeout: close such
+a connection after a bounded wait rather than waiting on it." gunicorn's
+``send()`` waits (``drain``) while the socket's write buffer is full, with
+no limit. :class:`StreamGuard` is an ASGI wrapper around each of the
+room's apps that watches every body ``send()`` of an event stream
+(response ``Content-Type: text/event-stream``): one that has waited longer
+than ``timeout`` seconds gets its request task cancelled, so the worker
+stops serving it; gunicorn then closes the connection (the kernel keeps the
+unread bytes until the peer reads or goes away). A single sweeper task per
+process checks the in-flight writes every ``timeout / 4`` seconds (at most
+1 s), so the cost of a send is two attribute stores.
+
+Ordinary responses are not guarded: a slow client may legitimately take a
+while to read a large document.
+
+:func:`on_request_end` registers a callable (a stream's
+``Subscription.close``) that runs when the request finishes, fails or is
+cancelled, so a stream cut off inside Falcon's SSE loop never leaves a
+subscriber behind in the hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+log = logging.getLogger("commonroom.live")
+
+#: Scope key holding the callables :func:`on_request_end` registered.
+CLEANUP_KEY = "commonroom.on_request_end"
+
+
+def on_request_end(scope: dict, callback: Callable[[], Any]) -> None:
+    """Run ``callback()`` when the request ends (needs :class:`StreamGuard` outside)."""
+    scope.setdefault(CLEANUP_KEY, []).append(callback)
+
+
+def _is_event_stream(headers: Any) -> bool:
+    for name, value in headers or ():
+        if name.lower() == b"content-type":
+            return value.split(b";")[0].strip().lower() == b"text/event-stream"
+    return False
+
+
+class _Watch:
+    __slots__ = ("task", "since", "cancelled")
+
+    def __init__(self, task: asyncio.Task | None):
+        self.task = task
+        self.since: float | None = None
+        self.cancelled = False
+
+
+class StreamGuard:
+    """ASGI wrapper: bound the wait of every event-stream write to ``timeout`` s."""
+
+    def __init__(self, app: Callable, timeout: float = 10.0):
+        self.app = app
+        self.timeout = timeout
+        self.stalled = 0  # streams cut off so far (for the logs and tests)
+        self._watches: set[_Watch] = set()
+        self._sweeper: asyncio.Task | None = None
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: D102 - ASGI
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        watch: _Watch | None = None
+        loop = asyncio.get_running_loop()
+
+        async def guarded_send(message: dict) -> None:
+            nonlocal watch
+            if watch is None:
+                if message["type"] == "http.response.start" and _is_event_stream(message.get("headers")):
+                    watch = _Watch(asyncio.current_task())
+                    self._watches.add(watch)
+                    self._ensure_sweeper(loop)
+                await send(message)
+                return
+            watch.since = loop.time()
+            try:
+                await send(message)
+            finally:
+                watch.since = None
+
+        try:
+            # A cut-off stream ends in CancelledError, which gunicorn takes as
+            # a client gone: it closes the connection without an error log.
+            await self.app(scope, receive, guarded_send)
+        finally:
+            if watch is not None:
+                self._watches.discard(watch)
+            for callback in scope.pop(CLEANUP_KEY, ()):
+                try:
+                    callback()
+                except Exception:
+                    log.exception("request clean-up failed")
+
+    def _ensure_sweeper(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = loop.create_task(self._sweep())
+
+    async def _sweep(self) -> None:
+        interval = min(1.0, self.timeout / 4)
+        loop = asyncio.get_running_loop()
+        while self._watches:
+            await asyncio.sleep(interval)
+            now = loop.time()
+            for watch in list(self._watches):
+                if watch.since is not None and not watch.cancelled and now - watch.since > self.timeout:
+                    watch.cancelled = True
+                    self.stalled += 1
+                    log.warning("closing an event stream whose reader stalled for %.0f s", self.timeout)
+                    if watch.task is not None:
+                        watch.task.cancel()

@@ -1,0 +1,219 @@
+"""``/mcp`` on the session ingress: the Streamable HTTP transport (Falcon ASGI).
+
+``POST /mcp`` (one JSON-RPC message per body), in this order:
+
+1. ``Host`` must be one we serve (:func:`host_allowed`) → else 403;
+2. ``Origin``, when present, must be http(s)://127.0.0.1 or localhost
+   (any port) → else 403;
+3. the body: too large → 413 / -32600; not JSON → 400 / -32700; not one
+   JSON-RPC request or notification (batch, response, bad id) → 400 / -32600;
+4. the bearer: missing or invalid → 401 with ``WWW-Authenticate: Bearer``
+   and a JSON-RPC error (code -31000, data = the HTTP error object);
+5. a notification (no id, or null) → 202 and an empty body;
+6. :func:`~commonroom.mcp.headers.check_request` (400 / -32020, -32602, -32022);
+7. the method: unknown → 404 / -32601; else the dispatcher's result or
+   JSON-RPC error with its status (docs/mcp.md, "Error statuses").
+
+``GET /mcp`` is the notification stream (``stream.py``) only with Accept
+``text/event-stream``, a valid bearer and ``MCP-Protocol-Version:
+2026-07-28``; any other GET, and DELETE, is 405. Other methods are 405 too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+import falcon
+
+from ..errors import CommonroomError
+from ..http.wire import MAX_BODY_BYTES, bearer
+from .dispatch import ROOM_ERROR, Dispatcher, dumps
+from .headers import VERSION_HEADER, check_request, decode_value
+from .jsonrpc import (
+    PROTOCOL_VERSION,
+    JsonRpcError,
+    error_response,
+    invalid_request,
+    is_request_id,
+    method_not_found,
+    parse_error,
+    result_response,
+)
+from .registry import Stream
+from .stream import sse_response
+
+log = logging.getLogger("commonroom.mcp")
+
+#: Host names the ingress answers to (any port): loopback and the byte client's.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1", "commonroom"})
+#: Origin hosts accepted (seed: 127.0.0.1 or localhost).
+ORIGIN_HOSTS = frozenset({"127.0.0.1", "localhost"})
+
+
+def split_host(value: str) -> str:
+    """The host part of a ``Host`` header (port dropped, lower case)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end != -1 else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def host_allowed(header: str | None, extra: frozenset[str] = frozenset()) -> bool:
+    """True when ``Host`` names this room (DNS-rebinding protection)."""
+    if not header:
+        return False
+    return split_host(header) in LOOPBACK_HOSTS or split_host(header) in extra
+
+
+def origin_allowed(header: str | None) -> bool:
+    """True when there is no ``Origin`` or it is http(s)://127.0.0.1|localhost[:port]."""
+    if header is None:
+        return True
+    try:
+        parts = urlsplit(header.strip())
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and (parts.hostname or "") in ORIGIN_HOSTS and port_ok \
+        and not parts.path.strip("/") and not parts.query
+
+
+def lower_headers(req: falcon.asgi.Request) -> dict[str, str]:
+    """The request headers with lower-cased names."""
+    return {name.lower(): value for name, value in req.headers.items()}
+
+
+def _send(resp: falcon.asgi.Response, body: dict[str, Any] | None, status: int) -> None:
+    resp.status = status
+    if body is None:
+        resp.data = b""
+        return
+    resp.content_type = "application/json"
+    resp.data = dumps(body).encode("utf-8")
+
+
+def _forbidden(resp: falcon.asgi.Response, reason: str) -> None:
+    _send(resp, error_response(None, JsonRpcError(-32600, "Forbidden", {"reason": reason})), 403)
+
+
+class McpEndpoint:
+    """The ``/mcp`` Falcon resource. ``public``: it authenticates by itself."""
+
+    public = True
+
+    def __init__(self, engine: Any, dispatcher: Dispatcher, subscriptions: Any = None, hub: Any = None,
+                 *, extra_hosts: frozenset[str] = frozenset(), heartbeat_seconds: float = 15.0):
+        self.engine = engine
+        self.dispatcher = dispatcher
+        self.subscriptions = subscriptions
+        self.hub = hub
+        self.extra_hosts = extra_hosts
+        self.heartbeat_seconds = heartbeat_seconds
+
+    def _guard(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> bool:
+        if not host_allowed(req.get_header("Host"), self.extra_hosts):
+            _forbidden(resp, "Host is not one this room serves")
+            return False
+        if not origin_allowed(req.get_header("Origin")):
+            _forbidden(resp, "Origin must be 127.0.0.1 or localhost")
+            return False
+        return True
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        """One JSON-RPC message → one JSON answer (or 202)."""
+        if not self._guard(req, resp):
+            return
+        message: dict[str, Any] | None = None
+        try:
+            message = await self._read(req)
+            request_id = message.get("id")
+            try:
+                req.context.actor = actor = self.engine.authenticate(bearer(req))
+            except CommonroomError as exc:
+                body = error_response(request_id, JsonRpcError(ROOM_ERROR, exc.message, exc.to_dict()))
+                _send(resp, body, 401)
+                resp.set_header("WWW-Authenticate",
+                                'Bearer realm="commonroom"' + (', error="invalid_token"' if bearer(req) else ""))
+                return
+            if request_id is None:
+                _send(resp, None, 202)
+                return
+            headers = lower_headers(req)
+            required, optional = self.dispatcher.registry.name_params()
+            from .headers import NAME_PARAMS
+
+            check_request(message, headers, {**NAME_PARAMS, **required}, optional)
+            if not self.dispatcher.knows(message["method"]):
+                raise method_not_found(message["method"])
+            result = await self.dispatcher.handle(message, actor, headers)
+        except JsonRpcError as exc:
+            _send(resp, error_response(message.get("id") if message else None, exc), exc.status)
+            return
+        if isinstance(result, Stream):
+            sse_response(resp, result, self.heartbeat_seconds)
+            return
+        _send(resp, result_response(request_id, result), 200)
+
+    async def _read(self, req: falcon.asgi.Request) -> dict[str, Any]:
+        length = req.content_length
+        if length is not None and length > MAX_BODY_BYTES:
+            raise JsonRpcError(-32600, "Request body too large", {"limit_bytes": MAX_BODY_BYTES}, status=413)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in req.stream:
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise JsonRpcError(-32600, "Request body too large", {"limit_bytes": MAX_BODY_BYTES}, status=413)
+            chunks.append(chunk)
+        try:
+            message = json.loads(b"".join(chunks).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise parse_error(str(exc)) from None
+        if isinstance(message, list):
+            raise invalid_request("one JSON-RPC message per body; batches are not accepted")
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            raise invalid_request('not a JSON-RPC 2.0 message (jsonrpc must be "2.0")')
+        if "method" not in message:
+            raise invalid_request("clients send requests and notifications only, not responses")
+        if not isinstance(message["method"], str):
+            raise invalid_request("method must be a string")
+        if message.get("id") is not None and not is_request_id(message["id"]):
+            message = {k: v for k, v in message.items() if k != "id"}
+            raise invalid_request("id must be a string or an integer")
+        return message
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        """The notification stream, or 405."""
+        if not self._guard(req, resp):
+            return
+        accept = req.get_header("Accept") or ""
+        version = req.get_header(VERSION_HEADER)
+        try:
+            version = decode_value(VERSION_HEADER, version) if version is not None else None
+            actor = self.engine.authenticate(bearer(req))
+        except (JsonRpcError, CommonroomError):
+            actor = None
+        if (actor is None or "text/event-stream" not in accept.lower() or version != PROTOCOL_VERSION
+                or self.hub is None or self.subscriptions is None):
+            self._not_allowed(resp)
+            return
+        req.context.actor = actor
+        from .stream import notification_stream
+
+        sse_response(resp, notification_stream(self.hub, self.subscriptions, actor), self.heartbeat_seconds)
+
+    async def on_delete(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        """No sessions to end: 405."""
+        self._not_allowed(resp)
+
+    @staticmethod
+    def _not_allowed(resp: falcon.asgi.Response) -> None:
+        _send(resp, error_response(None, JsonRpcError(-32600, "Method Not Allowed",
+                                                      {"reason": "GET /mcp needs Accept: text/event-stream, "
+                                                                 "a valid bearer and MCP-Protocol-Version "
+                                                                 f"{PROTOCOL_VERSION}; DELETE is not used"})), 405)
+        resp.set_header("Allow", "GET, POST")
