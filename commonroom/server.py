@@ -198,7 +198,7 @@ def serve(options: ServeOptions, out=sys.stdout) -> int:
     finally:
         if os.getpid() == arbiter_pid:
             stale = [files.state, files.owner_token] + ([files.socket] if options.socket else [])
-        for path in stale:
+            for path in stale:
                 try:
                     path.unlink()
                 except OSError:

@@ -699,6 +699,746 @@ SCHEMAS = json.loads(r'''{
   "title": "Error",
   "type": "object"
  },
+ "events.json": {
+  "$defs": {
+   "Actor": {
+    "additionalProperties": false,
+    "description": "Who caused the event: public ids (never tokens); both null for the local operator or the room itself.",
+    "properties": {
+     "participant_id": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "session_id": {
+      "type": [
+       "string",
+       "null"
+      ]
+     }
+    },
+    "required": [
+     "participant_id",
+     "session_id"
+    ],
+    "type": "object"
+   },
+   "DocumentExternalEditPayload": {
+    "additionalProperties": true,
+    "description": "Payload of document.external_edit: An edit made to the file outside the room was recorded as a version.",
+    "properties": {
+     "content_hash": {
+      "type": "string"
+     },
+     "version": {
+      "minimum": 1,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "version"
+    ],
+    "type": "object"
+   },
+   "Event": {
+    "additionalProperties": false,
+    "allOf": [
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "invitation.created"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/InvitationCreatedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "invitation.revoked"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/InvitationRevokedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "participant.joined"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/ParticipantJoinedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "session.opened"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/SessionOpenedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "session.revoked"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/SessionRevokedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "version.committed"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/VersionCommittedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "document.external_edit"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/DocumentExternalEditPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "lease.acquired"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/LeaseAcquiredPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "lease.renewed"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/LeaseRenewedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "lease.released"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/LeaseReleasedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "lease.expired"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/LeaseExpiredPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "proposal.created"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/ProposalCreatedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "proposal.approved"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/ProposalApprovedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "proposal.rejected"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/ProposalRejectedPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "proposal.withdrawn"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/ProposalWithdrawnPayload"
+        }
+       }
+      }
+     }
+    ],
+    "description": "One row of the event ring (newest 2,000). Ids are monotonic and never reused. The payload's shape depends on type: see the <Type>Payload definitions, bound to each type by the allOf below.",
+    "properties": {
+     "actor": {
+      "$ref": "#/$defs/Actor"
+     },
+     "id": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "payload": {
+      "type": "object"
+     },
+     "time": {
+      "$ref": "common.json#/$defs/Timestamp"
+     },
+     "type": {
+      "pattern": "^[a-z_]+(\\.[a-z_]+)+$",
+      "type": "string"
+     }
+    },
+    "required": [
+     "id",
+     "type",
+     "time",
+     "actor",
+     "payload"
+    ],
+    "type": "object"
+   },
+   "EventType": {
+    "description": "Event types this room emits (a client must ignore types it does not know).",
+    "enum": [
+     "invitation.created",
+     "invitation.revoked",
+     "participant.joined",
+     "session.opened",
+     "session.revoked",
+     "version.committed",
+     "document.external_edit",
+     "lease.acquired",
+     "lease.renewed",
+     "lease.released",
+     "lease.expired",
+     "proposal.created",
+     "proposal.approved",
+     "proposal.rejected",
+     "proposal.withdrawn"
+    ],
+    "type": "string"
+   },
+   "HistoryPage": {
+    "additionalProperties": false,
+    "description": "GET /workspace/history: events still in the ring, oldest first.",
+    "properties": {
+     "events": {
+      "items": {
+       "$ref": "#/$defs/Event"
+      },
+      "maxItems": 200,
+      "type": "array"
+     },
+     "history_lost": {
+      "description": "True when events after the cursor were already trimmed off the ring: reread state.",
+      "type": "boolean"
+     },
+     "last_event_id": {
+      "description": "Newest id ever appended.",
+      "minimum": 0,
+      "type": "integer"
+     },
+     "next_cursor": {
+      "$ref": "common.json#/$defs/Cursor"
+     },
+     "oldest_event_id": {
+      "description": "Oldest id still in the ring (null when empty).",
+      "type": [
+       "integer",
+       "null"
+      ]
+     }
+    },
+    "required": [
+     "events",
+     "next_cursor",
+     "history_lost",
+     "oldest_event_id",
+     "last_event_id"
+    ],
+    "type": "object"
+   },
+   "InvitationCreatedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of invitation.created: The operator made an invitation (never its secret).",
+    "properties": {
+     "capabilities": {
+      "$ref": "common.json#/$defs/Capabilities"
+     },
+     "expires_at": {
+      "$ref": "common.json#/$defs/Timestamp"
+     },
+     "invitation_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "participant": {
+      "type": "string"
+     }
+    },
+    "required": [
+     "invitation_id",
+     "participant",
+     "capabilities",
+     "expires_at"
+    ],
+    "type": "object"
+   },
+   "InvitationRevokedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of invitation.revoked: An invitation was revoked before use.",
+    "properties": {
+     "invitation_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "invitation_id"
+    ],
+    "type": "object"
+   },
+   "LeaseAcquiredPayload": {
+    "additionalProperties": true,
+    "description": "Payload of lease.acquired: A session leased a region.",
+    "properties": {
+     "expires_at": {
+      "$ref": "common.json#/$defs/Timestamp"
+     },
+     "lease_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "lines": {
+      "items": {
+       "minimum": 0,
+       "type": "integer"
+      },
+      "maxItems": 2,
+      "minItems": 2,
+      "type": "array"
+     },
+     "region": {}
+    },
+    "required": [
+     "lease_id"
+    ],
+    "type": "object"
+   },
+   "LeaseExpiredPayload": {
+    "additionalProperties": true,
+    "description": "Payload of lease.expired: A lease reached its TTL.",
+    "properties": {
+     "lease_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "session_id": {
+      "type": [
+       "string",
+       "null"
+      ]
+     }
+    },
+    "required": [
+     "lease_id"
+    ],
+    "type": "object"
+   },
+   "LeaseReleasedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of lease.released: A lease was released by its holder.",
+    "properties": {
+     "lease_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "lease_id"
+    ],
+    "type": "object"
+   },
+   "LeaseRenewedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of lease.renewed: A lease was renewed.",
+    "properties": {
+     "expires_at": {
+      "$ref": "common.json#/$defs/Timestamp"
+     },
+     "lease_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "lease_id"
+    ],
+    "type": "object"
+   },
+   "ParticipantJoinedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of participant.joined: A new participant redeemed their first invitation.",
+    "properties": {
+     "participant": {
+      "$ref": "common.json#/$defs/Participant"
+     }
+    },
+    "required": [
+     "participant"
+    ],
+    "type": "object"
+   },
+   "ProposalApprovedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of proposal.approved: A proposal was approved and committed.",
+    "properties": {
+     "approved_by": {
+      "type": "string"
+     },
+     "proposal_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "version": {
+      "minimum": 1,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "proposal_id"
+    ],
+    "type": "object"
+   },
+   "ProposalCreatedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of proposal.created: A proposal was made.",
+    "properties": {
+     "base_version": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "lines": {
+      "items": {
+       "minimum": 0,
+       "type": "integer"
+      },
+      "maxItems": 2,
+      "minItems": 2,
+      "type": "array"
+     },
+     "proposal_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "rebased_from": {
+      "type": [
+       "integer",
+       "null"
+      ]
+     },
+     "region": {},
+     "summary": {
+      "type": "string"
+     }
+    },
+    "required": [
+     "proposal_id"
+    ],
+    "type": "object"
+   },
+   "ProposalRejectedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of proposal.rejected: A proposal was rejected.",
+    "properties": {
+     "by": {
+      "type": "string"
+     },
+     "proposal_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "reason": {
+      "type": [
+       "string",
+       "null"
+      ]
+     }
+    },
+    "required": [
+     "proposal_id"
+    ],
+    "type": "object"
+   },
+   "ProposalWithdrawnPayload": {
+    "additionalProperties": true,
+    "description": "Payload of proposal.withdrawn: A proposal was withdrawn by its author.",
+    "properties": {
+     "by": {
+      "type": "string"
+     },
+     "proposal_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "reason": {
+      "type": [
+       "string",
+       "null"
+      ]
+     }
+    },
+    "required": [
+     "proposal_id"
+    ],
+    "type": "object"
+   },
+   "Resync": {
+    "additionalProperties": false,
+    "description": "The data of an `event: resync` frame on /workspace/observe; the stream ends after it.",
+    "properties": {
+     "last_event_id": {
+      "minimum": 0,
+      "type": "integer"
+     },
+     "reason": {
+      "enum": [
+       "cursor_lost",
+       "lagged"
+      ],
+      "type": "string"
+     }
+    },
+    "required": [
+     "reason",
+     "last_event_id"
+    ],
+    "type": "object"
+   },
+   "SessionOpenedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of session.opened: An invitation was redeemed: a new session (its id, never its bearer).",
+    "properties": {
+     "capabilities": {
+      "$ref": "common.json#/$defs/Capabilities"
+     },
+     "invitation_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "participant": {
+      "type": "string"
+     },
+     "session_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "session_id",
+     "participant",
+     "capabilities",
+     "invitation_id"
+    ],
+    "type": "object"
+   },
+   "SessionRevokedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of session.revoked: A session was revoked; its streams end.",
+    "properties": {
+     "session_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "session_id"
+    ],
+    "type": "object"
+   },
+   "VersionCommittedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of version.committed: Version N of the document was committed.",
+    "properties": {
+     "author": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "content_hash": {
+      "pattern": "^sha256:[0-9a-f]{64}$",
+      "type": "string"
+     },
+     "lines": {
+      "anyOf": [
+       {
+        "items": {
+         "minimum": 0,
+         "type": "integer"
+        },
+        "maxItems": 2,
+        "minItems": 2,
+        "type": "array"
+       },
+       {
+        "type": "null"
+       }
+      ]
+     },
+     "proposal_id": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "source": {
+      "enum": [
+       "initial",
+       "proposal",
+       "write",
+       "external"
+      ],
+      "type": "string"
+     },
+     "summary": {
+      "type": "string"
+     },
+     "version": {
+      "minimum": 1,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "version",
+     "summary",
+     "source",
+     "content_hash"
+    ],
+    "type": "object"
+   }
+  },
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "description": "The event ring: the Event envelope, one payload shape per event type, GET /workspace/history, and the observe stream's resync frame.",
+  "title": "Events"
+ },
  "invitation.json": {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "additionalProperties": false,
@@ -799,6 +1539,363 @@ SCHEMAS = json.loads(r'''{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "description": "POST /workspace/join: redeem an invitation (single use) for a session.",
   "title": "Join"
+ },
+ "mcp.json": {
+  "$defs": {
+   "DocumentReadInput": {
+    "additionalProperties": false,
+    "properties": {
+     "region": {
+      "$ref": "editing.json#/$defs/OptionalRegion",
+      "description": "Part to read: {\"heading\": [\"Design\", \"Storage\"]}, {\"lines\": [start, end]} (1-based, inclusive) or {\"document\": true}; omit for the whole document."
+     }
+    },
+    "type": "object"
+   },
+   "DocumentReadOutput": {
+    "anyOf": [
+     {
+      "$ref": "room.json#/$defs/Document"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "DocumentWriteInput": {
+    "additionalProperties": false,
+    "properties": {
+     "expected_version": {
+      "description": "The head version you read; the write fails with stale_version if the head moved.",
+      "minimum": 1,
+      "type": "integer"
+     },
+     "region": {
+      "$ref": "editing.json#/$defs/OptionalRegion"
+     },
+     "summary": {
+      "maxLength": 2000,
+      "type": "string"
+     },
+     "text": {
+      "description": "The new text of the region (or of the whole document).",
+      "maxLength": 16777216,
+      "type": "string"
+     }
+    },
+    "required": [
+     "expected_version",
+     "text"
+    ],
+    "type": "object"
+   },
+   "DocumentWriteOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/VersionInfo"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "LeaseAcquireInput": {
+    "additionalProperties": false,
+    "properties": {
+     "region": {
+      "$ref": "editing.json#/$defs/OptionalRegion",
+      "description": "The region to reserve; null for the whole document."
+     },
+     "ttl_seconds": {
+      "$ref": "editing.json#/$defs/TtlSeconds"
+     }
+    },
+    "required": [
+     "region"
+    ],
+    "type": "object"
+   },
+   "LeaseIdInput": {
+    "additionalProperties": false,
+    "properties": {
+     "lease_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "lease_id"
+    ],
+    "type": "object"
+   },
+   "LeaseOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/Lease"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "LeaseRenewInput": {
+    "additionalProperties": false,
+    "properties": {
+     "lease_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "ttl_seconds": {
+      "$ref": "editing.json#/$defs/TtlSeconds"
+     }
+    },
+    "required": [
+     "lease_id"
+    ],
+    "type": "object"
+   },
+   "LeasesListOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/LeaseList"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "NoArguments": {
+    "additionalProperties": false,
+    "properties": {},
+    "type": "object"
+   },
+   "PageInput": {
+    "additionalProperties": false,
+    "properties": {
+     "cursor": {
+      "description": "next_cursor of the previous page; omit for the first page.",
+      "type": "string"
+     },
+     "limit": {
+      "$ref": "common.json#/$defs/Limit",
+      "description": "Items per page, 1 to 200 (default 50)."
+     }
+    },
+    "type": "object"
+   },
+   "ParticipantsListOutput": {
+    "anyOf": [
+     {
+      "$ref": "room.json#/$defs/ParticipantsPage"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "ProposalApproveOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/ApproveResult"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "ProposalCreateInput": {
+    "additionalProperties": false,
+    "properties": {
+     "base_version": {
+      "description": "The version the text was written against (the version you read).",
+      "minimum": 1,
+      "type": "integer"
+     },
+     "region": {
+      "$ref": "editing.json#/$defs/OptionalRegion",
+      "description": "The region the text replaces, as seen at base_version; omit or null for the whole document."
+     },
+     "summary": {
+      "description": "One line saying what changes and why.",
+      "maxLength": 2000,
+      "type": "string"
+     },
+     "text": {
+      "description": "The replacement text for the region.",
+      "maxLength": 16777216,
+      "type": "string"
+     }
+    },
+    "required": [
+     "base_version",
+     "text"
+    ],
+    "type": "object"
+   },
+   "ProposalIdInput": {
+    "additionalProperties": false,
+    "properties": {
+     "proposal_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "proposal_id"
+    ],
+    "type": "object"
+   },
+   "ProposalOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/Proposal"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "ProposalRejectInput": {
+    "additionalProperties": false,
+    "properties": {
+     "proposal_id": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "reason": {
+      "maxLength": 2000,
+      "type": "string"
+     }
+    },
+    "required": [
+     "proposal_id"
+    ],
+    "type": "object"
+   },
+   "ProposalsListInput": {
+    "additionalProperties": false,
+    "properties": {
+     "cursor": {
+      "type": "string"
+     },
+     "limit": {
+      "$ref": "common.json#/$defs/Limit"
+     },
+     "status": {
+      "$ref": "editing.json#/$defs/ProposalStatus"
+     }
+    },
+    "type": "object"
+   },
+   "ProposalsListOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/ProposalsPage"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "VersionGetInput": {
+    "additionalProperties": false,
+    "properties": {
+     "number": {
+      "description": "The version number.",
+      "minimum": 1,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "number"
+    ],
+    "type": "object"
+   },
+   "VersionGetOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/VersionInfo"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "VersionsDiffInput": {
+    "additionalProperties": false,
+    "properties": {
+     "from_version": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "to_version": {
+      "description": "Default: the head version.",
+      "minimum": 1,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "from_version"
+    ],
+    "type": "object"
+   },
+   "VersionsDiffOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/Diff"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "VersionsListOutput": {
+    "anyOf": [
+     {
+      "$ref": "editing.json#/$defs/VersionsPage"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "WorkspaceHistoryOutput": {
+    "anyOf": [
+     {
+      "$ref": "events.json#/$defs/HistoryPage"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   },
+   "WorkspaceStatusOutput": {
+    "anyOf": [
+     {
+      "$ref": "room.json#/$defs/RoomStatus"
+     },
+     {
+      "$ref": "error.json"
+     }
+    ],
+    "type": "object"
+   }
+  },
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "description": "The arguments (<Tool>Input) and structured results (<Tool>Output) of commonroom's MCP tools. Each Output is the engine's result or, when the tool call ends with isError true, the HTTP error object (error.json). /mcp bundles every $ref so each tool's inputSchema and outputSchema is self-contained.",
+  "title": "MCP tools"
  },
  "owner.json": {
   "$defs": {

@@ -18,7 +18,8 @@ from ..store import Store, WriteContext, sidecar_path
 from ..store.models import Version
 from .access import AccessMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
-from .filesync import file_state, write_atomic
+from ..merge import merge3_text
+from .filesync import FileFollower, file_state, write_atomic
 from .history import HistoryMixin
 from .leases import LeasesMixin
 from .proposals import ProposalsMixin
@@ -33,7 +34,7 @@ log = logging.getLogger("commonroom.engine")
 class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin):
     """One room's engine over its document and sidecar."""
 
-    _file_stat: Any = None
+    follower: FileFollower
 
     @classmethod
     def open(
@@ -43,13 +44,17 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         clock: Clock | None = None,
         publish: Callable[[list[dict[str, Any]]], None] | None = None,
         readonly: bool = False,
+        background_file: bool = False,
     ) -> "Engine":
         """Open (creating if needed) the sidecar of ``document``.
 
         On first open the file's bytes (UTF-8) become version 1 and a
         workspace id is minted. Otherwise the file is reconciled with the
         head (:meth:`reconcile_file`). ``readonly`` opens an existing sidecar
-        for reads only (``InvalidRequest`` if there is none). Raises
+        for reads only (``InvalidRequest`` if there is none).
+        ``background_file`` makes the file follow the head from a background
+        thread (the room process); otherwise each commit writes it at once.
+        Raises
         ``UnicodeDecodeError`` / ``OSError`` for an unreadable document.
         """
         document = Path(document).resolve()
@@ -60,6 +65,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
                                  details={"file": str(document)})
         store = Store(sidecar, clock, publish, migrate=not readonly)
         engine = cls(document_path=document, store=store, clock=clock)
+        engine.follower = FileFollower(document, background=background_file and not readonly)
         if readonly:
             engine.workspace_id = store.meta("workspace_id") or ""
             return engine
@@ -86,14 +92,15 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
             return wid
 
         self.workspace_id = self.store.write(init)
-        self._file_stat = file_state(self.document_path)
+        self.follower.adopt(1)
 
     def reconcile_file(self) -> str:
         """Make the file and the head agree after a start; returns what it did.
 
         - ``"clean"``: the file is the head.
-        - ``"repaired"``: the file is version head-1 (a crash between the
-          commit and the rename): the head is written back.
+        - ``"repaired"``: the file is an older version (the room stopped
+          between a commit and the file following it): the head is written
+          back; no version is made.
         - ``"missing"``: the file is gone: the head is written back.
         - ``"external"``: anything else is an edit made outside the room: it
           becomes a new version by the local operator (``source:
@@ -104,43 +111,73 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         try:
             text = self.document_path.read_bytes().decode("utf-8")
         except FileNotFoundError:
-            self._file_stat = write_atomic(self.document_path, head.text)
+            write_atomic(self.document_path, head.text)
+            self.follower.adopt(head.number)
             log.warning("%s was missing; restored version %d", self.document_path, head.number)
             return "missing"
         if text == head.text:
-            self._file_stat = file_state(self.document_path)
+            self.follower.adopt(head.number)
             return "clean"
-        if head.number > 1 and text == self.version_text(head.number - 1):
-            self._file_stat = write_atomic(self.document_path, head.text)
+        older = (Version.select(Version.number)
+                 .where((Version.content_hash == content_hash(text)) & (Version.number < head.number))
+                 .order_by(Version.number.desc()).first())
+        if older is not None and self.version_text(older.number) == text:
+            write_atomic(self.document_path, head.text)
+            self.follower.adopt(head.number)
             log.warning("%s was at version %d; repaired to the head %d", self.document_path,
-                        head.number - 1, head.number)
+                        older.number, head.number)
             return "repaired"
-        self.store.write(lambda ctx: self._record_external(ctx, text))
+        self.follower.adopt(head.number)
+        self.store.write(lambda ctx: self._record_external(ctx, text, head.number))
         return "external"
 
-    def _record_external(self, ctx: WriteContext, text: str) -> None:
+    def _record_external(self, ctx: WriteContext, text: str, file_version: int) -> None:
+        """Commit an outside edit made to the file while it held ``file_version``.
+
+        If the head has moved past ``file_version`` (the file had not caught
+        up yet), the edit is merged three ways onto the head when it can be;
+        otherwise the edited text is taken as it is (the head before it stays
+        in history).
+        """
+        head = self.head()
+        merged_with = None
+        if file_version < head.number:
+            merged = merge3_text(self.version_text(file_version), text, head.text)
+            if merged.clean:
+                text, merged_with = merged.text, head.number
         row = self._commit(ctx, text, actor=OPERATOR, summary="edit made outside the room", source="external")
-        ctx.emit("document.external_edit", {"version": row.number, "content_hash": row.content_hash})
+        ctx.emit("document.external_edit", {"version": row.number, "content_hash": row.content_hash,
+                                            "file_version": file_version, "merged_with": merged_with})
+        ctx.after_commit.insert(0, lambda: self.follower.adopt(file_version))
 
     def sync_external(self) -> None:
-        """Record an outside edit made since the last commit, if any (own transaction).
+        """Record an outside edit made since the file last followed the head.
 
         Cheap when nothing changed (one ``stat``). Called before every
         operation that commits, so a proposal or write never overwrites an
         outside edit: the edit becomes the head first and the operation
         rebases onto it or sees ``stale_version``.
         """
-        if self._file_stat is not None and file_state(self.document_path) == self._file_stat:
-            return
+        follower = self.follower
+        if not follower.diverged:
+            if follower.busy():
+                # our own write is in flight; an outside edit made meanwhile
+                # makes the follower stop (diverged) and is recorded next time
+                return
+            if file_state(self.document_path) == follower.stat:
+                return
         try:
             text = self.document_path.read_bytes().decode("utf-8")
         except (FileNotFoundError, UnicodeDecodeError):
             return
-        if text != self.head().text:
-            self.store.write(lambda ctx: self._record_external(ctx, text))
-        else:
-            self._file_stat = file_state(self.document_path)
+        digest = content_hash(text)
+        if digest == self.head().hash or (self.follower.ours(digest) and not self.follower.diverged):
+            self.follower.adopt(self.head().number if digest == self.head().hash else self.follower.on_disk)
+            return
+        file_version = self.follower.on_disk or self.head().number
+        self.store.write(lambda ctx: self._record_external(ctx, text, file_version))
 
     def close(self) -> None:
-        """Close the sidecar."""
+        """Write the head to the file if it is behind, then close the sidecar."""
+        self.follower.close()
         self.store.close()

@@ -105,6 +105,8 @@ class Head:
     number: int
     text: str
     hash: str
+    lines: list[str] | None = None
+    newline: str | None = None
 
 
 @dataclass
@@ -134,5 +136,37 @@ class EngineBase:
         """The text of version ``number`` from the sidecar (see ``versions``)."""
         raise NotImplementedError
 
-    def _set_head(self, number: int, text: str, digest: str) -> None:
-        self._head = Head(number, text, digest)
+    def participant_name(self, participant_id: str | None) -> str | None:
+        """A participant's name (names never change, so they are cached)."""
+        if participant_id is None:
+            return None
+        cache = self.__dict__.setdefault("_names", {})
+        if participant_id not in cache:
+            from ..store.models import Participant
+
+            row = Participant.get_or_none(Participant.id == participant_id)
+            if row is None:
+                return None
+            cache[participant_id] = row.name
+        return cache[participant_id]
+
+    def head_lines(self) -> list[str]:
+        """The head's lines (``regions.lines_of``), computed once per version."""
+        head = self.head()
+        if head.lines is None:
+            from ..regions import lines_of
+
+            head.lines = lines_of(head.text)
+        return head.lines
+
+    def head_newline(self) -> str:
+        """The head's newline style (``regions.newline_of``), computed once per version."""
+        head = self.head()
+        if head.newline is None:
+            from ..regions import newline_of
+
+            head.newline = newline_of(head.text)
+        return head.newline
+
+    def _set_head(self, number: int, text: str, digest: str, lines: list[str] | None = None) -> None:
+        self._head = Head(number, text, digest, lines)

@@ -51,3 +51,132 @@ def write_atomic(path: Path, text: str) -> FileStat | None:
     finally:
         os.close(dir_fd)
     return file_state(path)
+
+
+class FileFollower:
+    """Keeps the file on disk at the head, off the request path.
+
+    The sidecar commit (fsync'd) is the commit point; the file follows it:
+    :meth:`submit` hands over each committed head, a background thread
+    writes the newest one with :func:`write_atomic` (several commits that
+    land during one write are coalesced into the next write: the file
+    always moves forward, to whole versions only). :meth:`flush` waits until
+    the newest submitted head is on disk (``ce serve`` calls it at
+    shutdown; a crash in between is repaired from the sidecar on the next
+    start). With ``background=False`` (the CLI, tests) each submit writes at
+    once.
+
+    :meth:`ours` tells whether a file fingerprint or content hash is one the
+    follower wrote or is about to write, so the outside-edit check never
+    mistakes the follower's own work for an outside edit.
+    """
+
+    def __init__(self, path: Path, *, background: bool = True):
+        import threading
+
+        self.path = path
+        self.background = background
+        self._cond = threading.Condition()
+        self._pending: tuple[int, str, str] | None = None
+        self._written_number = 0
+        self._on_disk = 0
+        self._submitted_number = 0
+        self._recent: dict[str, int] = {}
+        self.stat: FileStat | None = file_state(path)
+        self._closed = False
+        self.diverged = False
+        self._error: BaseException | None = None
+        self._thread = None
+        if background:
+            self._thread = threading.Thread(target=self._run, name="commonroom-file", daemon=True)
+            self._thread.start()
+
+    def submit(self, number: int, text: str, digest: str) -> None:
+        """The head is now ``number`` (text, ``sha256:`` digest): make the file follow."""
+        with self._cond:
+            self._recent[digest] = number
+            if len(self._recent) > 64:
+                oldest = min(self._recent, key=self._recent.get)
+                del self._recent[oldest]
+            self._submitted_number = max(self._submitted_number, number)
+            if not self.background:
+                if file_state(self.path) != self.stat:
+                    self.diverged = True
+                    return
+                self.stat = write_atomic(self.path, text)
+                self._written_number = self._on_disk = number
+                return
+            if self._pending is None or self._pending[0] < number:
+                self._pending = (number, text, digest)
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._pending is None and not self._closed:
+                    self._cond.wait()
+                if self._pending is None and self._closed:
+                    return
+                number, text, _ = self._pending
+                self._pending = None
+            try:
+                if file_state(self.path) != self.stat:
+                    # Edited outside the room since our last write: never
+                    # overwrite it. The engine records it (sync_external) and
+                    # then adopts it, and the next head is written.
+                    with self._cond:
+                        self.diverged = True
+                        self._written_number = max(self._written_number, number)
+                        self._cond.notify_all()
+                    continue
+                stat = write_atomic(self.path, text)
+            except BaseException as exc:  # keep going; reported by flush()
+                with self._cond:
+                    self._error = exc
+                    self._cond.notify_all()
+                continue
+            with self._cond:
+                self.stat = stat
+                self._on_disk = number
+                self._written_number = max(self._written_number, number)
+                self._cond.notify_all()
+
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until the newest submitted head is on disk; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: self._written_number >= self._submitted_number or self._closed, timeout
+            )
+
+    def adopt(self, number: int) -> None:
+        """The file as it is now holds version ``number`` (an outside edit recorded)."""
+        with self._cond:
+            self.stat = file_state(self.path)
+            self._written_number = max(self._written_number, number)
+            self._on_disk = number
+            self.diverged = False
+
+    @property
+    def on_disk(self) -> int:
+        """The version the file holds as far as the follower knows (0: unknown)."""
+        with self._cond:
+            return self._on_disk
+
+    def busy(self) -> bool:
+        """True while a submitted head is not yet on disk."""
+        with self._cond:
+            return self._written_number < self._submitted_number
+
+    def ours(self, digest: str) -> bool:
+        """True if ``digest`` is a recent head this follower wrote or will write."""
+        with self._cond:
+            return digest in self._recent
+
+    def close(self) -> None:
+        """Flush, then stop the thread."""
+        self.flush()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(10)

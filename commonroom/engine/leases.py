@@ -16,7 +16,7 @@ from .. import regions, tokens
 from ..clock import rfc3339
 from ..errors import InvalidRequest, InvalidRegion, LeaseConflict, NotFound, PermissionDenied
 from ..store import WriteContext
-from ..store.models import Lease, Participant, Session
+from ..store.models import Lease, Session
 from .base import Actor, EngineBase, require
 
 DEFAULT_TTL = 300
@@ -37,7 +37,15 @@ class LeasesMixin(EngineBase):
 
     # -- shared checks ---------------------------------------------------------
 
+    def _any_open_lease(self) -> bool:
+        """Cheap: is any lease neither released nor marked expired?"""
+        return self.store.db.execute_sql(
+            'SELECT 1 FROM "lease" WHERE "released_at" IS NULL AND "expired_at" IS NULL LIMIT 1'
+        ).fetchone() is not None
+
     def _live_lease_rows(self) -> list[Lease]:
+        if not self._any_open_lease():
+            return []
         now = rfc3339(self.clock.now())
         return list(
             Lease.select(Lease)
@@ -63,6 +71,8 @@ class LeasesMixin(EngineBase):
 
     def _sweep_expired(self, ctx: WriteContext) -> None:
         """Mark leases past their TTL (or whose session ended) expired; emit events."""
+        if not self._any_open_lease():
+            return
         now = rfc3339(self.clock.now())
         dead = (
             Lease.select(Lease.id, Lease.session_id, Lease.participant_id)
@@ -95,15 +105,11 @@ class LeasesMixin(EngineBase):
     def _lease_dict(self, row: Lease, text: str | None = None, names: dict[str, str] | None = None) -> dict[str, Any]:
         head = self.head()
         span = self._lease_span(row, text if text is not None else head.text)
-        names = names if names is not None else {}
-        if row.participant_id not in names:
-            p = Participant.get_or_none(Participant.id == row.participant_id)
-            names[row.participant_id] = p.name if p else "?"
         status = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= rfc3339(self.clock.now()) else "active"
         return {
             "id": row.id,
             "session_id": row.session_id,
-            "participant": names[row.participant_id],
+            "participant": self.participant_name(row.participant_id) or "?",
             "region": row.region,
             "lines": [span.start, span.end],
             "version": head.number,

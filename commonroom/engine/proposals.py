@@ -21,7 +21,7 @@ from .. import regions, tokens
 from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, ProposalNotFound, StaleVersion
 from ..merge import merge3_text, unified_diff
 from ..store import WriteContext
-from ..store.models import Participant, Proposal
+from ..store.models import Proposal
 from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
 from .versions import hunk
 
@@ -61,15 +61,11 @@ def _conflict_hunks(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ProposalsMixin(EngineBase):
     """Create, list, get, approve, reject, withdraw proposals; direct writes."""
 
-    def _proposal_dict(self, row: Proposal, names: dict[str, str] | None = None) -> dict[str, Any]:
-        names = names if names is not None else {}
-        if row.participant_id and row.participant_id not in names:
-            p = Participant.get_or_none(Participant.id == row.participant_id)
-            names[row.participant_id] = p.name if p else "?"
+    def _proposal_dict(self, row: Proposal, names: Any = None) -> dict[str, Any]:
         return {
             "id": row.id,
             "status": row.status,
-            "author": names.get(row.participant_id, "operator") if row.participant_id else "operator",
+            "author": (self.participant_name(row.participant_id) or "?") if row.participant_id else "operator",
             "session_id": row.session_id,
             "base_version": row.base_version,
             "region": row.region,
@@ -111,20 +107,21 @@ class ProposalsMixin(EngineBase):
         require(actor, "propose")
         self.sync_external()
         base_text = self.version_text(base_version)
-        span = regions.resolve(base_text, region)
-        ours = regions.replace_span(base_text, span, text)
+        at_head = base_version == self.head().number
+        span = regions.resolve(base_text, region, line_count=len(self.head_lines()) if at_head else None)
 
         def create(ctx: WriteContext) -> dict[str, Any]:
             head = self.head()
             stored_base, start, end, replacement, rebased_from = base_version, span.start, span.end, text, None
             if head.number != base_version:
+                ours = regions.replace_span(base_text, span, text)
                 merged = merge3_text(base_text, ours, head.text)
                 if not merged.clean:
                     raise self._stale(base_version, base_text, span, merged.conflicts)
-                h = hunk(regions.lines_of(head.text), regions.lines_of(merged.text))
+                h = hunk(self.head_lines(), regions.lines_of(merged.text))
                 stored_base, rebased_from = head.number, base_version
                 start, end, replacement = h["start"], h["end"], "".join(h["lines"])
-            row = Proposal.create(
+            values = dict(
                 id=tokens.new_id("pr_"),
                 status="open",
                 participant_id=actor.participant_id,
@@ -138,6 +135,8 @@ class ProposalsMixin(EngineBase):
                 created_at=self.clock.stamp(),
                 rebased_from=rebased_from,
             )
+            self.store.insert(Proposal, **values)
+            row = Proposal(**values)
             ctx.emit("proposal.created",
                      {"proposal_id": row.id, "base_version": stored_base, "summary": row.summary,
                       "region": row.region, "lines": [start, end], "rebased_from": rebased_from},
@@ -196,11 +195,14 @@ class ProposalsMixin(EngineBase):
             self._require_open(row)
             self._sweep_expired(ctx)
             head = self.head()
-            base_text = self.version_text(row.base_version)
-            ours = regions.replace_span(base_text, regions.Span(row.start_line, row.end_line), row.text)
+            delta = None
             if row.base_version == head.number:
-                new_text = ours
+                new_lines, delta = regions.splice(self.head_lines(), regions.Span(row.start_line, row.end_line),
+                                                  row.text, self.head_newline())
+                new_text = "".join(new_lines)
             else:
+                base_text = self.version_text(row.base_version)
+                ours = regions.replace_span(base_text, regions.Span(row.start_line, row.end_line), row.text)
                 merged = merge3_text(base_text, ours, head.text)
                 if not merged.clean:
                     raise ProposalConflict(
@@ -209,19 +211,22 @@ class ProposalsMixin(EngineBase):
                         proposal_id=row.id, base_version=row.base_version, current_version=head.number,
                     )
                 new_text = merged.text
-            h = hunk(regions.lines_of(head.text), regions.lines_of(new_text))
+                new_lines = regions.lines_of(new_text)
+            h = delta or hunk(self.head_lines(), new_lines)
             changed = regions.Span(h["start"], h["end"])
             self._check_leases({actor.session_id, row.session_id} - {None}, changed, head.text)
             author = self._author_of(row)
             version_row = None
             if new_text != head.text:
                 version_row = self._commit(ctx, new_text, actor=author, summary=row.summary or f"proposal {row.id}",
-                                           source="proposal", proposal_id=row.id)
+                                           source="proposal", proposal_id=row.id, new_lines=new_lines,
+                                           delta=h)
             row.status = "approved"
             row.decided_at = self.clock.stamp()
             row.decided_by = actor.name
             row.committed_version = version_row.number if version_row else head.number
-            row.save()
+            self.store.update(Proposal, row.id, status=row.status, decided_at=row.decided_at,
+                              decided_by=row.decided_by, committed_version=row.committed_version)
             ctx.emit("proposal.approved",
                      {"proposal_id": row.id, "version": row.committed_version, "approved_by": actor.name},
                      participant_id=actor.participant_id, session_id=actor.session_id)
@@ -237,9 +242,8 @@ class ProposalsMixin(EngineBase):
             from .base import OPERATOR
 
             return OPERATOR
-        p = Participant.get_or_none(Participant.id == row.participant_id)
         return Actor(kind="session", capabilities=frozenset(), session_id=row.session_id,
-                     participant_id=row.participant_id, participant_name=p.name if p else None)
+                     participant_id=row.participant_id, participant_name=self.participant_name(row.participant_id))
 
     def reject_proposal(self, actor: Actor, proposal_id: str, reason: str | None = None) -> dict[str, Any]:
         """Reject an open proposal. Needs ``approve``."""
@@ -298,12 +302,14 @@ class ProposalsMixin(EngineBase):
                                       f"v{expected_version}", f"v{head.number}"),
                     changes=self._changes(expected_version, head.number),
                 )
-            span = regions.resolve(head.text, region)
-            new_text = regions.replace_span(head.text, span, text)
-            h = hunk(regions.lines_of(head.text), regions.lines_of(new_text))
+            span = regions.resolve(head.text, region, line_count=len(self.head_lines()))
+            new_lines, h = regions.splice(self.head_lines(), span, text, self.head_newline())
+            new_text = "".join(new_lines)
+            h = h or hunk(self.head_lines(), new_lines)
             self._sweep_expired(ctx)
             self._check_leases({actor.session_id} - {None}, regions.Span(h["start"], h["end"]), head.text)
-            row = self._commit(ctx, new_text, actor=actor, summary=summary or "direct write", source="write")
+            row = self._commit(ctx, new_text, actor=actor, summary=summary or "direct write", source="write",
+                               new_lines=new_lines, delta=h)
             return self._version_info(row)
 
         return self.store.write(commit)

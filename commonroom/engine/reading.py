@@ -45,8 +45,8 @@ class ReadingMixin(EngineBase):
         head = self.head()
         if region is None:
             return {"text": head.text, "version": head.number, "content_hash": head.hash}
-        span = regions.resolve(head.text, region)
-        lines = regions.lines_of(head.text)[span.start - 1 : span.end]
+        span = regions.resolve(head.text, region, line_count=len(self.head_lines()))
+        lines = self.head_lines()[span.start - 1 : span.end]
         return {"text": "".join(lines), "version": head.number, "content_hash": head.hash,
                 "region": span.region, "lines": [span.start, span.end]}
 

@@ -21,9 +21,8 @@ from .. import regions
 from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
-from ..store.models import Participant, Version
+from ..store.models import Version
 from .base import Actor, EngineBase, content_hash, decode_cursor, encode_cursor, parse_limit, require
-from .filesync import write_atomic
 
 CHECKPOINT_EVERY = 64
 _CACHE_SIZE = 8
@@ -66,21 +65,26 @@ class VersionsMixin(EngineBase):
         summary: str,
         source: str,
         proposal_id: str | None = None,
+        new_lines: list[str] | None = None,
+        delta: dict[str, Any] | None = None,
     ) -> Version:
         """Append version N+1 with ``text`` inside the caller's transaction.
 
-        Emits ``version.committed``; after the commit the file on disk is
-        replaced atomically and the head cache moves. Returns the row.
+        Emits ``version.committed``; after the commit the head cache moves
+        and the file follows (``FileFollower``). ``new_lines`` (the lines of
+        ``text``) and ``delta`` (the hunk from the head) may be passed when
+        the caller has them. Returns the row.
         """
         head = self.head()
         number = head.number + 1
         digest = content_hash(text)
-        old_lines = regions.lines_of(head.text)
-        new_lines = regions.lines_of(text)
-        delta = hunk(old_lines, new_lines)
+        old_lines = self.head_lines()
+        new_lines = new_lines if new_lines is not None else regions.lines_of(text)
+        if delta is None:
+            delta = hunk(old_lines, new_lines)
         delta_size = sum(len(line) for line in delta["lines"])
         checkpoint = number % CHECKPOINT_EVERY == 0 or delta_size * 2 > len(text)
-        row = Version.create(
+        values = dict(
             number=number,
             content=text if checkpoint else None,
             delta=None if checkpoint else delta,
@@ -92,6 +96,8 @@ class VersionsMixin(EngineBase):
             source=source,
             proposal_id=proposal_id,
         )
+        self.store.insert(Version, **values)
+        row = Version(**values)
         changed = [delta["start"], delta["start"] + len(delta["lines"]) - 1]
         ctx.emit(
             "version.committed",
@@ -103,9 +109,9 @@ class VersionsMixin(EngineBase):
         )
 
         def follow() -> None:
-            self._set_head(number, text, digest)
+            self._set_head(number, text, digest, new_lines)
             self._remember(number, text)
-            self._file_stat = write_atomic(self.document_path, text)
+            self.follower.submit(number, text, digest)
 
         ctx.after_commit.append(follow)
         return row
@@ -152,14 +158,10 @@ class VersionsMixin(EngineBase):
             lines = apply_hunk(lines, row.delta)
         return "".join(lines)
 
-    def _version_info(self, row: Version, names: dict[str, str] | None = None) -> dict[str, Any]:
-        names = names if names is not None else {}
-        if row.participant_id and row.participant_id not in names:
-            p = Participant.get_or_none(Participant.id == row.participant_id)
-            names[row.participant_id] = p.name if p else None
+    def _version_info(self, row: Version, names: Any = None) -> dict[str, Any]:
         return {
             "number": row.number,
-            "author": names.get(row.participant_id) if row.participant_id else None,
+            "author": self.participant_name(row.participant_id),
             "participant_id": row.participant_id,
             "session_id": row.session_id,
             "created_at": row.created_at,

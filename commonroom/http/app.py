@@ -21,6 +21,7 @@ import falcon.asgi
 from .. import tokens
 from ..engine import OPERATOR, Engine
 from ..errors import CommonroomError, InvalidRequest, NotFound, Unauthorized
+from ..limits import RateLimiter
 from .routes import ingress_routes, owner_routes
 from .wire import bearer, send_error
 
@@ -28,15 +29,26 @@ log = logging.getLogger("commonroom.http")
 
 
 class Authenticate:
-    """Middleware: sets ``req.context.actor`` for every non-public route."""
+    """Middleware: sets ``req.context.actor`` for every non-public route.
 
-    def __init__(self, engine: Engine, role: str, owner_token_hash: str | None):
+    On the session ingress each authenticated request also counts against
+    its bearer's rate limit (``commonroom.limits``: 600 a minute, keyed by
+    the token's hash), raising ``LimitExceeded`` (429) past it; an event
+    stream is one request. ``req.context.limiter`` is that limiter, for a
+    public resource that authenticates by itself (``/mcp``) to count its
+    requests the same way: ``limiter.hit(tokens.digest(token))``.
+    """
+
+    def __init__(self, engine: Engine, role: str, owner_token_hash: str | None,
+                 limiter: RateLimiter | None = None):
         self.engine = engine
         self.role = role
         self.owner_token_hash = owner_token_hash
+        self.limiter = limiter
 
     async def process_resource(self, req, resp, resource, params) -> None:  # noqa: D102
         req.context.actor = None
+        req.context.limiter = self.limiter
         if resource is None or getattr(resource, "public", False):
             return
         token = bearer(req)
@@ -47,6 +59,8 @@ class Authenticate:
             req.context.actor = OPERATOR
             return
         req.context.actor = self.engine.authenticate(token)
+        if self.limiter is not None:
+            self.limiter.hit(tokens.digest(token))
 
 
 async def _commonroom_error(req, resp, error: CommonroomError, params) -> None:
@@ -70,10 +84,15 @@ def create_app(
     owner_token_hash: str | None = None,
     extra_routes: dict[str, Any] | None = None,
     middleware: list[Any] | None = None,
+    limiter: RateLimiter | None = None,
 ) -> falcon.asgi.App:
-    """The Falcon app for ``role`` (``"ingress"`` or ``"owner"``)."""
+    """The Falcon app for ``role`` (``"ingress"`` or ``"owner"``).
+
+    ``limiter`` rate-limits authenticated requests (the ingress passes one;
+    the owner port, the local operator, is not limited).
+    """
     app = falcon.asgi.App(
-        middleware=[Authenticate(engine, role, owner_token_hash), *(middleware or [])],
+        middleware=[Authenticate(engine, role, owner_token_hash, limiter), *(middleware or [])],
         cors_enable=False,
     )
     app.req_options.auto_parse_qs_csv = False

@@ -36,6 +36,9 @@ def workspace_routes(engine: Engine) -> dict[str, Endpoint]:
         "/workspace/participants": Endpoint(
             engine, get=lambda c: c.engine.participants(c.actor, c.arg("limit"), c.arg("cursor"))
         ),
+        "/workspace/history": Endpoint(
+            engine, get=lambda c: c.engine.history(c.actor, c.arg("limit"), c.arg("cursor"))
+        ),
         **editing_routes(engine),
     }
 

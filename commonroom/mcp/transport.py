@@ -28,10 +28,12 @@ from urllib.parse import urlsplit
 
 import falcon
 
+from .. import tokens
 from ..errors import CommonroomError
+from ..live.guard import on_request_end
 from ..http.wire import MAX_BODY_BYTES, bearer
 from .dispatch import ROOM_ERROR, Dispatcher, dumps
-from .headers import VERSION_HEADER, check_request, decode_value
+from .headers import NAME_PARAMS, VERSION_HEADER, check_request, decode_value
 from .jsonrpc import (
     PROTOCOL_VERSION,
     JsonRpcError,
@@ -43,7 +45,7 @@ from .jsonrpc import (
     result_response,
 )
 from .registry import Stream
-from .stream import sse_response
+from .stream import notification_stream, sse_response
 
 log = logging.getLogger("commonroom.mcp")
 
@@ -139,13 +141,13 @@ class McpEndpoint:
                 resp.set_header("WWW-Authenticate",
                                 'Bearer realm="commonroom"' + (', error="invalid_token"' if bearer(req) else ""))
                 return
+            if not self._count(req, resp, request_id, bearer(req)):
+                return
             if request_id is None:
                 _send(resp, None, 202)
                 return
             headers = lower_headers(req)
             required, optional = self.dispatcher.registry.name_params()
-            from .headers import NAME_PARAMS
-
             check_request(message, headers, {**NAME_PARAMS, **required}, optional)
             if not self.dispatcher.knows(message["method"]):
                 raise method_not_found(message["method"])
@@ -154,9 +156,26 @@ class McpEndpoint:
             _send(resp, error_response(message.get("id") if message else None, exc), exc.status)
             return
         if isinstance(result, Stream):
-            sse_response(resp, result, self.heartbeat_seconds)
+            sse_response(resp, result)
             return
         _send(resp, result_response(request_id, result), 200)
+
+    @staticmethod
+    def _count(req: falcon.asgi.Request, resp: falcon.asgi.Response, request_id: Any, token: str | None) -> bool:
+        """Count the request against its bearer's rate limit; False (429 sent) past it."""
+        limiter = req.context.get("limiter")
+        if limiter is None or not token:
+            return True
+        try:
+            limiter.hit(tokens.digest(token))
+        except CommonroomError as exc:
+            _send(resp, error_response(request_id, JsonRpcError(ROOM_ERROR, exc.message, exc.to_dict())),
+                  exc.status)
+            retry = exc.recovery.get("retry_after_seconds")
+            if retry is not None:
+                resp.set_header("Retry-After", str(int(retry)))
+            return False
+        return True
 
     async def _read(self, req: falcon.asgi.Request) -> dict[str, Any]:
         length = req.content_length
@@ -182,7 +201,6 @@ class McpEndpoint:
         if not isinstance(message["method"], str):
             raise invalid_request("method must be a string")
         if message.get("id") is not None and not is_request_id(message["id"]):
-            message = {k: v for k, v in message.items() if k != "id"}
             raise invalid_request("id must be a string or an integer")
         return message
 
@@ -202,9 +220,12 @@ class McpEndpoint:
             self._not_allowed(resp)
             return
         req.context.actor = actor
-        from .stream import notification_stream
-
-        sse_response(resp, notification_stream(self.hub, self.subscriptions, actor), self.heartbeat_seconds)
+        if not self._count(req, resp, None, bearer(req)):
+            return
+        stream = notification_stream(self.hub, self.subscriptions, actor, self.heartbeat_seconds,
+                                     self.engine.session_live)
+        on_request_end(req.scope, stream.close)
+        sse_response(resp, stream)
 
     async def on_delete(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         """No sessions to end: 405."""

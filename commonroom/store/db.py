@@ -57,14 +57,21 @@ class WriteContext:
     ) -> dict[str, Any]:
         """Insert one event row now (same transaction); returns its wire dict."""
         created_at = self.store.clock.stamp()
-        row = Event.create(
+        event_id = self.store.insert(
+            Event,
             type=type,
             created_at=created_at,
             participant_id=participant_id,
             session_id=session_id,
             payload=payload,
         )
-        event = event_dict(row)
+        event = {
+            "id": event_id,
+            "type": type,
+            "time": created_at,
+            "actor": {"participant_id": participant_id, "session_id": session_id},
+            "payload": payload,
+        }
         self.events.append(event)
         return event
 
@@ -96,6 +103,7 @@ class Store:
         self.db = pw.SqliteDatabase(str(self.path), pragmas=PRAGMAS, check_same_thread=False)
         models.database.initialize(self.db)
         self._lock = threading.RLock()
+        self._insert_sql: dict[tuple, str] = {}
         self.db.connect(reuse_if_open=True)
         if migrate:
             self._migrate()
@@ -135,16 +143,44 @@ class Store:
             with self.db.atomic("IMMEDIATE"):
                 result = fn(ctx)
                 if ctx.events:
-                    self._trim()
+                    self._trim(ctx.events[-1]["id"])
             for hook in ctx.after_commit:
                 hook()
             if ctx.events and self.publish is not None:
                 self.publish(ctx.events)
             return result
 
-    def _trim(self) -> None:
-        newest = Event.select(pw.fn.MAX(Event.id)).scalar() or 0
-        Event.delete().where(Event.id <= newest - RING_SIZE).execute()
+    def _trim(self, newest: int) -> None:
+        self.db.execute_sql('DELETE FROM "event" WHERE "id" <= ?', (newest - RING_SIZE,))
+
+    def insert(self, model: type, **values: Any) -> Any:
+        """``INSERT`` one row of ``model`` (inside :meth:`write`); returns the rowid.
+
+        Same columns and conversions as ``model.create`` (each field's
+        ``db_value``) without building the query each time: the statement is
+        cached per model and column set. Used on the commit path.
+        """
+        key = (model, tuple(values))
+        sql = self._insert_sql.get(key)
+        if sql is None:
+            fields = [model._meta.fields[name] for name in values]
+            columns = ", ".join(f'"{f.column_name}"' for f in fields)
+            marks = ", ".join("?" for _ in fields)
+            sql = f'INSERT INTO "{model._meta.table_name}" ({columns}) VALUES ({marks})'
+            self._insert_sql[key] = sql
+        fields = model._meta.fields
+        params = [fields[name].db_value(value) for name, value in values.items()]
+        return self.db.execute_sql(sql, params).lastrowid
+
+    def update(self, model: type, key: Any, **values: Any) -> None:
+        """``UPDATE`` the row of ``model`` whose primary key is ``key`` (inside :meth:`write`)."""
+        fields = model._meta.fields
+        sets = ", ".join(f'"{fields[name].column_name}" = ?' for name in values)
+        params = [fields[name].db_value(value) for name, value in values.items()]
+        pk = model._meta.primary_key
+        self.db.execute_sql(
+            f'UPDATE "{model._meta.table_name}" SET {sets} WHERE "{pk.column_name}" = ?', [*params, pk.db_value(key)]
+        )
 
     def last_event_id(self) -> int:
         """The newest event id ever appended (0 when none); survives trimming."""

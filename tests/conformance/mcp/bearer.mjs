@@ -3,11 +3,14 @@
 // The suite has no option for an Authorization header, but every request to
 // a commonroom room needs a session bearer. This adds
 // `Authorization: Bearer $COMMONROOM_MCP_BEARER` to each request the suite
-// makes, through both paths it uses: the global `fetch` and undici's
-// `request` (its raw DNS-rebinding probes), by wrapping `fetch` and the undici
-// global dispatcher. A request that already carries an Authorization header is
-// left alone. Test-only: loaded by tests/e2e/test_mcp_conformance.py.
+// makes, through the three paths it uses: the global `fetch`, undici's
+// `request` (its raw DNS-rebinding probes) and `node:http`'s `request` (its
+// raw header-validation probes), by wrapping `fetch`, the undici global
+// dispatcher and `http.request`/`http.get`. A request that already carries an
+// Authorization header is left alone. Test-only: loaded by
+// tests/e2e/test_mcp_conformance.py.
 
+import http from 'node:http';
 import { getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 
 const token = process.env.COMMONROOM_MCP_BEARER;
@@ -55,5 +58,24 @@ if (token) {
     const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
     if (!headers.has('authorization')) headers.set('authorization', value);
     return originalFetch(input, { ...init, headers });
+  };
+
+  const originalRequest = http.request;
+  const request = function (...args) {
+    for (let i = 0; i < Math.min(args.length, 2); i++) {
+      const arg = args[i];
+      if (arg && typeof arg === 'object' && !(arg instanceof URL)) {
+        args[i] = { ...arg, headers: withAuth(arg.headers, value) };
+        return originalRequest.apply(this, args);
+      }
+    }
+    const callback = typeof args[1] === 'function' ? [args[1]] : [];
+    return originalRequest.call(this, args[0], { headers: { authorization: value } }, ...callback);
+  };
+  http.request = request;
+  http.get = function (...args) {
+    const req = request.apply(this, args);
+    req.end();
+    return req;
   };
 }

