@@ -189,8 +189,14 @@ class Bridge:
         """One protocol message on stdout, as one line."""
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         with self._write_lock:
-            self.out.write(data)
-            self.out.flush()
+            if self._stop.is_set() and self.out.closed:
+                return
+            try:
+                self.out.write(data)
+                self.out.flush()
+            except (BrokenPipeError, ValueError, OSError) as exc:  # the client went away
+                log.warning("stdout closed (%s); stopping", exc)
+                self._stop.set()
 
     # -- stdin --------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from .access import decode_command, invitation_app, invite_command, join_command
 from .call import call_command
 from . import editing
 from .mcp import mcp_command
+from .observe import observe_command
 from .serve import serve_command
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app.command("revoke")(revoke_command)
 app.command("join")(join_command)
 app.command("call")(call_command)
 app.command("mcp")(mcp_command)
+app.command("observe")(observe_command)
 app.add_typer(invitation_app, name="invitation")
 editing.register(app)
 

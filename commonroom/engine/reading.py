@@ -61,7 +61,7 @@ class ReadingMixin(EngineBase):
         after = decode_cursor(cursor)
         query = Participant.select().order_by(Participant.created_at, Participant.id)
         if after is not None:
-            if not (isinstance(after, list) and len(after) == 2):
+            if not (isinstance(after, list) and len(after) == 2 and all(isinstance(x, str) for x in after)):
                 from ..errors import InvalidRequest
 
                 raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})

@@ -68,6 +68,11 @@ HEARTBEAT = _Sentinel("HEARTBEAT")
 
 #: Default bound of each subscriber's queue, in events.
 DEFAULT_QUEUE_SIZE = 1024
+#: ``get(timeout)`` of at least this many seconds uses the hub's shared ticker
+#: (one timer for all waiters, firing every :data:`TICK_SECONDS`), so such a
+#: HEARTBEAT may come up to that much late; shorter timeouts are exact.
+COARSE_TIMEOUT = 1.0
+TICK_SECONDS = 0.25
 
 
 def _wake(waiter: asyncio.Future | None) -> None:
@@ -114,13 +119,20 @@ class Subscription:
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
         self._waiter = waiter
-        timer = loop.call_later(timeout, _wake, waiter) if timeout is not None else None
+        timer = None
+        coarse = timeout is not None and timeout >= COARSE_TIMEOUT
+        if coarse:  # heartbeat-sized waits share the hub's ticker instead of a timer each
+            self.hub._wait_until(self, loop.time() + timeout, loop)
+        elif timeout is not None:
+            timer = loop.call_later(timeout, _wake, waiter)
         try:
             await waiter
         finally:
             self._waiter = None
             if timer is not None:
                 timer.cancel()
+            if coarse:
+                self.hub._deadlines.pop(self, None)
         if self.state is not None:
             return self.state
         if self.queue:
@@ -168,6 +180,8 @@ class Hub:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._closed = False
+        self._deadlines: dict[Subscription, float] = {}
+        self._ticker: asyncio.TimerHandle | None = None
 
     @property
     def subscribers(self) -> int:
@@ -274,6 +288,19 @@ class Hub:
         """At shutdown: every subscription's ``get()`` returns CLOSED."""
         self.close_nowait()
         await asyncio.sleep(0)  # let the woken streams run their endings
+
+    def _wait_until(self, sub: Subscription, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
+        self._deadlines[sub] = deadline
+        if self._ticker is None:
+            self._ticker = loop.call_later(TICK_SECONDS, self._tick, loop)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        for sub, deadline in list(self._deadlines.items()):
+            if deadline <= now:
+                del self._deadlines[sub]
+                _wake(sub._waiter)
+        self._ticker = loop.call_later(TICK_SECONDS, self._tick, loop) if self._deadlines else None
 
     def _drop(self, sub: Subscription) -> None:
         self._subs.pop(sub, None)

@@ -20,6 +20,7 @@ import base64
 import inspect
 import json
 import logging
+from collections import OrderedDict
 from typing import Any, Mapping
 
 from jsonschema.exceptions import best_match
@@ -36,7 +37,7 @@ from .jsonrpc import (
     invalid_params,
     method_not_found,
 )
-from .registry import Context, Raw, Registry, Resource, Stream
+from .registry import Context, Raw, Registry, Stream
 
 log = logging.getLogger("commonroom.mcp")
 
@@ -44,6 +45,10 @@ SERVER_INFO = {"name": "commonroom", "version": __version__}
 #: How long a client may cache discover and the catalog lists (ms); the
 #: catalog is fixed for the life of the room process.
 CATALOG_TTL_MS = 300_000
+#: Encoded tool results kept for tools with a ``cache_key`` (LRU).
+ENCODED_CACHE_SIZE = 32
+#: ... and at most this many bytes of them.
+ENCODED_CACHE_BYTES = 16 * 1024 * 1024
 #: JSON-RPC code for a room refusal outside tools (application range).
 ROOM_ERROR = -31000
 #: Error codes that mean "the named thing does not exist or is invalid" → -32602.
@@ -67,6 +72,32 @@ def room_error(error: CommonroomError) -> JsonRpcError:
     """A room refusal on a non-tool method as a JSON-RPC error (HTTP 200)."""
     code = INVALID_PARAMS if error.code in NOT_FOUND_CODES else ROOM_ERROR
     return JsonRpcError(code, error.message, error.to_dict())
+
+
+class Encoded:
+    """A result already encoded as JSON bytes (the hot ``tools/call`` path)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+_SERVER_META = dumps({META_SERVER_INFO: SERVER_INFO}).encode("utf-8")
+
+
+def encode_tool_value(value: Any) -> bytes:
+    """A successful tool value as the bytes of a complete CallToolResult.
+
+    The value is encoded once and spliced in as ``structuredContent``; its
+    JSON text is encoded once more as the text content.
+    """
+    text = dumps(value)
+    structured = text if isinstance(value, dict) else dumps({"value": value})
+    return b"".join((
+        b'{"content":[{"type":"text","text":', dumps(text).encode("utf-8"), b'}],"structuredContent":',
+        structured.encode("utf-8"), b',"isError":false,"resultType":"complete","_meta":', _SERVER_META, b"}",
+    ))
 
 
 def tool_result(value: Any) -> dict[str, Any]:
@@ -95,6 +126,8 @@ class Dispatcher:
     def __init__(self, engine: Any, registry: Registry):
         self.engine = engine
         self.registry = registry
+        self._encoded: OrderedDict[Any, bytes] = OrderedDict()
+        self._encoded_bytes = 0
         self.core = {
             "server/discover": self.discover,
             "tools/list": self.tools_list,
@@ -110,7 +143,8 @@ class Dispatcher:
         """True when ``method`` is served."""
         return method in self.core or method in self.registry.methods
 
-    async def handle(self, message: dict[str, Any], actor: Any, headers: Mapping[str, str]) -> dict[str, Any] | Stream:
+    async def handle(self, message: dict[str, Any], actor: Any,
+                     headers: Mapping[str, str]) -> dict[str, Any] | Stream | Encoded:
         """The result of one checked request (raises ``JsonRpcError``)."""
         method = message["method"]
         params = message.get("params") or {}
@@ -132,7 +166,7 @@ class Dispatcher:
         except Exception:
             log.exception("MCP %s failed", method)
             raise internal_error() from None
-        if isinstance(result, Stream):
+        if isinstance(result, (Stream, Encoded)):
             return result
         return finish(result)
 
@@ -162,7 +196,7 @@ class Dispatcher:
         return {"tools": [t.descriptor() for t in self.registry.tools.values()],
                 "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}
 
-    async def tools_call(self, ctx: Context) -> dict[str, Any]:
+    async def tools_call(self, ctx: Context) -> dict[str, Any] | Encoded:
         """``tools/call``: validate arguments, run the handler, wrap the value."""
         name = ctx.params.get("name")
         if not isinstance(name, str):
@@ -184,7 +218,22 @@ class Dispatcher:
             return tool_error(exc)
         if isinstance(value, Raw):
             return value.result
-        return tool_result(value)
+        if tool.cache_key is None:
+            return Encoded(encode_tool_value(value))
+        return Encoded(self._cached_encoding((tool.name, tool.cache_key(ctx, value)), value))
+
+    def _cached_encoding(self, key: Any, value: Any) -> bytes:
+        data = self._encoded.get(key)
+        if data is not None:
+            self._encoded.move_to_end(key)
+            return data
+        data = encode_tool_value(value)
+        if len(data) <= ENCODED_CACHE_BYTES // 4:
+            self._encoded[key] = data
+            self._encoded_bytes += len(data)
+            while len(self._encoded) > ENCODED_CACHE_SIZE or self._encoded_bytes > ENCODED_CACHE_BYTES:
+                self._encoded_bytes -= len(self._encoded.popitem(last=False)[1])
+        return data
 
     # -- resources --------------------------------------------------------
     async def resources_list(self, ctx: Context) -> dict[str, Any]:
@@ -289,4 +338,5 @@ def _validate_arguments(validator: Any, arguments: dict[str, Any]) -> None:
     )
 
 
-__all__ = ["Dispatcher", "SERVER_INFO", "finish", "tool_result", "tool_error", "room_error", "Resource"]
+__all__ = ["Dispatcher", "Encoded", "SERVER_INFO", "finish", "tool_result", "tool_error", "room_error",
+           "encode_tool_value"]

@@ -11,7 +11,8 @@
 
 1. a required header is missing (``MCP-Protocol-Version``, ``Mcp-Method``,
    ``Mcp-Name`` where the method names something) → 400 / -32020;
-2. ``params._meta`` or its required fields missing → 400 / -32602;
+2. ``params._meta`` or its required fields missing (or a ``logLevel`` that
+   is not a LoggingLevel) → 400 / -32602;
 3. ``MCP-Protocol-Version`` differs from ``_meta`` → 400 / -32020;
 4. the version is not 2026-07-28 → 400 / -32022;
 5. ``Mcp-Method`` differs from ``method`` → 400 / -32020;
@@ -29,6 +30,7 @@ from typing import Any, Mapping
 
 from .jsonrpc import (
     META_CAPABILITIES,
+    META_LOG_LEVEL,
     META_VERSION,
     PROTOCOL_VERSION,
     header_mismatch,
@@ -49,6 +51,10 @@ NAME_PARAMS: dict[str, str] = {
     "prompts/get": "name",
     "resources/read": "uri",
 }
+
+#: The LoggingLevel values a ``_meta`` logLevel may take (accepted, then unused:
+#: this server sends no log notifications).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 _SENTINEL_HEAD = "=?base64?"
 _SENTINEL_TAIL = "?="
@@ -117,6 +123,9 @@ def check_request(message: dict[str, Any], headers: Mapping[str, str],
     if not isinstance(meta[META_CAPABILITIES], dict):
         raise invalid_params(f"{META_CAPABILITIES} must be an object", {"field": META_CAPABILITIES},
                              status=400)
+    if META_LOG_LEVEL in meta and meta[META_LOG_LEVEL] not in LOG_LEVELS:
+        raise invalid_params(f"{META_LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}",
+                             {"field": META_LOG_LEVEL}, status=400)
 
     if version_header != body_version:
         raise header_mismatch("MCP-Protocol-Version", "differs from params._meta protocolVersion",

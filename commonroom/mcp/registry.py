@@ -151,6 +151,7 @@ class Tool:
     annotations: dict[str, Any] | None = None
     title: str | None = None
     validator: Draft202012Validator | None = field(default=None, repr=False)
+    cache_key: Callable[[Context, Any], Any] | None = field(default=None, repr=False)
 
     def descriptor(self) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list``."""
@@ -274,8 +275,14 @@ class Registry:
     # -- adding -----------------------------------------------------------
     def add_tool(self, name: str, *, description: str, input_schema: dict[str, Any],
                  handler: Callable[[Context], Any], output_schema: dict[str, Any] | None = None,
-                 annotations: dict[str, Any] | None = None, title: str | None = None) -> Tool:
-        """Register a tool (``ValueError`` for a duplicate or a non-object schema)."""
+                 annotations: dict[str, Any] | None = None, title: str | None = None,
+                 cache_key: Callable[[Context, Any], Any] | None = None) -> Tool:
+        """Register a tool (``ValueError`` for a duplicate or a non-object schema).
+
+        ``cache_key(ctx, value)`` (optional) names a successful value whose
+        encoded result may be reused while the key is the same (the handler
+        still runs every time; only the JSON encoding is cached).
+        """
         self._unique(name, self.tools, "tool")
         if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
             raise ValueError(f"tool {name!r}: inputSchema must be a JSON Schema with type object")
@@ -283,7 +290,7 @@ class Registry:
             raise ValueError(f"tool {name!r}: outputSchema must have type object")
         Draft202012Validator.check_schema(input_schema)
         tool = Tool(name, description, input_schema, handler, output_schema, annotations, title,
-                    Draft202012Validator(input_schema))
+                    Draft202012Validator(input_schema), cache_key)
         self.tools[name] = tool
         return tool
 

@@ -10,6 +10,7 @@
   ``notifications/resources/updated {uri}``. The hub never waits for a
   slow reader: a lagging subscriber gets RESYNC and the stream ends (the
   client reconnects and rereads); a revoked session or shutdown gets CLOSED.
+  Events already queued together are coalesced: one notification per URI.
 """
 
 from __future__ import annotations
@@ -69,7 +70,14 @@ def notification_stream(hub: Any, subscriptions: Any, actor: Any, heartbeat_seco
                     return
                 yield None
                 continue
-            for uri in subscriptions.wants(session_id, item):
+            # One hint per URI for what is already queued (a join is two events).
+            uris: dict[str, None] = {}
+            while isinstance(item, dict):
+                uris.update(dict.fromkeys(subscriptions.wants(session_id, item)))
+                item = subscription.get_nowait()
+            for uri in uris:
                 yield notification(UPDATED, {"uri": uri})
+            if item is CLOSED or item is RESYNC:
+                return
 
     return Stream(messages(), subscription.close)

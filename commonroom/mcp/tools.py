@@ -56,6 +56,7 @@ class ToolSpec:
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = False
+    cache_key: Callable[[Context, Any], Any] | None = None
 
     def annotations(self) -> dict[str, Any]:
         """MCP ``ToolAnnotations`` (hints only)."""
@@ -74,7 +75,8 @@ TOOLS: tuple[ToolSpec, ...] = (
              "The head version of the markdown document, or one region of it (a heading path or a line "
              "range): text, version number and content hash. Use the version as base_version when you "
              "propose. Needs read.",
-             "DocumentReadInput", "DocumentReadOutput", lambda e, a, x: e.document(a, x.get("region"))),
+             "DocumentReadInput", "DocumentReadOutput", lambda e, a, x: e.document(a, x.get("region")),
+             cache_key=lambda ctx, v: (v["version"], v["content_hash"], repr(ctx.arguments.get("region")))),
     ToolSpec("participants_list", "List participants",
              "People and agents in the room, in join order, with their live session counts. Needs read.",
              "PageInput", "ParticipantsListOutput", lambda e, a, x: e.participants(a, x.get("limit"), x.get("cursor"))),
@@ -161,4 +163,4 @@ def register_tools(registry: Registry) -> None:
     for spec in TOOLS:
         registry.add_tool(spec.name, title=spec.title, description=spec.description,
                           input_schema=bundle("mcp#" + spec.input), output_schema=bundle("mcp#" + spec.output),
-                          annotations=spec.annotations(), handler=_handler(spec))
+                          annotations=spec.annotations(), handler=_handler(spec), cache_key=spec.cache_key)

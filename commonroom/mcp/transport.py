@@ -32,7 +32,7 @@ from .. import tokens
 from ..errors import CommonroomError
 from ..live.guard import on_request_end
 from ..http.wire import MAX_BODY_BYTES, bearer
-from .dispatch import ROOM_ERROR, Dispatcher, dumps
+from .dispatch import ROOM_ERROR, Dispatcher, Encoded, dumps
 from .headers import NAME_PARAMS, VERSION_HEADER, check_request, decode_value
 from .jsonrpc import (
     PROTOCOL_VERSION,
@@ -157,6 +157,12 @@ class McpEndpoint:
             return
         if isinstance(result, Stream):
             sse_response(resp, result)
+            return
+        if isinstance(result, Encoded):
+            resp.status = 200
+            resp.content_type = "application/json"
+            resp.data = b'{"jsonrpc":"2.0","id":' + dumps(request_id).encode("utf-8") + b',"result":' + \
+                result.data + b"}"
             return
         _send(resp, result_response(request_id, result), 200)
 

@@ -303,3 +303,29 @@ class socket_closed_port:
 
     def __exit__(self, *exc: Any) -> None:
         return None
+
+
+def test_x_mcp_header_arguments_are_mirrored(tmp_path, monkeypatch):
+    """A tool whose inputSchema marks an argument ``x-mcp-header`` gets its ``Mcp-Param-*`` header.
+
+    The room checks the header against the argument (400/-32020 when absent
+    or different), so a successful call shows ce mcp mirrored it, base64-
+    wrapping the non-ASCII value. The tool is the conformance fixture's.
+    """
+    from tests.roomproc import ROOT
+
+    monkeypatch.setenv("COMMONROOM_MCP_PLUGINS", "tests.conformance.mcp.fixtures:register")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    fixture_room = start_room(tmp_path / "room", DOC)
+    try:
+        proc = McpProcess(joined(fixture_room, tmp_path, "params", "read"), "--no-notifications")
+        try:
+            for region in ("us-east1", "Zürich ☂", " padded "):
+                answer = proc.call("tools/call", {"name": "test_header_params",
+                                                  "arguments": {"region": region, "query": "q"}})
+                check_wire(answer, "CallToolResult")
+                assert answer["result"]["content"][0]["text"] == f"region={region}", answer
+        finally:
+            proc.close()
+    finally:
+        fixture_room.stop()

@@ -131,7 +131,8 @@ def doc_room(request, tmp_path_factory):
     room.source_text = source.read_bytes().decode("utf-8")
     room.reader = room.join("reader", "read")
     yield room
-    room.stop()
+    room.proc.send_signal(signal.SIGTERM)
+    _stopping.append(room)
 
 
 def test_read_regions_by_heading_and_lines(doc_room):
@@ -564,9 +565,9 @@ def test_permission_denied_for_each_capability(room):
     no_lease = room.join("no-lease-2", "read")
     assert err(no_lease.post(f"/workspace/leases/{lease_id}/renew", {}), "permission_denied")["details"]["required"] == "lease"
     assert err(no_lease.request("DELETE", f"/workspace/leases/{lease_id}"), "permission_denied")["details"]["required"] == "lease"
+    blind = room.join("blind", "propose")
     for path in ("/workspace/document", "/workspace/proposals", f"/workspace/proposals/{p['id']}",
                  "/workspace/versions/1", "/workspace/diff?from=1"):
-        blind = room.join("blind", "propose")
         assert err(blind.get(path), "permission_denied")["details"]["required"] == "read"
     # Nothing changed.
     assert read(alice)["version"] == 1

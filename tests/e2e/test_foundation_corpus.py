@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -20,9 +21,22 @@ import httpx
 import pytest
 
 from commonroom import schemas
-from tests.roomproc import ce_path, corpus_files, start_room
+from tests.roomproc import Room, ce_path, corpus_files, start_room
 
 DOCUMENTS = corpus_files()
+
+
+@pytest.fixture(scope="module")
+def stopping():
+    """Rooms told to stop (SIGTERM) as each test ends; all must have exited 0 at the end.
+
+    Stopping takes the worker about a second; waiting for that once, not
+    once per document, keeps the module quick.
+    """
+    rooms: list[Room] = []
+    yield rooms
+    statuses = {room.document.name: room.stop() for room in rooms}
+    assert statuses == {room.document.name: 0 for room in rooms}
 
 
 def ce_bytes(*args: str) -> subprocess.CompletedProcess:
@@ -40,9 +54,10 @@ def test_the_corpus_is_present_and_exercises_the_hard_cases():
 
 
 @pytest.mark.parametrize("source", DOCUMENTS, ids=[p.name for p in DOCUMENTS])
-def test_serve_invite_join_read_byte_for_byte(tmp_path: Path, source: Path):
+def test_serve_invite_join_read_byte_for_byte(tmp_path: Path, source: Path, stopping: list[Room]):
     expected = source.read_bytes()
     room = start_room(tmp_path, source, name=source.name)
+    stopping.append(room)
     try:
         document = str(room.document)
         invited = ce_bytes("invite", document, "--participant", "reader", "--cap", "read")
@@ -69,4 +84,4 @@ def test_serve_invite_join_read_byte_for_byte(tmp_path: Path, source: Path):
         assert r.json()["text"].encode("utf-8") == expected
         assert room.document.read_bytes() == expected, "serving never rewrites the file"
     finally:
-        assert room.stop() == 0
+        room.proc.send_signal(signal.SIGTERM)

@@ -158,12 +158,10 @@ def test_owner_token_is_not_a_session_bearer(shared_room):
     http_error(r, "unauthorized")
 
 
-def test_unknown_bearer_ce(shared_room, tmp_path):
+def test_unknown_bearer_ce(ce_sessions, tmp_path):
     session_file = tmp_path / "s.json"
-    ce_join(shared_room.invite("unknown-ce", "read"), session_file)
-    assert ce_call(session_file, "GET", "/workspace/room").returncode == 0
-    data = json.loads(session_file.read_text())
-    data["token"] = "crs_" + "B" * 43
+    data = json.loads(ce_sessions["reader"].read_text())  # a working session file ...
+    data["token"] = "crs_" + "B" * 43                    # ... with a bearer never issued
     session_file.write_text(json.dumps(data))
     body = ce_error(ce_call(session_file, "GET", "/workspace/document"), "unauthorized")
     assert body["details"]["reason"] == "unknown_bearer"
@@ -188,7 +186,7 @@ def test_revoked_session_stops_at_once_http(shared_room):
 
 def test_revoked_session_ce(shared_room, tmp_path):
     session_file = tmp_path / "s.json"
-    joined = ce_join(ce_invite(shared_room, "revokee-ce", "--cap", "read"), session_file)
+    joined = ce_join(shared_room.invite("revokee-ce", "read"), session_file)
     assert ce_call(session_file, "GET", "/workspace/document").returncode == 0
     done = ce("revoke", str(shared_room.document), "--session", joined["session"]["id"])
     assert ce_ok(done) == {"revoked": True, "kind": "session", "id": joined["session"]["id"]}
@@ -196,9 +194,14 @@ def test_revoked_session_ce(shared_room, tmp_path):
     assert body["details"]["reason"] == "revoked"
 
 
-def test_revoking_an_unknown_session_is_not_found(shared_room):
+def test_revoking_unknown_records_is_not_found(shared_room):
     http_error(owner_post(shared_room, "/owner/revoke", {"session": "s_nope"}), "not_found")
-    ce_error(ce("revoke", str(shared_room.document), "--session", "s_nope"), "not_found")
+    http_error(owner_post(shared_room, "/owner/revoke", {"invitation": "inv_nope"}), "not_found")
+    doc = str(shared_room.document)
+    runs = ce_parallel({"session": ("revoke", doc, "--session", "s_nope"),
+                        "invitation": ("revoke", doc, "--invitation", "inv_nope")})
+    assert ce_error(runs["session"], "not_found")["details"]["session"] == "s_nope"
+    assert ce_error(runs["invitation"], "not_found")["details"]["invitation"] == "inv_nope"
 
 
 # ------------------------------------------------ session and invitation TTLs
@@ -306,14 +309,9 @@ def test_invitation_revoked_by_id_http(shared_room):
 
 
 def test_invitation_revoked_ce(shared_room, tmp_path):
-    token = ce_invite(shared_room, "revoked-ce", "--cap", "read")
+    token = shared_room.invite("revoked-ce", "read")
     assert ce_ok(ce("revoke", str(shared_room.document), "--invitation", token))["revoked"] is True
     ce_error(ce("join", token, "--session-file", str(tmp_path / "s.json")), "invitation_revoked")
-
-
-def test_revoking_an_unknown_invitation_is_not_found(shared_room):
-    http_error(owner_post(shared_room, "/owner/revoke", {"invitation": "inv_nope"}), "not_found")
-    ce_error(ce("revoke", str(shared_room.document), "--invitation", "inv_nope"), "not_found")
 
 
 def test_invitation_redeemed_http(shared_room):
@@ -329,11 +327,10 @@ def test_invitation_redeemed_http(shared_room):
 
 
 def test_invitation_redeemed_ce(shared_room, tmp_path):
-    token = ce_invite(shared_room, "once-ce", "--cap", "read")
+    token = shared_room.invite("once-ce", "read")
     ce_join(token, tmp_path / "first.json")
     ce_error(ce("join", token, "--session-file", str(tmp_path / "second.json")), "invitation_redeemed")
     assert not (tmp_path / "second.json").exists()
-    assert ce_call(tmp_path / "first.json", "GET", "/workspace/document").returncode == 0
 
 
 def test_three_invitation_codes_are_distinct(shared_room):

@@ -202,3 +202,15 @@ def test_discover_needs_no_capability_but_a_bearer(joined):
     assert httpx.post(nothing.url, json=nothing.body("server/discover"),
                       headers=nothing.headers("server/discover", None) | {"Authorization": ""}).status_code == 401
     nothing.close()
+
+
+def test_docs_name_every_tool_resource_prompt_and_deviation(mcp):
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text("utf-8")
+    names = [t["name"] for t in mcp.result("tools/list")["tools"]]
+    names += [r["uri"] for r in mcp.result("resources/list")["resources"]]
+    names += [t["uriTemplate"] for t in mcp.result("resources/templates/list")["resourceTemplates"]]
+    names += [p["name"] for p in mcp.result("prompts/list")["prompts"]]
+    names += ["resources/subscribe", "resources/unsubscribe", "skills/list", "skills/get", "GET /mcp",
+              "COMMONROOM_MCP_PLUGINS", "Seed deviations", "-32020", "-32022", "-32601", "-32602", "-31000"]
+    missing = [n for n in names if n not in docs]
+    assert not missing, missing

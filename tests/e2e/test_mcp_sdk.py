@@ -125,7 +125,7 @@ def test_lists_calls_reads_and_gets(room):
             assert document["version"] == 1
 
             status = tool_value(await client.call_tool("workspace_status", {}))
-            assert status["file_name"] == DOC.name
+            assert status["file_name"] == room.document.name
 
             resources = await client.list_resources()
             uris = {str(r.uri) for r in resources.resources}
@@ -138,11 +138,14 @@ def test_lists_calls_reads_and_gets(room):
             assert templates.resource_templates
 
             prompts = await client.list_prompts()
-            assert prompts.prompts
-            prompt = prompts.prompts[0]
-            arguments = {a.name: "1" for a in (prompt.arguments or []) if a.required}
-            got = await client.get_prompt(prompt.name, arguments)
-            assert got.messages
+            by_name = {p.name: p for p in prompts.prompts}
+            assert {"review_proposal", "summarize_changes", "draft_section"} <= set(by_name)
+            assert [a.name for a in by_name["summarize_changes"].arguments if a.required] == ["since_version"]
+            got = await client.get_prompt("summarize_changes", {"since_version": "1"})
+            assert got.messages and got.messages[0].role == "user"
+            drafted = await client.get_prompt("draft_section", {"heading": "目的"})
+            assert "目的" in json.dumps([m.model_dump(mode="json") for m in drafted.messages],
+                                                ensure_ascii=False)
 
     run(scenario())
     assert wire.check() >= 9

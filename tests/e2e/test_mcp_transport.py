@@ -341,3 +341,10 @@ def test_owner_port_has_no_mcp(shared_room, method):
                                "Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"},
                       json=Mcp(shared_room.owner, None).body("server/discover") if method == "POST" else None)
     assert r.status_code == 404
+
+
+def test_log_level_accepted_and_checked(mcp):
+    meta = {**META, "io.modelcontextprotocol/logLevel": "debug"}
+    assert mcp.post("tools/list", meta=meta).status_code == 200
+    meta = {**META, "io.modelcontextprotocol/logLevel": "loud"}
+    _error(mcp.post("tools/list", meta=meta), 400, -32602)

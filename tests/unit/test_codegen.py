@@ -120,8 +120,54 @@ PATTERN_EXAMPLES = [
 ]
 
 
+def _from_regex(parsed: Any) -> str:
+    """The shortest string a parsed regex (``re._parser``) matches, for simple patterns."""
+    out = []
+    for op, arg in parsed:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif name == "NOT_LITERAL":
+            out.append("a" if chr(arg) != "a" else "b")
+        elif name == "ANY":
+            out.append("x")
+        elif name == "IN":
+            out.append(_from_class(arg))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, _high, item = arg
+            out.append(_from_regex(item) * low)
+        elif name == "SUBPATTERN":
+            out.append(_from_regex(arg[-1]))
+        elif name == "BRANCH":
+            out.append(_from_regex(arg[1][0]))
+        elif name == "CATEGORY":
+            out.append(_from_class([(op, arg)]))
+        elif name == "AT":
+            continue
+        else:
+            raise ValueError(f"regex construct {name} not supported")
+    return "".join(out)
+
+
+def _from_class(items: Any) -> str:
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            return chr(arg)
+        if name == "RANGE":
+            return chr(arg[0])
+        if name == "CATEGORY":
+            return {"CATEGORY_DIGIT": "0", "CATEGORY_SPACE": " "}.get(str(arg), "a")
+    raise ValueError("negated or empty character class")
+
+
 def _pattern_example(pattern: str, min_length: int) -> str:
-    for candidate in PATTERN_EXAMPLES:
+    candidates = list(PATTERN_EXAMPLES)
+    try:
+        candidates.append(_from_regex(re._parser.parse(pattern)))  # type: ignore[attr-defined]
+    except (ValueError, AttributeError):
+        pass
+    for candidate in candidates:
         if re.search(pattern, candidate) and len(candidate) >= min_length:
             return candidate
     pytest.fail(f"no example string for pattern {pattern!r}: add one to PATTERN_EXAMPLES "

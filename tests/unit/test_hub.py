@@ -241,3 +241,22 @@ def test_publish_never_waits_for_readers():
 def test_queue_size_must_be_positive():
     with pytest.raises(ValueError):
         Hub(queue_size=0)
+
+
+def test_long_timeouts_share_one_ticker_and_still_fire():
+    async def main():
+        hub = Hub()
+        subs = [hub.subscribe() for _ in range(50)]
+        started = asyncio.get_running_loop().time()
+        results = await asyncio.gather(*(s.get(timeout=1.0) for s in subs))
+        elapsed = asyncio.get_running_loop().time() - started
+        assert results == [HEARTBEAT] * 50
+        assert 1.0 <= elapsed < 1.6
+        assert hub._deadlines == {} and hub._ticker is None
+        waiting = asyncio.create_task(subs[0].get(timeout=30))
+        await asyncio.sleep(0)
+        hub.publish([ev(1)])
+        assert (await asyncio.wait_for(waiting, 1))["id"] == 1
+        assert hub._deadlines == {}
+
+    run(main())

@@ -1,0 +1,250 @@
+"""``ce observe``: follow the room's event stream and print one line per event.
+
+It opens ``GET /workspace/observe`` with the stored session through the
+byte client (seed ``protocol.txt``: HTTP/1.1, ``Host: commonroom``) and
+prints, on stdout, one line per event::
+
+    2026-11-29T08:10:23.330767+00:00  #42  proposal.created  ann (p_…/s_…)  proposal pr_… lines 3-7: fix typo
+
+Status lines (connecting, reconnecting, resync) go to stderr, prefixed
+``ce observe:``. After a dropped connection it reconnects with backoff
+(0.5 s doubling to 10 s) and resumes after the last id it printed
+(``Last-Event-ID``), so nothing is printed twice or skipped while the ring
+still holds it. On ``event: resync`` it says so, rereads ``/workspace/room``
+and continues from that ``last_event_id`` (the events in between are not
+printed: read ``/workspace/history`` or the document for them). A refused
+stream (revoked or expired session, missing ``observe``) ends the command
+with that error's exit status. Ctrl-C ends it with status 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, Callable, Iterable, Iterator, Optional
+
+import typer
+
+from .. import client, errors
+from .common import handled, load_session
+
+#: Reconnect backoff (seconds): first wait, cap.
+BACKOFF_START, BACKOFF_MAX = 0.5, 10.0
+#: No byte for this long (heartbeats come every 15 s) means the link is dead.
+READ_TIMEOUT = 60.0
+
+
+def sse_frames(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """Parse SSE lines into frames ``{"event", "id", "data", "retry", "comment"}`` (only those present)."""
+    frame: dict[str, Any] = {}
+    for line in lines:
+        if line == "":
+            if frame:
+                yield frame
+                frame = {}
+            continue
+        if line.startswith(":"):
+            frame["comment"] = line[1:].strip()
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            frame["data"] = value if "data" not in frame else frame["data"] + "\n" + value
+        elif name in ("event", "id", "retry"):
+            frame[name] = value
+    if frame:
+        yield frame
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _lines(payload: dict[str, Any]) -> str:
+    lines = payload.get("lines")
+    return f" lines {lines[0]}-{lines[1]}" if isinstance(lines, list) and len(lines) == 2 else ""
+
+
+_SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "invitation.created": lambda p: f"invitation {p.get('invitation_id')} for {p.get('participant')} "
+                                    f"({','.join(p.get('capabilities') or [])})",
+    "invitation.revoked": lambda p: f"invitation {p.get('invitation_id')} revoked",
+    "participant.joined": lambda p: f"{(p.get('participant') or {}).get('name')} joined",
+    "session.opened": lambda p: f"session {p.get('session_id')} for {p.get('participant')} "
+                                f"({','.join(p.get('capabilities') or [])})",
+    "session.revoked": lambda p: f"session {p.get('session_id')} revoked",
+    "version.committed": lambda p: f"version {p.get('version')} ({p.get('source')}){_lines(p)}: "
+                                   f"{_short(p.get('summary') or '')}",
+    "document.external_edit": lambda p: f"file edited outside the room: version {p.get('version')}",
+    "lease.acquired": lambda p: f"lease {p.get('lease_id')}{_lines(p)} until {p.get('expires_at')}",
+    "lease.renewed": lambda p: f"lease {p.get('lease_id')} renewed until {p.get('expires_at')}",
+    "lease.released": lambda p: f"lease {p.get('lease_id')} released",
+    "lease.expired": lambda p: f"lease {p.get('lease_id')} expired",
+    "proposal.created": lambda p: f"proposal {p.get('proposal_id')}{_lines(p)} on version "
+                                  f"{p.get('base_version')}: {_short(p.get('summary') or '')}",
+    "proposal.approved": lambda p: f"proposal {p.get('proposal_id')} approved as version {p.get('version')}",
+    "proposal.rejected": lambda p: f"proposal {p.get('proposal_id')} rejected"
+                                   + (f": {_short(p['reason'])}" if p.get("reason") else ""),
+    "proposal.withdrawn": lambda p: f"proposal {p.get('proposal_id')} withdrawn",
+}
+
+
+def summary(event: dict[str, Any]) -> str:
+    """A short human summary of the payload (known types by hand, others as k=v)."""
+    payload = event.get("payload") or {}
+    known = _SUMMARIES.get(event.get("type", ""))
+    if known is not None:
+        try:
+            return known(payload)
+        except (TypeError, KeyError, IndexError, AttributeError):
+            pass
+    parts = [f"{k}={_short(v, 30)}" for k, v in payload.items() if v is not None]
+    return _short(" ".join(parts), 100)
+
+
+def actor_label(event: dict[str, Any], names: dict[str, str]) -> str:
+    """``name (participant/session)``, or ``operator`` when the room itself acted."""
+    actor = event.get("actor") or {}
+    pid, sid = actor.get("participant_id"), actor.get("session_id")
+    if not pid and not sid:
+        return "operator"
+    name = names.get(pid or "", "?")
+    return f"{name} ({pid or '-'}/{sid or '-'})"
+
+
+def format_event(event: dict[str, Any], names: dict[str, str]) -> str:
+    """The printed line of one event."""
+    return f"{event.get('time')}  #{event.get('id')}  {event.get('type')}  {actor_label(event, names)}  {summary(event)}"
+
+
+def learn_names(event: dict[str, Any], names: dict[str, str]) -> None:
+    """Remember participant names the events reveal."""
+    payload = event.get("payload") or {}
+    participant = payload.get("participant")
+    pid = (event.get("actor") or {}).get("participant_id")
+    if event.get("type") == "participant.joined" and isinstance(participant, dict):
+        names[participant.get("id", "")] = participant.get("name", "?")
+    elif event.get("type") == "session.opened" and pid and isinstance(participant, str):
+        names[pid] = participant
+
+
+def _status(message: str) -> None:
+    print(f"ce observe: {message}", file=sys.stderr, flush=True)
+
+
+class Follower:
+    """The reconnecting loop of ``ce observe`` (one session, one room)."""
+
+    def __init__(self, session: dict[str, Any], since: int | None, out=sys.stdout):
+        self.session = session
+        self.transport = session["transport"]
+        self.token = session["token"]
+        self.last = since
+        self.out = out
+        self.names: dict[str, str] = {}
+
+    def _call(self, path: str) -> Any:
+        return client.call_json(self.transport, "GET", path, token=self.token)
+
+    def load_names(self) -> None:
+        """Participant names from ``/workspace/participants`` (skipped without ``read``)."""
+        cursor = None
+        try:
+            for _ in range(50):
+                page = self._call("/workspace/participants?limit=200" + (f"&cursor={cursor}" if cursor else ""))
+                for p in page["participants"]:
+                    self.names[p["id"]] = p["name"]
+                cursor = page.get("next_cursor")
+                if not cursor:
+                    return
+        except errors.CommonroomError:
+            return
+
+    def current_end(self) -> int | None:
+        """``last_event_id`` of ``/workspace/room``; None without ``read``."""
+        try:
+            return int(self._call("/workspace/room")["last_event_id"])
+        except errors.PermissionDenied:
+            return None
+
+    def stream_once(self) -> str:
+        """Follow one connection; returns ``"resync"``, ``"ended"`` or ``"dropped"``.
+
+        Raises the room's error for a refused stream (401/403/400/429).
+        """
+        headers = {"Last-Event-ID": str(self.last)} if self.last is not None else {}
+        try:
+            response, lines = client.stream(self.transport, "/workspace/observe", token=self.token,
+                                            headers=headers, timeout=READ_TIMEOUT)
+        except (OSError, ConnectionError):
+            return "dropped"
+        if response.status != 200:
+            body = response.json() if response.body.strip() else {}
+            if isinstance(body, dict) and "error" in body:
+                raise errors.from_dict(body)
+            raise errors.InvalidRequest(f"the room answered {response.status}", details={"status": response.status})
+        got_anything = False
+        for frame in sse_frames(lines):
+            got_anything = True
+            if frame.get("event") == "resync":
+                data = json.loads(frame.get("data") or "{}")
+                _status(f"resync ({data.get('reason', '?')}): events after #{self.last} are gone "
+                        f"from this stream; rereading the room")
+                return "resync"
+            if "data" not in frame or "id" not in frame:
+                continue
+            event = json.loads(frame["data"])
+            learn_names(event, self.names)
+            print(format_event(event, self.names), file=self.out, flush=True)
+            self.last = int(frame["id"])
+        return "ended" if got_anything else "dropped"
+
+    def run(self) -> None:
+        """Follow until interrupted; refused streams raise their error."""
+        self.load_names()
+        delay = BACKOFF_START
+        first = True
+        while True:
+            if not first:
+                where = f"after #{self.last}" if self.last is not None else "from now"
+                _status(f"connection lost; reconnecting in {delay:.1f} s, resuming {where}")
+                time.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+            first = False
+            try:
+                outcome = self.stream_once()
+            except errors.TransportUnavailable:
+                outcome = "dropped"
+            if outcome == "resync":
+                end = None
+                while True:
+                    try:
+                        end = self.current_end()
+                        break
+                    except errors.TransportUnavailable:
+                        time.sleep(delay)
+                        delay = min(delay * 2, BACKOFF_MAX)
+                self.last = end
+                _status(f"continuing from #{end}" if end is not None else "continuing with new events only")
+                delay = BACKOFF_START
+                first = True
+                continue
+            if outcome == "ended":
+                delay = BACKOFF_START
+
+
+@handled
+def observe_command(
+    session_file: Annotated[Optional[Path], typer.Option(help="The session to use (needs observe).")] = None,
+    since: Annotated[Optional[int], typer.Option(help="Replay the events after this id first (still in the ring).",
+                                                 min=0)] = None,
+) -> None:
+    """Follow the room's events, one line each; reconnects and resumes by itself."""
+    session = load_session(session_file)
+    try:
+        Follower(session, since).run()
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None

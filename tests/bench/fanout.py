@@ -1,0 +1,298 @@
+"""Benchmark: live fan-out of ``/workspace/observe`` at 10, 100 and 1,000 observers.
+
+Run::
+
+    /tmp/venv/bin/python tests/bench/fanout.py [--levels 10,100,1000] [--seconds 15] [--rate 20]
+
+For each level, on a fresh real room (``ce serve``: gunicorn, one asgi
+worker, Falcon) serving ``examples/sample.md``:
+
+1. N observers open ``GET /workspace/observe`` on the session ingress with
+   session bearers (250 streams per session, under the 600 a minute
+   limit). They run in separate client processes (asyncio, raw sockets;
+   250 streams each at most) that only note, for each ``id:`` line, the
+   time it arrived.
+2. A writer commits ``--rate`` changes a second (owner API invitations:
+   one SQLite transaction and one event each) for ``--seconds``; meanwhile
+   a prober sends ordinary requests (``GET /workspace/document`` with its
+   own bearer, 5 a second) and times them.
+3. Delivery latency per (observer, event) = arrival time − the event's
+   ``time`` (stamped inside the commit's transaction, so it includes the
+   commit itself). Printed: p50/p99/max, events lost (every observer must
+   receive every event, in order), the worker's RSS before the observers
+   connect and after the run (``/proc/<worker>/status`` ``VmRSS``) and RSS
+   per subscriber, and the prober's p50/p99.
+
+Targets (issue 4): at 1,000 observers p99 delivery ≤ 100 ms, ≤ 50 KB RSS
+per subscriber, ordinary requests still answered.
+
+(``--observer`` is the internal mode of the client processes.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+PER_SESSION = 250
+PER_PROCESS = 250
+
+
+# -- client process ------------------------------------------------------------
+
+async def _observe(port: int, token: str, arrivals: list, ready: asyncio.Event, counter: list, total: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write((f"GET /workspace/observe HTTP/1.1\r\nHost: commonroom\r\nAccept: text/event-stream\r\n"
+                  f"Authorization: Bearer {token}\r\n\r\n").encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    if b" 200 " not in head.split(b"\r\n", 1)[0]:
+        raise SystemExit(f"observe refused: {head[:200]!r}")
+    counter[0] += 1
+    if counter[0] == total:
+        ready.set()
+    pending = b""
+    while True:
+        data = await reader.read(65536)
+        if not data:
+            return
+        now = time.time()
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.startswith(b"id: "):
+                arrivals.append((int(line[4:]), now))
+
+
+async def _observer_main(port: int, tokens: list[str], count: int, out: str) -> None:
+    ready = asyncio.Event()
+    counter = [0]
+    arrivals: list[list] = [[] for _ in range(count)]
+    tasks = [asyncio.create_task(_observe(port, tokens[i % len(tokens)], arrivals[i], ready, counter, count))
+             for i in range(count)]
+    await ready.wait()
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.readline)  # the parent says stop
+    for task in tasks:
+        task.cancel()
+    Path(out).write_text(json.dumps(arrivals))
+    print("done", flush=True)
+
+
+def observer_process(args) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    asyncio.run(_observer_main(args.port, args.tokens.split(","), args.count, args.out))
+
+
+# -- parent ----------------------------------------------------------------------
+
+def worker_pid(room_pid: int) -> int:
+    for _ in range(100):
+        try:
+            children = Path(f"/proc/{room_pid}/task/{room_pid}/children").read_text().split()
+        except OSError:
+            children = []
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise RuntimeError("no worker process")
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def stamp(text: str) -> float:
+    return dt.datetime.fromisoformat(text).timestamp()
+
+
+def run_level(n: int, seconds: float, rate: float) -> dict:
+    import httpx
+
+    from tests.roomproc import start_room
+
+    folder = Path(tempfile.mkdtemp(prefix=f"fanout{n}-"))
+    room = start_room(folder, ROOT / "examples" / "sample.md")
+    try:
+        wpid = worker_pid(room.proc.pid)
+        sessions = [room.join(f"watcher{i}", "read,observe").token for i in range((n + PER_SESSION - 1) // PER_SESSION)]
+        prober = room.join("prober", "read")
+        for _ in range(20):  # warm the worker up before measuring its size
+            prober.get("/workspace/document")
+        time.sleep(0.5)
+        rss_before = rss_kb(wpid)
+        port = room.state["ingress"]["port"]
+        procs = []
+        outs = []
+        remaining = n
+        index = 0
+        while remaining:
+            count = min(PER_PROCESS, remaining)
+            out = folder / f"arrivals{index}.json"
+            # streams of one process share its sessions; each session stays under 600/min
+            tokens = sessions[(index * PER_PROCESS) // PER_SESSION: ((index * PER_PROCESS + count - 1) // PER_SESSION) + 1]
+            procs.append(subprocess.Popen(
+                [sys.executable, __file__, "--observer", "--port", str(port), "--tokens", ",".join(tokens),
+                 "--count", str(count), "--out", str(out)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+            outs.append(out)
+            remaining -= count
+            index += 1
+        for proc in procs:
+            assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        rss_connected = rss_kb(wpid)
+        start_id = room.operator().get("/workspace/room").json()["last_event_id"]
+
+        probe_ms: list[float] = []
+        stop = threading.Event()
+
+        def probe() -> None:
+            with httpx.Client(base_url=room.ingress, headers={"Authorization": f"Bearer {prober.token}"},
+                              timeout=30) as client:
+                while not stop.is_set():
+                    t0 = time.perf_counter()
+                    r = client.get("/workspace/document")
+                    probe_ms.append((time.perf_counter() - t0) * 1000)
+                    assert r.status_code == 200, r.text
+                    stop.wait(0.2)
+
+        prober_thread = threading.Thread(target=probe)
+        cpu0, wall0 = cpu_seconds(wpid), time.monotonic()
+        prober_thread.start()
+        commit_ms: list[float] = []
+        with httpx.Client(base_url=room.owner, headers={"Authorization": f"Bearer {room.owner_token}"},
+                          timeout=30) as owner:
+            interval = 1.0 / rate
+            next_at = time.perf_counter()
+            for i in range(int(seconds * rate)):
+                next_at += interval
+                t0 = time.perf_counter()
+                r = owner.post("/owner/invitations", json={"participant": f"w{i}", "capabilities": ["read"]})
+                commit_ms.append((time.perf_counter() - t0) * 1000)
+                assert r.status_code == 201, r.text
+                time.sleep(max(0.0, next_at - time.perf_counter()))
+        worker_cpu = (cpu_seconds(wpid) - cpu0) / (time.monotonic() - wall0)
+        time.sleep(1.0)  # let the last events arrive
+        stop.set()
+        prober_thread.join()
+        rss_after = rss_kb(wpid)
+        end_id = room.operator().get("/workspace/room").json()["last_event_id"]
+        for proc in procs:
+            proc.stdin.write("stop\n")
+            proc.stdin.flush()
+            proc.stdout.readline()
+            proc.wait(30)
+
+        times: dict[int, float] = {}
+        cursor = None
+        with httpx.Client(base_url=room.owner, headers={"Authorization": f"Bearer {room.owner_token}"}) as owner:
+            while True:
+                params = {"limit": 200, **({"cursor": cursor} if cursor else {})}
+                page = owner.get("/workspace/history", params=params).json()
+                times.update({e["id"]: stamp(e["time"]) for e in page["events"]})
+                cursor = page["next_cursor"]
+                if not cursor:
+                    break
+        expected = list(range(start_id + 1, end_id + 1))
+        latencies: list[float] = []
+        lost = disordered = 0
+        for out in outs:
+            for arrivals in json.loads(out.read_text()):
+                ids = [i for i, _ in arrivals if i > start_id]
+                if ids != expected:
+                    disordered += ids != sorted(ids)
+                    lost += len(set(expected) - set(ids))
+                latencies += [(t - times[i]) * 1000 for i, t in arrivals if i > start_id]
+        return {
+            "observers": n,
+            "events": len(expected),
+            "deliveries": len(latencies),
+            "lost": lost,
+            "out_of_order_streams": disordered,
+            "p50_ms": pct(latencies, 50),
+            "p99_ms": pct(latencies, 99),
+            "max_ms": max(latencies) if latencies else float("nan"),
+            "rss_before_kb": rss_before,
+            "rss_connected_kb": rss_connected,
+            "rss_after_kb": rss_after,
+            "rss_per_subscriber_kb": (rss_after - rss_before) / n,
+            "rss_per_subscriber_connected_kb": (rss_connected - rss_before) / n,
+            "probe_n": len(probe_ms),
+            "probe_p50_ms": pct(probe_ms, 50),
+            "probe_p99_ms": pct(probe_ms, 99),
+            "worker_cpu_percent": 100 * worker_cpu,
+            "commit_p50_ms": pct(commit_ms, 50),
+            "commit_p99_ms": pct(commit_ms, 99),
+        }
+    finally:
+        room.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", default="10,100,1000")
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--json", action="store_true", help="print the raw figures as JSON too")
+    parser.add_argument("--observer", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--tokens", help=argparse.SUPPRESS)
+    parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.observer:
+        observer_process(args)
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    print(f"fan-out: {args.rate:g} commits/s for {args.seconds:g} s per level; cpus={os.cpu_count()}")
+    header = (f"{'observers':>9} {'events':>6} {'lost':>4} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
+              f"{'RSS0 MB':>8} {'RSS MB':>7} {'KB/sub':>7} {'req p50':>8} {'req p99':>8} {'commit p99':>10} {'cpu %':>6}")
+    print(header)
+    results = []
+    for level in (int(x) for x in args.levels.split(",")):
+        r = run_level(level, args.seconds, args.rate)
+        results.append(r)
+        print(f"{r['observers']:>9} {r['events']:>6} {r['lost']:>4} {r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f} "
+              f"{r['max_ms']:>7.1f} {r['rss_before_kb'] / 1024:>8.1f} {r['rss_after_kb'] / 1024:>7.1f} "
+              f"{r['rss_per_subscriber_kb']:>7.1f} {r['probe_p50_ms']:>8.1f} {r['probe_p99_ms']:>8.1f} "
+              f"{r['commit_p99_ms']:>10.1f} {r['worker_cpu_percent']:>6.0f}", flush=True)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    print("delivery = arrival − event time (stamped in the commit's transaction); "
+          "req = GET /workspace/document at 5/s meanwhile; KB/sub = (RSS after − RSS before) / observers")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""``ce serve``: the room process itself (issue 2, item 3).
+
+- a second ``ce serve`` on the same file fails at once, naming the running
+  room, and the first keeps serving with its files untouched;
+- a missing file, a directory, a non-UTF-8 file and a file in an unwritable
+  folder are one line on stderr and a non-zero exit, never a traceback;
+- SIGINT and SIGTERM stop the room cleanly: exit 0, the state and owner-token
+  files removed, the ports closed, the lock released (a new room starts on
+  the same file, and what was committed is still there);
+- the sidecar is WAL, stores its schema version, and holds the file as
+  version 1.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.roomproc import Room, ce, ce_path, start_room
+
+
+def files_of(document: Path) -> dict[str, Path]:
+    return {kind: document.with_name(document.name + f".commonroom.{kind}")
+            for kind in ("db", "json", "owner", "lock")}
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
+    assert done.returncode not in (0, None)
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("ce serve: ")
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def serve_once(document: Path | str, *args: str, timeout: float = 20) -> subprocess.CompletedProcess:
+    """``ce serve`` expected to exit on its own (it must not start)."""
+    return ce("serve", str(document), "--port", "0", "--owner-port", "0", *args, timeout=timeout)
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return True
+    return False
+
+
+# ------------------------------------------------------------ second serve
+
+
+def test_second_serve_fails_fast_and_the_first_keeps_serving(shared_room: Room):
+    room = shared_room
+    reader = room.join("reader", "read")
+    files = files_of(room.document)
+    state_before = files["json"].read_bytes()
+    owner_before = files["owner"].read_bytes()
+
+    started = time.monotonic()
+    done = serve_once(room.document)
+    assert time.monotonic() - started < 10
+    assert_one_line_error(done, "already running", str(room.document), str(room.proc.pid),
+                          room.state["owner_url"])
+    assert done.returncode == 3
+
+    assert reader.get("/workspace/document").status_code == 200
+    assert room.operator().get("/workspace/room").status_code == 200
+    assert files["json"].read_bytes() == state_before
+    assert files["owner"].read_bytes() == owner_before
+    assert room.proc.poll() is None
+
+
+def test_second_serve_by_another_path_is_refused_too(shared_room: Room, tmp_path: Path):
+    room = shared_room
+    link = tmp_path / "alias.md"
+    link.symlink_to(room.document)
+    relative = subprocess.run([ce_path(), "serve", room.document.name, "--port", "0", "--owner-port", "0"],
+                              cwd=room.document.parent, capture_output=True, text=True, timeout=20)
+    assert_one_line_error(relative, "already running")
+    assert_one_line_error(serve_once(link), "already running")
+    assert room.join("still", "read").get("/workspace/room").status_code == 200
+
+
+def test_busy_port_is_one_line(shared_room: Room, tmp_path: Path):
+    other = tmp_path / "doc.md"
+    other.write_text("# other\n")
+    busy = str(shared_room.state["ingress"]["port"])
+    done = ce("serve", str(other), "--port", busy, "--owner-port", "0", timeout=20)
+    assert_one_line_error(done, "cannot listen", busy)
+    assert not files_of(other)["json"].exists() and not files_of(other)["owner"].exists()
+    fd = os.open(files_of(other)["lock"], os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released: nobody holds it
+    finally:
+        os.close(fd)
+    assert shared_room.join("after-busy", "read").get("/workspace/room").status_code == 200
+
+
+# ------------------------------------------------------- files it refuses
+
+
+def _leftovers(folder: Path, keep: set[str]) -> set[str]:
+    return {p.name for p in folder.iterdir()} - keep
+
+
+def test_missing_file(tmp_path: Path):
+    assert_one_line_error(serve_once(tmp_path / "absent.md"), "absent.md", "no such file")
+    assert _leftovers(tmp_path, set()) == set()
+
+
+def test_directory(tmp_path: Path):
+    folder = tmp_path / "notes.md"
+    folder.mkdir()
+    assert_one_line_error(serve_once(folder), "is a directory")
+    assert _leftovers(tmp_path, {"notes.md"}) == set()
+
+
+@pytest.mark.parametrize("data", [b"\xff\xfe# title\n", b"# caf\xe9\n", b"ok\n\xc3("], ids=["bom16", "latin1", "cut"])
+def test_non_utf8_file(tmp_path: Path, data: bytes):
+    document = tmp_path / "doc.md"
+    document.write_bytes(data)
+    assert_one_line_error(serve_once(document), "not UTF-8")
+    assert _leftovers(tmp_path, {"doc.md"}) == set(), "no sidecar for a file we refuse"
+    assert document.read_bytes() == data
+
+
+def _read_only_folder_runner(folder: Path):
+    """How to run ``ce serve`` so that ``folder`` is really unwritable, or None.
+
+    Not root: chmod 0555 is enough. Root ignores modes, so the folder is bind
+    mounted read-only inside a private mount namespace (``unshare``); where
+    that is not permitted the case cannot be made real here.
+    """
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return lambda *args: subprocess.run([ce_path(), *args], capture_output=True, text=True, timeout=20)
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    script = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"'
+    probe = subprocess.run([unshare, "--mount", "sh", "-c", script, "sh", str(folder), "true"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return None
+    return lambda *args: subprocess.run([unshare, "--mount", "sh", "-c", script, "sh", str(folder),
+                                         ce_path(), *args], capture_output=True, text=True, timeout=20)
+
+
+def test_unwritable_folder(tmp_path: Path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    document = folder / "doc.md"
+    document.write_text("# locked\n")
+    run = _read_only_folder_runner(folder)
+    if run is None:
+        pytest.skip("running as root without a way to make a read-only folder (no unshare/mount)")
+    try:
+        done = run("serve", str(document), "--port", "0", "--owner-port", "0")
+    finally:
+        folder.chmod(0o755)
+    assert_one_line_error(done, "not writable", str(folder))
+    assert _leftovers(folder, {"doc.md"}) == set()
+
+
+def test_unknown_option_is_a_usage_error(tmp_path: Path):
+    done = ce("serve", str(tmp_path / "x.md"), "--no-such-option")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- signals
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_shuts_down_cleanly(tmp_path: Path, sig: int):
+    room = start_room(tmp_path, text="# Signals\n\nhello\n")
+    files = files_of(room.document)
+    reader = room.join("stayer", "read")
+    old_owner_token = room.owner_token
+    ports = [room.state["owner_port"], room.state["ingress"]["port"]]
+    assert files["json"].exists() and files["owner"].exists()
+
+    started = time.monotonic()
+    status = room.stop(sig)
+    assert status == 0, (tmp_path / "doc.md.serve.log").read_text()
+    assert time.monotonic() - started < 10
+    assert not files["json"].exists(), "state file removed"
+    assert not files["owner"].exists(), "owner token file removed"
+    assert all(refused(port) for port in ports), "no listener left behind"
+    log = (tmp_path / "doc.md.serve.log").read_text()
+    assert "Traceback" not in log and "ERROR" not in log, log
+
+    # The lock is free and the ports are closed: the same file serves again on
+    # the very same (fixed) ports.
+    again = start_room(tmp_path, args=("--port", str(ports[1]), "--owner-port", str(ports[0])))
+    try:
+        assert again.state["pid"] != room.proc.pid
+        assert again.state["owner_port"] == ports[0] and again.state["ingress"]["port"] == ports[1]
+        assert again.owner_token != old_owner_token
+        r = httpx.get(again.ingress + "/workspace/document",
+                      headers={"Authorization": f"Bearer {reader.token}"}, timeout=30)
+        assert r.status_code == 200, "the session survived the restart"
+        assert r.json()["text"] == "# Signals\n\nhello\n"
+        r = httpx.get(again.owner + "/workspace/room",
+                      headers={"Authorization": f"Bearer {old_owner_token}"}, timeout=30)
+        assert r.status_code == 401, "a new room has a new owner token"
+    finally:
+        assert again.stop() == 0
+
+
+# ----------------------------------------------------------- announcement
+
+
+def test_serve_prints_and_records_its_addresses(shared_room: Room):
+    room = shared_room
+    log = room.document.with_name(room.document.name + ".serve.log").read_text()
+    state = room.state
+    assert f"http://127.0.0.1:{state['owner_port']}" in log
+    assert f"http://{state['ingress']['host']}:{state['ingress']['port']}" in log
+    assert str(files_of(room.document)["owner"]) in log
+    assert state["document"] == str(room.document)
+    assert state["pid"] == room.proc.pid
+    assert "token" not in json.dumps({k: v for k, v in state.items() if k != "owner_token_file"})
+
+
+# ----------------------------------------------------------------- sidecar
+
+
+def test_sidecar_is_wal_versioned_and_holds_version_one(shared_room: Room):
+    room = shared_room
+    db = files_of(room.document)["db"]
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"meta", "participant", "session", "invitation", "version", "event"} <= tables
+        meta = dict(con.execute("SELECT key, value FROM meta"))
+        assert int(meta["schema_version"]) >= 1
+        assert meta["workspace_id"] == room.state["workspace_id"]
+        assert con.execute("SELECT MIN(number) FROM version").fetchone()[0] == 1
+    finally:
+        con.close()
+    reader = room.join("v1", "read")
+    assert reader.get("/workspace/document").json()["text"].encode() == room.document.read_bytes()

@@ -1,0 +1,67 @@
+"""The pure parts of ``ce mcp`` (commonroom.mcp_bridge): header values, headers, SSE parsing."""
+
+from __future__ import annotations
+
+import base64
+
+from commonroom.mcp.headers import decode_value
+from commonroom.mcp_bridge import header_value, mcp_headers, sse_messages
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def test_plain_values_stay_plain():
+    for value in ("tools/call", "document_read", "commonroom://workspace/document", "a b", "2026-07-28"):
+        assert header_value(value) == value
+
+
+def test_unsafe_values_are_base64_wrapped_and_round_trip():
+    for value in ("Zürich", "日本語", " lead", "trail ", "tab\there", "cr\r\nlf", "=?base64?abc?="):
+        wrapped = header_value(value)
+        assert wrapped.startswith("=?base64?") and wrapped.endswith("?=")
+        assert wrapped.isascii() and "\n" not in wrapped
+        assert base64.b64decode(wrapped[9:-2]).decode("utf-8") == value
+        assert decode_value("mcp-name", wrapped) == value  # the room's decoder agrees
+
+
+def test_headers_follow_the_message():
+    message = {"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+               "params": {"uri": "commonroom://workspace/dökument", "_meta": META}}
+    headers = mcp_headers(message)
+    assert headers["MCP-Protocol-Version"] == "2026-07-28"
+    assert headers["Mcp-Method"] == "resources/read"
+    assert decode_value("mcp-name", headers["Mcp-Name"]) == "commonroom://workspace/dökument"
+    assert "application/json" in headers["Accept"] and "text/event-stream" in headers["Accept"]
+
+
+def test_version_comes_from_meta_and_names_only_where_the_revision_says():
+    old = mcp_headers({"method": "tools/list", "params": {"_meta": {**META,
+                       "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}})
+    assert old["MCP-Protocol-Version"] == "2025-11-25" and "Mcp-Name" not in old
+    bare = mcp_headers({"method": "server/discover"})
+    assert bare["MCP-Protocol-Version"] == "2026-07-28"
+    task = mcp_headers({"method": "tasks/get", "params": {"taskId": "t-1", "_meta": META}})
+    assert task["Mcp-Name"] == "t-1"
+    injected = mcp_headers({"method": "x", "params": {"_meta": {**META,
+                            "io.modelcontextprotocol/protocolVersion": "1\r\nX-Evil: 1"}}})
+    assert "\r" not in injected["MCP-Protocol-Version"] and "\n" not in injected["MCP-Protocol-Version"]
+
+
+def test_param_headers_mirror_annotated_arguments():
+    message = {"method": "tools/call", "params": {"name": "t", "_meta": META,
+                                                  "arguments": {"region": "Zürich", "n": 3, "flag": True,
+                                                                "skip": None, "obj": {"a": 1}}}}
+    headers = mcp_headers(message, {"region": "Region", "n": "N", "flag": "Flag", "skip": "Skip",
+                                    "obj": "Obj", "absent": "Absent"})
+    assert decode_value("mcp-param-region", headers["Mcp-Param-Region"]) == "Zürich"
+    assert headers["Mcp-Param-N"] == "3" and headers["Mcp-Param-Flag"] == "true"
+    assert not {"Mcp-Param-Skip", "Mcp-Param-Obj", "Mcp-Param-Absent"} & set(headers)
+
+
+def test_sse_messages():
+    retries = []
+    lines = iter([": heartbeat", "", "event: message", 'data: {"a":', 'data: 1}', "", "retry: 5000",
+                  "data: not json", "", 'data: {"b": 2}'])
+    assert list(sse_messages(lines, retries.append)) == [{"a": 1}, {"b": 2}]
+    assert retries == [5000]
