@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import peewee as pw
+
 from . import tokens
 from .clock import Clock
 from .roomfiles import RoomFiles, write_private
@@ -149,7 +151,10 @@ def serve(options: ServeOptions, out=sys.stdout) -> int:
             listeners.append(_listen_unix(files.socket))
             ingress["socket"] = str(files.socket)
 
-        engine = Engine.open(files.document)  # bootstrap before the fork
+        try:
+            engine = Engine.open(files.document)  # bootstrap before the fork
+        except (pw.DatabaseError, RuntimeError) as exc:  # corrupt or newer sidecar
+            raise ServeError(f"{files.sidecar}: cannot open the sidecar: {exc}") from None
         engine.set_ingress(ingress)
         workspace_id = engine.workspace_id
         engine.close()

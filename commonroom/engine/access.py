@@ -205,27 +205,28 @@ class AccessMixin(EngineBase):
         if not bearer:
             raise Unauthorized("a bearer token is required",
                                details={"reason": "missing_bearer"})
-        row = (
-            Session.select(Session, Participant)
-            .join(Participant)
-            .where(Session.token_hash == tokens.digest(bearer))
-            .first()
-        )
-        if row is None or not tokens.matches(bearer, row.token_hash):
+        found = self.store.db.execute_sql(
+            'SELECT s."id", s."token_hash", s."capabilities", s."expires_at", s."revoked_at", '
+            'p."id", p."name" FROM "session" AS s JOIN "participant" AS p ON p."id" = s."participant_id" '
+            'WHERE s."token_hash" = ?',
+            (tokens.digest(bearer),),
+        ).fetchone()
+        if found is None or not tokens.matches(bearer, found[1]):
             raise Unauthorized("unknown bearer token", details={"reason": "unknown_bearer"})
-        if row.revoked_at:
+        session_id, _, capabilities, expires_at, revoked_at, participant_id, name = found
+        if revoked_at:
             raise Unauthorized("the session was revoked",
-                               details={"reason": "revoked", "session_id": row.id})
-        if parse_rfc3339(row.expires_at) <= self.clock.now():
+                               details={"reason": "revoked", "session_id": session_id})
+        if expires_at <= rfc3339(self.clock.now()):
             raise SessionExpired("the session expired; join again with a new invitation",
-                                 details={"session_id": row.id, "expires_at": row.expires_at})
+                                 details={"session_id": session_id, "expires_at": expires_at})
         return Actor(
             kind="session",
-            capabilities=frozenset(row.capabilities),
-            session_id=row.id,
-            participant_id=row.participant.id,
-            participant_name=row.participant.name,
-            expires_at=row.expires_at,
+            capabilities=frozenset(json.loads(capabilities)),
+            session_id=session_id,
+            participant_id=participant_id,
+            participant_name=name,
+            expires_at=expires_at,
         )
 
     def session_live(self, session_id: str) -> bool:

@@ -65,7 +65,8 @@ class LeasesMixin(EngineBase):
                 return regions.resolve(text, row.region)
             except InvalidRegion:
                 pass
-        count = len(regions.lines_of(text))
+        # the head's lines are cached per version: no re-split of the document per lease per commit
+        count = len(self.head_lines()) if text is self.head().text else len(regions.lines_of(text))
         start = min(row.start_line, count + 1)
         return regions.Span(start, min(max(row.end_line, start - 1), count))
 

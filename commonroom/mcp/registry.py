@@ -10,11 +10,13 @@ Plugins (tests only, e.g. the conformance fixtures)
 Set ``COMMONROOM_MCP_PLUGINS="pkg.module:function[,other.module:function]"``
 in the environment of ``ce serve``; the room imports each module and calls
 ``function(registry)`` once at start-up, after commonroom's own entries. A
-plugin that fails to import or raises stops the room from starting.
+plugin that fails to import or raises stops the room from starting. The
+module must be importable by the room process (``ce`` is a console script:
+put the repository on ``PYTHONPATH`` for ``tests.…`` modules).
 
 API
 ---
-``registry.add_tool(name, *, description, input_schema, handler, output_schema=None, annotations=None, title=None)``
+``registry.add_tool(name, *, description, input_schema, handler, output_schema=None, annotations=None, title=None, cache_key=None)``
     ``input_schema`` is a self-contained JSON Schema object with
     ``"type": "object"``; arguments are validated against it before
     ``handler(ctx)`` runs (a failure is an ``isError`` result carrying the
@@ -31,6 +33,8 @@ API
     with the error object as text and structuredContent; raising
     :class:`~commonroom.mcp.jsonrpc.JsonRpcError` gives that JSON-RPC error
     (e.g. ``missing_capability({"sampling": {}})`` → 400 / -32021).
+    ``cache_key(ctx, value)`` (optional): the encoded result of a successful
+    value is reused while the key is the same (the handler still runs).
 
 ``registry.add_resource(uri, *, name, mime_type, read, description=None, title=None, cache_scope="private", ttl_ms=0)``
     ``read(ctx)`` returns ``str`` (one text content), ``bytes`` (one blob

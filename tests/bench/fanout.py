@@ -37,7 +37,6 @@ import datetime as dt
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -303,6 +303,22 @@ def test_commit_and_approval_touching_a_leased_region_are_refused(room):
     assert "- proposed by bob" in read(carol)["text"]
 
 
+def test_a_heading_lease_follows_its_section(room):
+    alice = room.join("alice", ALL)
+    bob = room.join("bob", "read,write")
+    mine = ok(lease(alice, OPEN_QUESTIONS), "editing#Lease", 201)
+    before = regions.resolve(SAMPLE_TEXT, OPEN_QUESTIONS)
+    assert mine["lines"] == [before.start, before.end]
+    # Bob inserts three lines near the top: allowed (far from the lease), and the section moves down.
+    v2 = ok(write(bob, 1, "A\nB\nC\n", {"lines": [2, 1]}), "editing#VersionInfo")
+    listed = ok(alice.get("/workspace/leases"), "editing#LeaseList")["leases"]
+    assert listed[0]["lines"] == [before.start + 3, before.end + 3] and listed[0]["version"] == v2["number"]
+    # The section's new lines are still protected; its old lines now hold other text.
+    body = err(write(bob, 2, "## Open questions\n\nNone.\n", OPEN_QUESTIONS), "lease_conflict")
+    assert body["lease_id"] == mine["id"]
+    ok(write(bob, 2, "Moved.\n", {"lines": [before.start, before.start]}), "editing#VersionInfo")
+
+
 def test_lease_holder_may_approve_a_change_in_its_own_lease(room):
     alice = room.join("alice", ALL)
     bob = room.join("bob", "read,propose")

@@ -501,6 +501,21 @@ def test_no_session_file_ce(tmp_path):
     ce_error(ce_call(tmp_path / "missing.json", "GET", "/workspace/room"), "invalid_request")
 
 
+def test_oversized_body_http(shared_room):
+    """limit_exceeded is 413 for a body over the cap, by Content-Length or while streaming."""
+    big = b'{"invitation": "' + b"a" * (9 * 1024 * 1024) + b'"}'
+
+    def chunked():
+        yield big[:1024]
+        for start in range(1024, len(big), 256 * 1024):
+            yield big[start:start + 256 * 1024]
+
+    for content in (big, chunked()):
+        r = httpx.post(shared_room.ingress + "/workspace/join", content=content, timeout=60)
+        body = http_error(r, "limit_exceeded", status=413)
+        assert body["details"]["limit_bytes"] == 8 * 1024 * 1024
+
+
 # --------------------------------------------------- transport_unavailable
 
 

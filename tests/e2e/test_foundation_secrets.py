@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import stat
 from pathlib import Path
 
@@ -61,6 +60,7 @@ class Run:
         self.tokens: dict[str, str] = {}       # invitation tokens
         self.bearers: dict[str, str] = {}      # session bearers
         self.session_files: dict[str, Path] = {}
+        self.owner_token = room.owner_token
 
     @property
     def invitation_secrets(self) -> dict[str, str]:
@@ -84,7 +84,6 @@ def run(tmp_path_factory) -> Run:
     folder = tmp_path_factory.mktemp("secrets")
     room = start_room(folder, SAMPLE)
     out = Run(room, folder)
-    out.owner_token = room.owner_token
     try:
         # Over HTTP: invite and redeem; a session that reads; one that is revoked.
         for name in ("http-reader", "http-revoked"):
@@ -174,6 +173,7 @@ def test_owner_token_file_is_private(run: Run):
 
 
 def test_nothing_leaks_after_the_room_stops(run: Run):
+    """Last in the module: it stops the module's room."""
     assert run.room.stop() == 0
     secrets = run.all_secrets()
     files = run.sidecar_files()

@@ -175,6 +175,26 @@ def test_unwritable_folder(tmp_path: Path):
     assert _leftovers(folder, {"doc.md"}) == set()
 
 
+def test_corrupt_sidecar(tmp_path: Path):
+    document = tmp_path / "doc.md"
+    document.write_text("# kept\n")
+    files_of(document)["db"].write_bytes(b"this is not an SQLite database" * 100)
+    assert_one_line_error(serve_once(document), "cannot open the sidecar", "doc.md.commonroom.db")
+    assert document.read_text() == "# kept\n"
+    assert not files_of(document)["json"].exists() and not files_of(document)["owner"].exists()
+
+
+def test_sidecar_from_a_newer_commonroom(tmp_path: Path):
+    document = tmp_path / "doc.md"
+    document.write_text("# kept\n")
+    con = sqlite3.connect(files_of(document)["db"])
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '999')")
+    con.commit()
+    con.close()
+    assert_one_line_error(serve_once(document), "schema version 999", "Upgrade commonroom")
+
+
 def test_unknown_option_is_a_usage_error(tmp_path: Path):
     done = ce("serve", str(tmp_path / "x.md"), "--no-such-option")
     assert done.returncode == 2

@@ -240,7 +240,7 @@ def test_sigterm_ends_open_streams_quickly(tmp_path: Path):
         for s in streams:
             s.read_to_end(timeout=10)
             assert s.eof
+        assert time.monotonic() - started < 2.0  # ended by the room, not by the 5 s graceful timeout
         room.proc.wait(15)
-        assert time.monotonic() - started < 4.5  # not the 5 s graceful timeout
     finally:
         room.stop()

@@ -65,3 +65,57 @@ def test_sse_messages():
                   "data: not json", "", 'data: {"b": 2}'])
     assert list(sse_messages(lines, retries.append)) == [{"a": 1}, {"b": 2}]
     assert retries == [5000]
+
+
+def test_notification_stream_reconnects_after_a_drop():
+    """GET /mcp: each stream's notifications reach stdout; a dropped stream is reopened."""
+    import http.server
+    import io
+    import json
+    import threading
+    import time
+
+    from commonroom.mcp_bridge import Bridge
+
+    served = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):  # noqa: N802
+            served.append(dict(self.headers))
+            n = len(served)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            note = {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                    "params": {"uri": f"commonroom://workspace/n{n}"}}
+            self.wfile.write(b"retry: 50\n: heartbeat\n\nevent: message\ndata: " + json.dumps(note).encode() + b"\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    out = io.BytesIO()
+    bridge = Bridge(transport={"type": "loopback", "address": "127.0.0.1", "port": server.server_address[1]},
+                    token="crs_test", out=out)
+    listener = threading.Thread(target=bridge.listen, daemon=True)
+    listener.start()
+    try:
+        deadline = time.monotonic() + 10
+        while out.getvalue().count(b"\n") < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        bridge._stop.set()
+        server.shutdown()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [m["params"]["uri"] for m in lines[:2]] == ["commonroom://workspace/n1", "commonroom://workspace/n2"]
+    first = {k.lower(): v for k, v in served[0].items()}
+    assert first["authorization"] == "Bearer crs_test"
+    assert first["mcp-protocol-version"] == "2026-07-28"
+    assert "text/event-stream" in first["accept"] and first["host"] == "commonroom"

@@ -1,0 +1,60 @@
+"""Unit checks of the MCP adapter's pure parts (headers, hosts, encoding, bundling)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commonroom.mcp.bundle import bundle
+from commonroom.mcp.dispatch import encode_tool_value, finish, tool_result
+from commonroom.mcp.headers import decode_value
+from commonroom.mcp.jsonrpc import JsonRpcError
+from commonroom.mcp.skills import frontmatter
+from commonroom.mcp.transport import host_allowed, origin_allowed, split_host
+from generated.registry import SCHEMAS
+
+
+@pytest.mark.parametrize("raw,value", [
+    ("tools/call", "tools/call"), ("  tools/call\t", "tools/call"),
+    ("=?base64?w6k=?=", "é"), ("=?base64?w6k?=", "é"), (" =?base64?aGk=?= ", "hi"),
+    ("=?BASE64?aGk=?=", "=?BASE64?aGk=?="), ("", ""),
+])
+def test_decode_value(raw, value):
+    assert decode_value("h", raw) == value
+
+
+@pytest.mark.parametrize("raw", ["=?base64?***?=", "=?base64?/w==?=", "a\x01b", "é"])
+def test_decode_value_malformed(raw):
+    with pytest.raises(JsonRpcError) as caught:
+        decode_value("h", raw)
+    assert (caught.value.code, caught.value.status) == (-32020, 400)
+
+
+@pytest.mark.parametrize("header,host", [("LocalHost:80", "localhost"), ("[::1]:9", "[::1]"),
+                                         ("127.0.0.1", "127.0.0.1"), ("::1", "::1")])
+def test_split_host(header, host):
+    assert split_host(header) == host
+
+
+def test_hosts_and_origins():
+    assert host_allowed("commonroom") and host_allowed("127.0.0.1:5") and not host_allowed(None)
+    assert host_allowed("10.0.0.5:7711", frozenset({"10.0.0.5"})) and not host_allowed("10.0.0.5")
+    assert origin_allowed(None) and origin_allowed("http://localhost:5173") and origin_allowed("https://127.0.0.1")
+    for bad in ("http://evil", "null", "http://localhost.evil", "ws://localhost", "http://localhost/x", "http://[::1]"):
+        assert not origin_allowed(bad), bad
+
+
+@pytest.mark.parametrize("value", [{"a": "é\n\"", "n": [1, None]}, [1, 2], "text", 3])
+def test_encoded_result_equals_the_dict_form(value):
+    assert json.loads(encode_tool_value(value)) == finish(tool_result(value))
+
+
+def test_every_mcp_schema_bundles_without_refs():
+    for name in SCHEMAS["mcp.json"]["$defs"]:
+        assert "$ref" not in json.dumps(bundle("mcp#" + name)), name
+
+
+def test_frontmatter():
+    assert frontmatter("---\nname: x\ndescription: 'a: b'\n---\nbody") == {"name": "x", "description": "a: b"}
+    assert frontmatter("no front matter") == {} and frontmatter("---\nname: x\n") == {}
