@@ -126,6 +126,8 @@ def newline_of(text: str) -> str:
     """The document's newline style: ``"\\r\\n"`` if most line endings are CRLF,
     ``"\\r"`` for a text that only uses lone CRs, else ``"\\n"`` (also for a
     text without line endings)."""
+    if "\r" not in text:  # the usual LF document: one fast scan instead of two counts (per commit)
+        return "\n"
     crlf = text.count("\r\n")
     lf = text.count("\n") - crlf
     if crlf and crlf >= lf:

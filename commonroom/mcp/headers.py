@@ -72,8 +72,8 @@ def decode_value(header: str, raw: str) -> str:
             len(value) >= len(_SENTINEL_HEAD) + len(_SENTINEL_TAIL):
         inner = value[len(_SENTINEL_HEAD):-len(_SENTINEL_TAIL)]
         try:
-            padded = inner + "=" * (-len(inner) % 4)
-            return base64.b64decode(padded, validate=True).decode("utf-8")
+            # standard base64 with its padding; anything else is malformed
+            return base64.b64decode(inner, validate=True).decode("utf-8")
         except (binascii.Error, ValueError, UnicodeDecodeError):
             raise header_mismatch(header, "malformed =?base64?...?= value") from None
     return value

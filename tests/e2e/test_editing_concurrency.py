@@ -1,8 +1,9 @@
 """Eight clients propose and approve against the same base at once (issue 3).
 
-A real room serves ``gunicorn-dirty.md``. Each round, eight threads wait on a
-barrier, read the head, propose an insertion right after the heading line of
-their section (with that head as ``base_version``) and approve it. Sections:
+A real room serves ``gunicorn-dirty.md``. Each round, eight threads read the
+head, wait on a barrier until all have, then at once propose an insertion
+right after the heading line of their section (with that head as
+``base_version``) and approve it. Sections:
 
 - clients 0 and 1 share one section, 2 and 3 another: their insertions land
   on the same point, so only one of each pair can win a given base;
@@ -82,9 +83,10 @@ def test_eight_clients_propose_and_approve_at_once(room):
         http = httpx.Client(base_url=room.ingress, headers={"Authorization": f"Bearer {c.token}"}, timeout=60)
         try:
             for rnd in range(ROUNDS):
-                barrier.wait(timeout=60)
+                barrier.wait(timeout=60)  # the previous round is over: everyone reads the same head
                 doc = http.get("/workspace/document").json()
                 base, text = doc["version"], doc["text"]
+                barrier.wait(timeout=60)  # everyone has read: now all propose against that base at once
                 span = regions.resolve(text, {"heading": SECTIONS[i]})
                 lines = regions.lines_of(text)[span.start - 1: span.end]
                 mark = marker(i, rnd)
@@ -123,7 +125,8 @@ def test_eight_clients_propose_and_approve_at_once(room):
         t.join(120)
     assert problems == []
     assert len(accepted) + len(refused) == CLIENTS * ROUNDS
-    assert bases[1] == CLIENTS  # the first round really is eight proposals on the same base
+    # Each round really is eight proposals against one base.
+    assert len(bases) == ROUNDS and all(count == CLIENTS for count in bases.values()), bases
 
     # Every refusal is one of the three editing conflicts; the lease refusals are client 6's.
     codes = Counter(body["error"] for body in refused.values())

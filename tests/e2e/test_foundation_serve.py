@@ -2,13 +2,16 @@
 
 - a second ``ce serve`` on the same file fails at once, naming the running
   room, and the first keeps serving with its files untouched;
-- a missing file, a directory, a non-UTF-8 file and a file in an unwritable
-  folder are one line on stderr and a non-zero exit, never a traceback;
+- a missing file, a directory, a non-UTF-8 file, a file in an unwritable
+  folder, a busy port and a corrupt or newer sidecar are one line on stderr
+  and a non-zero exit, never a traceback;
 - SIGINT and SIGTERM stop the room cleanly: exit 0, the state and owner-token
   files removed, the ports closed, the lock released (a new room starts on
   the same file, and what was committed is still there);
 - the sidecar is WAL, stores its schema version, and holds the file as
-  version 1.
+  version 1;
+- ``--socket`` serves the ``local`` transport: invite, join and call over the
+  Unix socket, which is 0600 and removed at shutdown.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -275,3 +279,27 @@ def test_sidecar_is_wal_versioned_and_holds_version_one(shared_room: Room):
         con.close()
     reader = room.join("v1", "read")
     assert reader.get("/workspace/document").json()["text"].encode() == room.document.read_bytes()
+
+
+# ---------------------------------------------------------- local transport
+
+
+def test_local_transport_over_the_unix_socket(tmp_path: Path):
+    room = start_room(tmp_path, text="# over a socket\n", args=("--socket",))
+    sock = room.document.with_name(room.document.name + ".commonroom.sock")
+    try:
+        assert sock.is_socket() and stat.S_IMODE(sock.stat().st_mode) == 0o600
+        invited = ce("invite", str(room.document), "--participant", "local", "--cap", "read",
+                     "--transport", "local")
+        assert invited.returncode == 0, invited.stderr
+        session_file = tmp_path / "s.json"
+        joined = ce("join", invited.stdout.strip(), "--session-file", str(session_file))
+        assert joined.returncode == 0, joined.stderr
+        assert json.loads(session_file.read_text())["transport"] == {
+            "type": "local", "address": str(sock), "port": None, "encrypted": False, "mode": "local"}
+        called = ce("call", "GET", "/workspace/document", "--session-file", str(session_file))
+        assert called.returncode == 0, called.stderr
+        assert json.loads(called.stdout)["text"] == "# over a socket\n"
+    finally:
+        assert room.stop() == 0
+    assert not sock.exists(), "the socket is removed at shutdown"

@@ -17,14 +17,15 @@ from generated.registry import SCHEMAS
 
 @pytest.mark.parametrize("raw,value", [
     ("tools/call", "tools/call"), ("  tools/call\t", "tools/call"),
-    ("=?base64?w6k=?=", "é"), ("=?base64?w6k?=", "é"), (" =?base64?aGk=?= ", "hi"),
+    ("=?base64?w6k=?=", "é"), (" =?base64?aGk=?= ", "hi"),
     ("=?BASE64?aGk=?=", "=?BASE64?aGk=?="), ("", ""),
 ])
 def test_decode_value(raw, value):
     assert decode_value("h", raw) == value
 
 
-@pytest.mark.parametrize("raw", ["=?base64?***?=", "=?base64?/w==?=", "a\x01b", "é"])
+@pytest.mark.parametrize("raw", ["=?base64?***?=", "=?base64?/w==?=", "a\x01b", "é",
+                                 "=?base64?w6k?=", "=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?="])
 def test_decode_value_malformed(raw):
     with pytest.raises(JsonRpcError) as caught:
         decode_value("h", raw)
