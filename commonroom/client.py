@@ -101,6 +101,15 @@ def _head(reader: _Reader) -> tuple[int, dict[str, str]]:
     return int(parts[1]), headers
 
 
+def _body(reader: _Reader, headers: dict[str, str]) -> bytes:
+    """A whole response body: until Content-Length, chunked, or until close."""
+    if "content-length" in headers:
+        return reader.exactly(int(headers["content-length"]))
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        return b"".join(reader.chunks())
+    return reader.rest()
+
+
 def request(
     transport: dict[str, Any],
     method: str,
@@ -127,13 +136,7 @@ def request(
         sock.sendall(_request_bytes(method.upper(), path, data, all_headers, close=True))
         reader = _Reader(sock)
         status, response_headers = _head(reader)
-        if "content-length" in response_headers:
-            payload = reader.exactly(int(response_headers["content-length"]))
-        elif response_headers.get("transfer-encoding", "").lower() == "chunked":
-            payload = b"".join(reader.chunks())
-        else:
-            payload = reader.rest()
-        return Response(status, response_headers, payload)
+        return Response(status, response_headers, _body(reader, response_headers))
     except (OSError, ConnectionError) as exc:
         raise errors.TransportUnavailable(
             f"the room closed the connection: {exc}", details={"transport": transport.get("type")}
@@ -187,12 +190,7 @@ def stream(
         reader = _Reader(sock)
         status, response_headers = _head(reader)
         if status != 200 or not response_headers.get("content-type", "").startswith("text/event-stream"):
-            if "content-length" in response_headers:
-                body = reader.exactly(int(response_headers["content-length"]))
-            elif response_headers.get("transfer-encoding", "").lower() == "chunked":
-                body = b"".join(reader.chunks())
-            else:
-                body = reader.rest()
+            body = _body(reader, response_headers)
             sock.close()
             return Response(status, response_headers, body), iter(())
     except (OSError, ConnectionError) as exc:

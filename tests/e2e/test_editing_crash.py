@@ -127,7 +127,9 @@ class Stream(threading.Thread):
                     r = self.http.post(f"/workspace/proposals/{r.json()['id']}/approve")
                     self._check(r, 200, "editing#ApproveResult")
                     number = r.json()["version"]["number"]
-                assert number == self.head + 1
+                if number != self.head + 1:
+                    self.unexpected.append(f"version {number} after {self.head}")
+                    return
                 self.acked[number] = new
                 self.head, self.text = number, new
         except (httpx.HTTPError, _Unexpected):
@@ -136,7 +138,11 @@ class Stream(threading.Thread):
             self.http.close()
 
     def _check(self, r: httpx.Response, status: int, schema: str) -> None:
-        if r.status_code != status or errors_of(schema, r.json()):
+        try:
+            body = r.json()
+        except ValueError:
+            body = None
+        if r.status_code != status or body is None or errors_of(schema, body):
             self.unexpected.append(r.text)
             raise _Unexpected(r.text)
 
