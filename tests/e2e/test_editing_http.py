@@ -182,6 +182,39 @@ def test_read_regions_by_heading_and_lines(doc_room):
         assert bad["details"]["reason"] == "no_match"
 
 
+def test_crlf_document_keeps_its_line_endings(tmp_path):
+    source = next(p for p in corpus_files() if p.name == "vscode-powershell-preview_to_stable_changelog.md")
+    text = source.read_bytes().decode("utf-8")
+    assert "\r\n" in text
+    r = start_room(tmp_path, source, name=source.name)
+    try:
+        alice = r.join("alice", ALL)
+        found = [h for h in regions.headings(text) if [x.path for x in regions.headings(text)].count(h.path) == 1]
+        first, last = found[1], found[-1]
+        got = read(alice, {"heading": list(first.path)})
+        assert got["text"].endswith("\r\n") and "\n" not in got["text"].replace("\r\n", "")
+        # A replacement without a final newline gets the document's CRLF.
+        p = ok(propose(alice, 1, {"lines": [first.line + 1, first.line + 1]}, "one line, no newline"),
+               "editing#Proposal", 201)
+        ok(alice.post(f"/workspace/proposals/{p['id']}/approve"), "editing#ApproveResult")
+        v2 = regions.replace_span(text, regions.Span(first.line + 1, first.line + 1), "one line, no newline")
+        assert "one line, no newline\r\n" in v2
+        # An edit at the old base elsewhere rebases cleanly over it.
+        q = ok(propose(alice, 1, {"heading": list(last.path)}, f"{'#' * last.level} {last.title}\r\n\r\nGone.\r\n"),
+               "editing#Proposal", 201)
+        assert q["rebased_from"] == 1
+        ok(alice.post(f"/workspace/proposals/{q['id']}/approve"), "editing#ApproveResult")
+        head = read(alice)
+        want = regions.replace_span(v2, regions.resolve(v2, {"heading": list(last.path)}),
+                                    f"{'#' * last.level} {last.title}\r\n\r\nGone.\r\n")
+        assert head["text"] == want and head["content_hash"] == sha(want)
+        assert r.document.read_bytes() == want.encode("utf-8")
+        assert want.count("\n") == want.count("\r\n")  # still CRLF throughout
+    finally:
+        r.proc.send_signal(signal.SIGTERM)
+        _stopping.append(r)
+
+
 def test_region_not_json_is_invalid_request(room):
     c = room.join("alice", "read")
     err(c.get("/workspace/document", params={"region": "{nope"}), "invalid_request")
