@@ -29,7 +29,8 @@ read the ring after the cursor (in pages) and send it, then send the live
 events, skipping every id already sent. The stream ends on RESYNC, when the
 session is revoked (the hub ends it as ``session.revoked`` is published) or
 expires (a timer at ``expires_at``; the session is also rechecked every
-heartbeat interval), and when the room stops (``Hub.close``).
+0.5–1.5 heartbeat intervals, jittered, one answer per session per second),
+and when the room stops (``Hub.close``).
 
 Settings (environment of ``ce serve``): ``COMMONROOM_HEARTBEAT_SECONDS``
 (default 15), ``COMMONROOM_STREAM_QUEUE`` (hub queue per subscriber, default
@@ -41,6 +42,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
+import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
@@ -57,6 +60,8 @@ from .hub import CLOSED, HEARTBEAT, RESYNC, Hub, Subscription
 RETRY_MS = 5000
 #: Most events written in one send when a subscriber has a backlog.
 BATCH_EVENTS = 64
+#: How long one answer of "is this session live?" serves a session's streams (s).
+LIVE_CACHE_SECONDS = 1.0
 
 
 def _env_float(name: str, default: float) -> float:
@@ -156,6 +161,7 @@ class ObserveResource:
         self.hub = hub
         self.settings = settings or LiveSettings()
         self.cache = _FrameCache()
+        self._live_cache: dict[str, tuple[float, bool]] = {}
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         """Check the capability and cursor, then hand Falcon the frame stream."""
@@ -167,8 +173,22 @@ class ObserveResource:
         resp.set_header("X-Accel-Buffering", "no")
         resp.sse = self.frames(actor, after, req.scope)
 
-    def _session_live(self, actor: Actor) -> bool:
-        return actor.session_id is None or self.engine.session_live(actor.session_id)
+    def _session_live(self, actor: Actor, *, fresh: bool = False) -> bool:
+        """Is the actor's session still live? Periodic checks share one answer per
+        session for a second (a thousand streams of one session cost one query);
+        ``fresh`` always asks the sidecar."""
+        session_id = actor.session_id
+        if session_id is None:
+            return True
+        now = time.monotonic()
+        cached = self._live_cache.get(session_id)
+        if not fresh and cached is not None and now - cached[0] < LIVE_CACHE_SECONDS:
+            return cached[1]
+        live = self.engine.session_live(session_id)
+        if len(self._live_cache) >= 4096:
+            self._live_cache.clear()
+        self._live_cache[session_id] = (now, live)
+        return live
 
     def _expiry_deadline(self, actor: Actor, loop: asyncio.AbstractEventLoop) -> float | None:
         if actor.session_id is None or not actor.expires_at:
@@ -202,8 +222,9 @@ class ObserveResource:
         loop = asyncio.get_running_loop()
         heartbeat = self.settings.heartbeat_seconds
         deadline = self._expiry_deadline(actor, loop)
-        last_write = next_check = loop.time()
-        next_check += heartbeat
+        last_write = loop.time()
+        # Streams opened together must not all recheck their session at once.
+        next_check = last_write + heartbeat * (0.5 + random.random())
         while True:
             now = loop.time()
             wait = last_write + heartbeat - now
@@ -213,7 +234,7 @@ class ObserveResource:
             now = loop.time()
             if item is HEARTBEAT:
                 if deadline is not None and now >= deadline:
-                    if not self._session_live(actor):
+                    if not self._session_live(actor, fresh=True):
                         return
                     deadline = now + 1.0  # clocks disagree by a hair: look again soon
                 if now - last_write >= heartbeat * 0.999:

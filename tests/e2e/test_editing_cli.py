@@ -9,12 +9,10 @@ room over HTTP, much faster).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from typer.testing import CliRunner
 
 from commonroom import regions

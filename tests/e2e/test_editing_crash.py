@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from commonroom import regions
 from commonroom.engine import Engine

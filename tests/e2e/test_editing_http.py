@@ -538,6 +538,15 @@ def test_stale_version_on_create_when_the_change_conflicts(room):
     # Nothing was stored.
     assert len(ok(bob.get("/workspace/proposals"), "editing#ProposalsPage")["proposals"]) == 1
 
+    # The diff is over the region: a change elsewhere in between is in `changes`, not in `diff`.
+    v2 = read(alice)["text"]
+    ok(write(alice, 2, v2.replace("2. How long should invitations last?", "2. A day."), summary="elsewhere"),
+       "editing#VersionInfo")
+    body = err(propose(bob, 1, GOALS, "## Goals\n\n- bob again\n\n"), "stale_version")
+    assert body["current_version"] == 3 and [c["summary"] for c in body["changes"]] == ["alice rewrites goals",
+                                                                                         "elsewhere"]
+    assert "+- alice's goals\n" in body["diff"] and "A day." not in body["diff"]
+
 
 def test_clean_rebase_on_create_proceeds(room):
     alice, bob = room.join("alice", ALL), room.join("bob", ALL)
