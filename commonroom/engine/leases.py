@@ -3,9 +3,10 @@
 A lease is live while it is not released, its ``expires_at`` is ahead and
 its session is neither revoked nor expired (a lease dies with its session).
 Expired leases are marked (event ``lease.expired``) by the next write that
-looks at leases. Overlap is decided on the spans the leases' regions resolve
-to at the head version (a heading lease follows its section as the document
-changes; if its heading is gone, the lines it had at acquisition stand).
+looks at leases. A lease holds the lines its region resolved to when it was
+acquired; every commit moves them through its change (:meth:`_shift_leases`),
+so a lease keeps covering its text (a heading lease its section) and overlap
+is decided on stored lines, never by parsing the document again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from .. import regions, tokens
 from ..clock import rfc3339
-from ..errors import InvalidRequest, InvalidRegion, LeaseConflict, NotFound, PermissionDenied
+from ..errors import InvalidRequest, LeaseConflict, NotFound, PermissionDenied
 from ..store import WriteContext
 from ..store.models import Lease, Session
 from .base import Actor, EngineBase, require
@@ -60,15 +61,39 @@ class LeasesMixin(EngineBase):
         )
 
     def _lease_span(self, row: Lease, text: str) -> regions.Span:
-        if row.region is not None and "heading" in row.region:
-            try:
-                return regions.resolve(text, row.region)
-            except InvalidRegion:
-                pass
-        # the head's lines are cached per version: no re-split of the document per lease per commit
+        """The lease's lines at the head (kept current by :meth:`_shift_leases`)."""
         count = len(self.head_lines()) if text is self.head().text else len(regions.lines_of(text))
         start = min(row.start_line, count + 1)
         return regions.Span(start, min(max(row.end_line, start - 1), count))
+
+    def _shift_leases(self, delta: dict[str, Any], number: int) -> None:
+        """Move every open lease's lines through a commit's hunk (same transaction).
+
+        ``delta`` replaced old lines ``start..end`` with ``lines``. A lease
+        above the hunk stays; one below it moves by the change in length;
+        one that overlaps it grows or shrinks to cover what replaced its
+        lines. So a lease keeps covering its text as the document changes,
+        and no heading is parsed again on the commit path.
+        """
+        if not self._any_open_lease():
+            return
+        hs, he, k = delta["start"], delta["end"], len(delta["lines"])
+        shift = k - (he - hs + 1)
+        rows = self.store.db.execute_sql(
+            'SELECT "id", "start_line", "end_line" FROM "lease" '
+            'WHERE "released_at" IS NULL AND "expired_at" IS NULL'
+        ).fetchall()
+        for lease_id, start, end in rows:
+            if end < hs:
+                continue
+            if start > he:
+                new_start, new_end = start + shift, end + shift
+            else:
+                new_start = min(start, hs)
+                new_end = end + shift if end > he else hs + k - 1
+            new_end = max(new_end, new_start - 1)
+            if (new_start, new_end) != (start, end):
+                self.store.update(Lease, lease_id, start_line=new_start, end_line=new_end, version=number)
 
     def _sweep_expired(self, ctx: WriteContext) -> None:
         """Mark leases past their TTL (or whose session ended) expired; emit events."""
