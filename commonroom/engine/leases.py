@@ -136,7 +136,7 @@ class LeasesMixin(EngineBase):
             "id": row.id,
             "session_id": row.session_id,
             "participant": self.participant_name(row.participant_id) or "?",
-            "region": row.region,
+            "region": row.region if row.region is not None else {"document": True},
             "lines": [span.start, span.end],
             "version": head.number,
             "acquired_at": row.acquired_at,
