@@ -1,6 +1,6 @@
 """Validate MCP messages against the official 2026-07-28 JSON Schema (by ``$defs`` name).
 
-The vendored schemas (``../shared/vendor/mcp-2026-07-28/``) are read as they
+The vendored schemas (``tests/data/vendor/mcp-2026-07-28/``) are read as they
 are, never edited. ``check("CallToolResult", result)`` raises
 ``AssertionError`` listing every failure; ``errors(...)`` returns them.
 Names resolve in the core schema, or with ``tasks:`` prefixed in the tasks
@@ -18,9 +18,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
+from tests.shared_data import MCP_SCHEMA_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-VENDOR = Path(os.environ.get("COMMONROOM_MCP_SCHEMA_DIR", ROOT.parent / "shared" / "vendor" / "mcp-2026-07-28"))
+VENDOR = MCP_SCHEMA_DIR
 CORE_URI = "urn:mcp:2026-07-28:schema.json"
 TASKS_URI = "https://modelcontextprotocol.io/ext-tasks/schema.json"
 

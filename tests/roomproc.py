@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.shared_data import CORPUS as SHARED_CORPUS
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("COMMONROOM_CORPUS", ROOT.parent / "shared" / "corpus"))
+CORPUS = SHARED_CORPUS
 
 
 def corpus_files() -> list[Path]:

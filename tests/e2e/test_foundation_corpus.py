@@ -1,6 +1,6 @@
 """End to end on every corpus document: ``ce serve``, ``ce invite``, ``ce join``, ``ce call``.
 
-For each ``../shared/corpus/*.md`` a real room serves a copy in a temp
+For each ``tests/data/corpus/*.md`` a real room serves a copy in a temp
 folder; the installed ``ce`` invites, joins (session file in the temp folder)
 and calls ``GET /workspace/document``. The text that comes back must equal
 the file byte for byte: CRLF line endings, a missing final newline and

@@ -1,7 +1,7 @@
 """The one error catalogue (``commonroom.errors``) against the seed and the schema.
 
 The seed's code → status table and recovery-field list are parsed from
-``../shared/seeds/protocol.txt`` itself, so the catalogue cannot drift from
+``tests/data/seeds/protocol.txt`` itself, so the catalogue cannot drift from
 the specification unnoticed. The wire envelope is checked against
 ``schema/error.json``; the ``ce`` exit statuses must be distinct and clear of
 the generic ones (0 success, 1 failure, 2 usage error); and the exit-code
@@ -18,9 +18,10 @@ import pytest
 
 from commonroom import errors, schemas
 from generated.registry import SCHEMAS
+from tests.shared_data import PROTOCOL_SEED
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = ROOT.parent / "shared" / "seeds" / "protocol.txt"
+SEED = PROTOCOL_SEED
 OPERATOR_DOC = ROOT / "docs" / "operator.md"
 
 #: A sample value for every recovery field (valid under schema/error.json).

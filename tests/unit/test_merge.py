@@ -10,10 +10,11 @@ import pytest
 
 from commonroom.merge import MergeResult, merge3_text, unified_diff
 from commonroom.regions import lines_of
+from tests.shared_data import CORPUS as SHARED_CORPUS
 
 CASES_DIR = Path(__file__).parents[1] / "conformance" / "merge"
 CASES = sorted(CASES_DIR.glob("*.json"))
-CORPUS = Path(os.environ.get("COMMONROOM_CORPUS") or Path(__file__).parents[3] / "shared" / "corpus")
+CORPUS = SHARED_CORPUS
 
 
 def _load(path: Path) -> dict:

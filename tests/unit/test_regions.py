@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from commonroom.errors import InvalidRegion
+from tests.shared_data import CORPUS as SHARED_CORPUS
 from commonroom.regions import (
     Span,
     headings,
@@ -20,7 +21,7 @@ from commonroom.regions import (
     resolve,
 )
 
-CORPUS = Path(os.environ.get("COMMONROOM_CORPUS") or Path(__file__).parents[3] / "shared" / "corpus")
+CORPUS = SHARED_CORPUS
 TABLE = json.loads(
     (Path(__file__).parents[1] / "conformance" / "regions" / "headings.json").read_text(encoding="utf-8")
 )
