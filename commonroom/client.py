@@ -33,6 +33,12 @@ class Response:
 
 
 def _request_bytes(method: str, path: str, body: bytes | None, headers: dict[str, str], close: bool) -> bytes:
+    for part in (method, path, *headers, *headers.values()):
+        if any(c in part for c in "\r\n\0") or (part is path and " " in part):
+            raise errors.InvalidRequest(
+                "a request line or header may not contain CR, LF, NUL (or a path a space)",
+                details={"value": part[:200]},
+            )
     lines = [f"{method} {path} HTTP/1.1", f"Host: {HOST}"]
     lines.append("Connection: close" if close else "Connection: keep-alive")
     for name, value in headers.items():

@@ -53,8 +53,18 @@ class ServeOptions:
 
 
 def check_document(document: Path) -> None:
-    """Raise ``ServeError`` unless ``document`` is a UTF-8 file in a writable folder."""
-    if not document.exists():
+    """Raise ``ServeError`` unless ``document`` is a UTF-8 file in a writable folder.
+
+    A document the room already knows (its sidecar exists) may be missing or
+    not UTF-8: the room writes its head back on start (the bad bytes are
+    moved aside first, see ``Engine.reconcile_file``).
+    """
+    from .store import sidecar_path
+
+    known = sidecar_path(document).exists()
+    if not document.exists() and not document.is_symlink():
+        if known and os.access(document.parent, os.W_OK | os.X_OK):
+            return
         raise ServeError(f"{document}: no such file")
     if document.is_dir():
         raise ServeError(f"{document}: is a directory, not a markdown file")
@@ -65,7 +75,8 @@ def check_document(document: Path) -> None:
     except PermissionError:
         raise ServeError(f"{document}: permission denied") from None
     except UnicodeDecodeError as exc:
-        raise ServeError(f"{document}: not UTF-8 (byte {exc.start}); commonroom serves UTF-8 markdown") from None
+        if not known:
+            raise ServeError(f"{document}: not UTF-8 (byte {exc.start}); commonroom serves UTF-8 markdown") from None
     folder = document.parent
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ServeError(f"{folder}: folder is not writable (the sidecar lives beside the file)")
@@ -135,6 +146,15 @@ def serve(options: ServeOptions, out=sys.stdout) -> int:
     """
     from .engine import Engine
 
+    for name, port in (("--port", options.port), ("--owner-port", options.owner_port)):
+        if not 0 <= port <= 65535:
+            raise ServeError(f"{name} {port}: a port is 0 to 65535 (0 picks a free one)")
+    from .transport import is_loopback
+
+    if not is_loopback(options.host):
+        raise ServeError(f"--host {options.host}: the loopback transport listens on loopback addresses "
+                         "only (127.0.0.1, ::1, localhost); other machines reach a room through a "
+                         "transport plugin")
     files = RoomFiles.of(options.document)
     check_document(files.document)
     lock_fd = acquire_lock(files)

@@ -21,6 +21,18 @@ BUILTIN = ("loopback", "local")
 ENTRY_POINT_GROUP = "commonroom.transports"
 
 
+def is_loopback(address: str) -> bool:
+    """True for ``localhost`` and addresses in 127.0.0.0/8 or ``::1``."""
+    import ipaddress
+
+    if address.strip().lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def plugin(kind: str) -> Any:
     """The plugin object for ``kind``; ``TransportUnavailable`` if absent."""
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -66,7 +78,13 @@ def dial(transport: dict[str, Any], timeout: float = 10.0) -> socket.socket:
     kind = transport.get("type")
     try:
         if kind == "loopback":
-            return socket.create_connection((transport["address"], int(transport["port"])), timeout=timeout)
+            address = str(transport["address"])
+            if not is_loopback(address):
+                raise TransportUnavailable(
+                    f"a loopback transport must name a loopback address, not {address!r}",
+                    details={"transport": kind, "address": address},
+                )
+            return socket.create_connection((address, int(transport["port"])), timeout=timeout)
         if kind == "local":
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(timeout)

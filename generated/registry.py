@@ -741,6 +741,30 @@ SCHEMAS = json.loads(r'''{
     ],
     "type": "object"
    },
+   "DocumentExternalEditRejectedPayload": {
+    "additionalProperties": true,
+    "description": "Payload of document.external_edit_rejected: the file was changed outside the room into something the room cannot keep as a version (not UTF-8, or not a regular file); its bytes were moved aside to saved_as and the head written back.",
+    "properties": {
+     "head_version": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "reason": {
+      "type": "string"
+     },
+     "saved_as": {
+      "type": [
+       "string",
+       "null"
+      ]
+     }
+    },
+    "required": [
+     "reason",
+     "head_version"
+    ],
+    "type": "object"
+   },
    "Event": {
     "additionalProperties": false,
     "allOf": [
@@ -852,6 +876,22 @@ SCHEMAS = json.loads(r'''{
        "properties": {
         "payload": {
          "$ref": "#/$defs/DocumentExternalEditPayload"
+        }
+       }
+      }
+     },
+     {
+      "if": {
+       "properties": {
+        "type": {
+         "const": "document.external_edit_rejected"
+        }
+       }
+      },
+      "then": {
+       "properties": {
+        "payload": {
+         "$ref": "#/$defs/DocumentExternalEditRejectedPayload"
         }
        }
       }
@@ -1024,6 +1064,7 @@ SCHEMAS = json.loads(r'''{
      "session.revoked",
      "version.committed",
      "document.external_edit",
+     "document.external_edit_rejected",
      "lease.acquired",
      "lease.renewed",
      "lease.released",

@@ -118,8 +118,8 @@ def owner_call(document: Path, method: str, path: str, body: Any = None) -> Any 
 
 
 def require_document(document: Path) -> Path:
-    """``document`` resolved; ``InvalidRequest`` unless it is a file with a sidecar or a file."""
+    """``document`` resolved; ``InvalidRequest`` unless it is a file or has a sidecar."""
     path = document.expanduser().resolve()
-    if not path.is_file():
+    if not path.is_file() and not RoomFiles.of(path).sidecar.exists():
         raise InvalidRequest(f"{document}: no such file", details={"file": str(document)})
     return path

@@ -20,6 +20,7 @@ with that error's exit status. Ctrl-C ends it with status 0.
 from __future__ import annotations
 
 import json
+import unicodedata
 import sys
 import time
 from pathlib import Path
@@ -135,6 +136,14 @@ def _status(message: str) -> None:
     print(f"ce observe: {message}", file=sys.stderr, flush=True)
 
 
+def printable(line: str) -> str:
+    """``line`` with control and invisible characters escaped: one event, one line."""
+    return "".join(
+        c if c == " " or unicodedata.category(c)[0] not in "CZ" else c.encode("unicode_escape").decode("ascii")
+        for c in line
+    )
+
+
 class Follower:
     """The reconnecting loop of ``ce observe`` (one session, one room)."""
 
@@ -198,13 +207,19 @@ class Follower:
                 continue
             event = json.loads(frame["data"])
             learn_names(event, self.names)
-            print(format_event(event, self.names), file=self.out, flush=True)
+            print(printable(format_event(event, self.names)), file=self.out, flush=True)
             self.last = int(frame["id"])
         return "ended" if got_anything else "dropped"
 
     def run(self) -> None:
         """Follow until interrupted; refused streams raise their error."""
         self.load_names()
+        if self.last is None:
+            # start from the room's end now, so a drop before the first event loses nothing
+            try:
+                self.last = self.current_end()
+            except errors.TransportUnavailable:
+                pass
         delay = BACKOFF_START
         first = True
         while True:

@@ -94,6 +94,49 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         self.workspace_id = self.store.write(init)
         self.follower.adopt(1)
 
+    def _read_file(self) -> str | None:
+        """The file's text, or None after handling a file the room cannot keep.
+
+        A missing file gets the head written back (and the event says so,
+        ``reason: "missing"``). A file that is not UTF-8
+        (or not a regular file) is moved aside to ``<name>.rejected-<time>``
+        beside it (nothing is lost), the head is written back and a
+        ``document.external_edit_rejected`` event says where the bytes went.
+        """
+        head = self.head()
+        path = self.document_path
+        try:
+            return path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            reason, saved = "missing", None
+        except UnicodeDecodeError as exc:
+            reason, saved = f"not UTF-8 (byte {exc.start})", self._set_aside()
+        except OSError as exc:
+            reason, saved = f"not a readable file ({exc.strerror or exc})", self._set_aside()
+        try:
+            write_atomic(path, head.text)
+        except OSError as exc:
+            log.error("cannot write %s back: %s", path, exc)
+            return None
+        self.follower.adopt(head.number)
+        log.warning("%s was %s; wrote back version %d%s", path, reason, head.number,
+                    f" (its bytes are in {saved})" if saved else "")
+        self.store.write(lambda ctx: ctx.emit(
+            "document.external_edit_rejected",
+            {"reason": reason, "saved_as": saved, "head_version": head.number}))
+        return None
+
+    def _set_aside(self) -> str | None:
+        """Move the file out of the way (bytes kept); its new path, or None."""
+        stamp = self.clock.now().strftime("%Y%m%dT%H%M%S%fZ")
+        target = self.document_path.with_name(f"{self.document_path.name}.rejected-{stamp}")
+        try:
+            self.document_path.rename(target)
+        except OSError as exc:
+            log.error("cannot move %s aside: %s", self.document_path, exc)
+            return None
+        return str(target)
+
     def reconcile_file(self) -> str:
         """Make the file and the head agree after a start; returns what it did.
 
@@ -101,19 +144,16 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         - ``"repaired"``: the file is an older version (the room stopped
           between a commit and the file following it): the head is written
           back; no version is made.
-        - ``"missing"``: the file is gone: the head is written back.
+        - ``"missing"``: the file is gone (or was not UTF-8, then moved
+          aside first): the head is written back.
         - ``"external"``: anything else is an edit made outside the room: it
           becomes a new version by the local operator (``source:
           external``) with a ``document.external_edit`` event. Never lost,
           never overwritten.
         """
         head = self.head()
-        try:
-            text = self.document_path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            write_atomic(self.document_path, head.text)
-            self.follower.adopt(head.number)
-            log.warning("%s was missing; restored version %d", self.document_path, head.number)
+        text = self._read_file()
+        if text is None:
             return "missing"
         if text == head.text:
             self.follower.adopt(head.number)
@@ -166,9 +206,8 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
                 return
             if file_state(self.document_path) == follower.stat:
                 return
-        try:
-            text = self.document_path.read_bytes().decode("utf-8")
-        except (FileNotFoundError, UnicodeDecodeError):
+        text = self._read_file()
+        if text is None:
             return
         digest = content_hash(text)
         if digest == self.head().hash or (self.follower.ours(digest) and not self.follower.diverged):

@@ -13,6 +13,7 @@ import datetime as _dt
 from typing import Any
 
 import json
+import unicodedata
 
 from .. import PROTOCOL, PROTOCOL_VERSION, invitation, tokens
 from ..transport import hint as transport_hint
@@ -31,6 +32,30 @@ from .base import Actor, EngineBase
 
 DEFAULT_INVITATION_TTL = 24 * 3600
 DEFAULT_SESSION_TTL = 30 * 24 * 3600
+
+
+#: Unicode categories a name may not contain: controls, format characters
+#: (bidi overrides, zero-width), surrogates, private use, unassigned, and
+#: line/paragraph separators. They would let a name forge or hide text.
+_FORBIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+def participant_name(raw: str) -> str:
+    """A participant name as stored: NFC-normalized, trimmed, printable.
+
+    Raises ``InvalidRequest`` (pointer ``/participant``) for an empty name or
+    one holding control, format (bidi, zero-width) or separator characters.
+    """
+    name = unicodedata.normalize("NFC", raw).strip()
+    if not name:
+        raise InvalidRequest("participant name is empty", details={"pointer": "/participant"})
+    bad = sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in _FORBIDDEN_CATEGORIES})
+    if bad:
+        raise InvalidRequest(
+            "participant name holds control or invisible characters: " + ", ".join(bad[:5]),
+            details={"pointer": "/participant", "characters": bad[:20]},
+        )
+    return name
 
 
 def participant_dict(row: Participant, sessions: int | None = None) -> dict[str, Any]:
@@ -72,9 +97,7 @@ class AccessMixin(EngineBase):
         Raises ``InvalidRequest`` for an empty name or a token over 8192
         bytes, ``TransportUnavailable`` for a transport the room lacks.
         """
-        name = participant.strip()
-        if not name:
-            raise InvalidRequest("participant name is empty", details={"pointer": "/participant"})
+        name = participant_name(participant)
         caps = sorted(set(capabilities), key=capabilities.index)
         hint = transport_hint(transport, self.ingress())
         secret = tokens.new_secret(tokens.INVITATION_PREFIX)

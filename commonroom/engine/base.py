@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import jsontext
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store
@@ -93,7 +94,7 @@ def decode_cursor(cursor: str | None) -> Any:
         return None
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        return json.loads(raw)
+        return jsontext.loads(raw)
     except (ValueError, TypeError):
         raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"}) from None
 

@@ -278,7 +278,8 @@ class ProposalsMixin(EngineBase):
               summary: str = "") -> dict[str, Any]:
         """Replace the document or a region, if the head is ``expected_version``.
 
-        Needs ``write``. Returns the new ``VersionInfo``. Raises
+        Needs ``write``. Returns the new ``VersionInfo`` (the head's when the
+        text is unchanged: no version is made). Raises
         ``StaleVersion`` (``expected_version``, ``current_version``, ``diff``
         expected→head), ``InvalidRegion``, ``LeaseConflict``.
         """
@@ -308,6 +309,11 @@ class ProposalsMixin(EngineBase):
             new_text = "".join(new_lines)
             h = h or hunk(self.head_lines(), new_lines)
             self._sweep_expired(ctx)
+            if new_text == head.text:
+                # nothing changes: no version (as for an approval that changes nothing)
+                from ..store.models import Version
+
+                return self._version_info(Version.get_by_id(head.number))
             self._check_leases({actor.session_id} - {None}, regions.Span(h["start"], h["end"]), head.text)
             row = self._commit(ctx, new_text, actor=actor, summary=summary or "direct write", source="write",
                                new_lines=new_lines, delta=h)

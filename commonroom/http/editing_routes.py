@@ -21,9 +21,9 @@ Each handler is one engine call (issue 3). Paths::
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from .. import jsontext
 from ..engine import Engine
 from ..errors import InvalidRequest
 from .endpoint import Call, Endpoint, Method
@@ -34,8 +34,8 @@ def _region_arg(call: Call) -> Any:
     if raw in (None, ""):
         return None
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
+        return jsontext.loads(raw)
+    except jsontext.NotJson:
         raise InvalidRequest("region must be JSON, e.g. {\"heading\": [\"Design\"]}",
                              details={"parameter": "region"}) from None
 

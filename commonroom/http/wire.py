@@ -13,7 +13,7 @@ from typing import Any
 
 import falcon
 
-from .. import schemas
+from .. import jsontext, schemas
 from ..errors import CommonroomError, InvalidRequest, LimitExceeded
 
 #: Largest request body accepted, in bytes (documents up to a few MB fit).
@@ -70,8 +70,8 @@ async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limi
         body: Any = {}
     else:
         try:
-            body = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            body = jsontext.loads(raw)
+        except jsontext.NotJson as exc:
             raise InvalidRequest(f"request body is not JSON: {exc}", details={"pointer": ""}) from None
     if schema is not None:
         schemas.validate(schema, body)

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Mapping
 from urllib.parse import urlsplit
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 import falcon
 
 from .. import tokens
+from .. import jsontext
 from ..errors import CommonroomError
 from ..live.guard import on_request_end
 from ..http.wire import MAX_BODY_BYTES, bearer
@@ -195,8 +195,8 @@ class McpEndpoint:
                 raise JsonRpcError(-32600, "Request body too large", {"limit_bytes": MAX_BODY_BYTES}, status=413)
             chunks.append(chunk)
         try:
-            message = json.loads(b"".join(chunks).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            message = jsontext.loads(b"".join(chunks))
+        except jsontext.NotJson as exc:
             raise parse_error(str(exc)) from None
         if isinstance(message, list):
             raise invalid_request("one JSON-RPC message per body; batches are not accepted")

@@ -27,6 +27,7 @@ class EventType(StrEnum):
     session_revoked = 'session.revoked'
     version_committed = 'version.committed'
     document_external_edit = 'document.external_edit'
+    document_external_edit_rejected = 'document.external_edit_rejected'
     lease_acquired = 'lease.acquired'
     lease_renewed = 'lease.renewed'
     lease_released = 'lease.released'
@@ -127,6 +128,15 @@ class DocumentExternalEditPayload(BaseModel):
     )
     version: conint(ge=1)
     content_hash: str | None = None
+
+
+class DocumentExternalEditRejectedPayload(BaseModel):
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    reason: str
+    saved_as: str | None = None
+    head_version: conint(ge=1)
 
 
 class LeaseAcquiredPayload(BaseModel):

@@ -1,0 +1,60 @@
+"""Parsing JSON from the wire, refusing what the room could not store or echo.
+
+``json.loads`` accepts two things that later break a room: escaped lone
+surrogates (``"\\ud800"``), which decode to a ``str`` that cannot be encoded
+as UTF-8 (SQLite, the file, every response would fail), and nesting so deep
+that parsing or validating it exhausts the interpreter's recursion limit.
+:func:`loads` refuses both with :class:`NotJson`, a ``ValueError`` whose
+message says why; adapters turn it into ``invalid_request`` (HTTP) or a
+JSON-RPC parse error (MCP).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: Deepest array/object nesting accepted.
+MAX_DEPTH = 64
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class NotJson(ValueError):
+    """The text is not JSON the room accepts (see the module docstring)."""
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse ``data`` (UTF-8 bytes or str); raise :class:`NotJson` if unacceptable."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    try:
+        value = json.loads(raw.decode("utf-8") if isinstance(data, bytes) else data)
+    except UnicodeDecodeError as exc:
+        raise NotJson(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise NotJson(str(exc)) from None
+    except RecursionError:
+        raise NotJson(f"nested deeper than {MAX_DEPTH} levels") from None
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise NotJson(f"nested deeper than {MAX_DEPTH} levels")
+    if _SURROGATE_ESCAPE.search(raw):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise NotJson("a \\u escape is a lone UTF-16 surrogate, not a character") from None
+    return value
+
+
+def _depth(value: Any) -> int:
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
