@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import client, invitation
+from ..errors import InvalidRequest
 from ..engine import Engine
 from .common import (
     default_session_file,
@@ -67,6 +68,9 @@ def revoke_command(
     """Revoke an invitation or a session (a revoked session stops at once)."""
     document = require_document(file)
     body = {k: v for k, v in (("invitation", invitation_ref), ("session", session)) if v is not None}
+    if len(body) != 1:
+        raise InvalidRequest("give exactly one of --invitation ID_OR_TOKEN or --session ID",
+                             details={"option": "--invitation/--session"})
     result = owner_call(document, "POST", "/owner/revoke", body)
     if result is None:
         from .. import schemas

@@ -219,6 +219,9 @@ class VersionsMixin(EngineBase):
     def diff(self, actor: Actor, from_version: Any, to_version: Any = None) -> dict[str, Any]:
         """Unified diff between two versions (``to`` defaults to the head). Needs ``read``."""
         require(actor, "read")
+        if from_version in (None, ""):
+            raise InvalidRequest("from is required: the version to diff from",
+                                 details={"parameter": "from"})
         a = _version_number(from_version)
         b = self.head().number if to_version in (None, "") else _version_number(to_version)
         text = unified_diff(self.version_text(a), self.version_text(b), f"v{a}", f"v{b}")
