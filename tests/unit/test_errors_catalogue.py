@@ -71,7 +71,8 @@ def exit_code_table() -> str:
         "|---:|---|",
         "| 0 | success |",
         "| 1 | failure without a catalogue code |",
-        "| 2 | usage error (bad option or argument); `ce serve` cannot start (bad file, busy port) |",
+        "| 2 | usage error (an unknown option, a missing argument, a value of the wrong type); "
+        "`ce serve` cannot start (bad file, busy port, port out of range) |",
         "| 3 | `ce serve`: a room is already running for this file |",
     ]
     for code, status in sorted(errors.EXIT_CODES.items(), key=lambda item: item[1]):
