@@ -80,6 +80,16 @@ class Room:
         data = r.json()
         return Client(self, data["token"], data["session"])
 
+    def wait_for_file(self, data: bytes, timeout: float = 10.0) -> bytes:
+        """The document's bytes once they equal ``data`` (the file follows the
+        head from a background thread), or whatever they are at the deadline."""
+        deadline = time.monotonic() + timeout
+        current = self.document.read_bytes() if self.document.exists() else b""
+        while current != data and time.monotonic() < deadline:
+            time.sleep(0.02)
+            current = self.document.read_bytes() if self.document.exists() else b""
+        return current
+
     def operator(self) -> "Client":
         """A client on the owner port with the owner token (the operator)."""
         return Client(self, self.owner_token, {}, base=self.owner)

@@ -180,7 +180,7 @@ def test_eight_clients_propose_and_approve_at_once(room):
         before, after = texts[n - 1], texts[n]
         added = [m for m in accepted if m in after and m not in before]
         assert len(added) == 1 and accepted[added[0]]["version"] == n
-    assert room.document.read_text("utf-8") == head["text"]
+    assert room.wait_for_file(head["text"].encode("utf-8")) == head["text"].encode("utf-8")
     assert head["content_hash"] == sha(head["text"])
 
     # A fresh reader of the sidecar (no caches) reconstructs every version the same.

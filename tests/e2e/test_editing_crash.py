@@ -299,7 +299,7 @@ def test_edit_while_running_is_recorded_before_the_next_commit(tmp_path):
         assert "+## Design (outside)\n" in body["diff"]
         v3 = bob.get("/workspace/versions/3").json()
         assert v3["source"] == "external" and v3["text"] == outside
-        assert room.document.read_text("utf-8") == outside
+        assert room.wait_for_file(outside.encode("utf-8")) == outside.encode("utf-8")
 
         # Another outside edit, then a proposal on an older base over a disjoint region: it rebases
         # onto the outside edit, and both survive the approval.
@@ -317,7 +317,7 @@ def test_edit_while_running_is_recorded_before_the_next_commit(tmp_path):
         assert head["version"] == 5
         for piece in ("## Design (outside)", "## Open questions (outside)", "- from a proposal", "by bob"):
             assert piece in head["text"], piece
-        assert room.document.read_text("utf-8") == head["text"]
+        assert room.wait_for_file(head["text"].encode("utf-8")) == head["text"].encode("utf-8")
         kinds = [p["version"] for t, p in events(room) if t == "document.external_edit"]
         assert kinds == [3, 4]
 

@@ -208,7 +208,7 @@ def test_crlf_document_keeps_its_line_endings(tmp_path):
         want = regions.replace_span(v2, regions.resolve(v2, {"heading": list(last.path)}),
                                     f"{'#' * last.level} {last.title}\r\n\r\nGone.\r\n")
         assert head["text"] == want and head["content_hash"] == sha(want)
-        assert r.document.read_bytes() == want.encode("utf-8")
+        assert r.wait_for_file(want.encode("utf-8")) == want.encode("utf-8")
         assert want.count("\n") == want.count("\r\n")  # still CRLF throughout
     finally:
         r.proc.send_signal(signal.SIGTERM)
