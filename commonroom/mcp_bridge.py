@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterator
 
 from . import client, errors
+from .http.wire import MAX_BODY_BYTES
 
 log = logging.getLogger("commonroom.mcp_bridge")
 
@@ -223,6 +224,12 @@ class Bridge:
         if method == "notifications/cancelled":
             params = message.get("params") if isinstance(message.get("params"), dict) else {}
             self.cancel(params.get("requestId"))
+            return None
+        if len(line) > MAX_BODY_BYTES:
+            # the room refuses it (413) before reading it: say so here, with the id
+            if request_id is not None:
+                self.write(error_message(request_id, INVALID_REQUEST, "Request body too large",
+                                         {"limit_bytes": MAX_BODY_BYTES, "bytes": len(line)}))
             return None
         thread = threading.Thread(target=self.forward, args=(message, line), daemon=True,
                                   name=f"mcp-{method}-{request_id}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import io
+import json
 
 from commonroom.mcp.headers import decode_value
 from commonroom.mcp_bridge import header_value, mcp_headers, sse_messages
@@ -119,3 +121,17 @@ def test_notification_stream_reconnects_after_a_drop():
     assert first["authorization"] == "Bearer crs_test"
     assert first["mcp-protocol-version"] == "2026-07-28"
     assert "text/event-stream" in first["accept"] and first["host"] == "commonroom"
+
+
+def test_a_line_over_the_room_limit_is_answered_here_with_its_id():
+    from commonroom.http.wire import MAX_BODY_BYTES
+    from commonroom.mcp_bridge import Bridge
+
+    out = io.BytesIO()
+    bridge = Bridge(transport={"type": "loopback", "address": "127.0.0.1", "port": 9, "encrypted": False,
+                               "mode": "private"}, token="crs_x", out=out)
+    big = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "document_write", "arguments": {"text": "x" * MAX_BODY_BYTES}}})
+    assert bridge.handle_line(big.encode()) is None
+    answer = json.loads(out.getvalue())
+    assert answer["id"] == 7 and answer["error"]["code"] == -32600
