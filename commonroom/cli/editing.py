@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import typer
 

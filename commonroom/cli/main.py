@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .access import decode_command, invitation_app, invite_command, join_command, revoke_command
+from .access import invitation_app, invite_command, join_command, revoke_command
 from .call import call_command
 from . import editing
 from .mcp import mcp_command

@@ -8,10 +8,13 @@ room between commits.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 FileStat = tuple[int, int, int]
+
+log = logging.getLogger("commonroom.engine")
 
 
 def file_state(path: Path) -> FileStat | None:
@@ -85,7 +88,6 @@ class FileFollower:
         self.stat: FileStat | None = file_state(path)
         self._closed = False
         self.diverged = False
-        self._error: BaseException | None = None
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._run, name="commonroom-file", daemon=True)
@@ -130,9 +132,13 @@ class FileFollower:
                         self._cond.notify_all()
                     continue
                 stat = write_atomic(self.path, text)
-            except BaseException as exc:  # keep going; reported by flush()
+            except OSError as exc:
+                # the file cannot follow now (disk full, a directory in its
+                # place): say so and go on; the sidecar holds the version and
+                # the next commit, or the next start, writes the file again
+                log.error("cannot write %s (version %d): %s", self.path, number, exc)
                 with self._cond:
-                    self._error = exc
+                    self._written_number = max(self._written_number, number)
                     self._cond.notify_all()
                 continue
             with self._cond:

@@ -188,3 +188,19 @@ def test_a_loopback_token_naming_another_host_is_not_dialled(room):
     done = ce("join", forged, "--session-file", "/dev/null", timeout=30)
     assert done.returncode != 0
     assert json.loads(done.stderr)["error"] == "transport_unavailable"
+
+
+def test_a_directory_put_in_the_file_s_place_is_moved_aside(tmp_path):
+    r = start_room(tmp_path, SAMPLE)
+    try:
+        writer = r.join("w", "read,write")
+        r.document.unlink()
+        r.document.mkdir()
+        (r.document / "notes.txt").write_text("keep me")
+        assert _write(writer, "# After the directory\n").status_code == 200
+        head = writer.get("/workspace/document").json()["text"].encode()
+        assert r.wait_for_file(head) == head
+        aside = list(tmp_path.glob("doc.md.rejected-*"))
+        assert len(aside) == 1 and (aside[0] / "notes.txt").read_text() == "keep me"
+    finally:
+        r.stop()
