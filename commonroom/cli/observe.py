@@ -154,6 +154,7 @@ class Follower:
         self.last = since
         self.out = out
         self.names: dict[str, str] = {}
+        self.reconnecting = False
 
     def _call(self, path: str) -> Any:
         return client.call_json(self.transport, "GET", path, token=self.token)
@@ -190,6 +191,9 @@ class Follower:
                                             headers=headers, timeout=READ_TIMEOUT)
         except (OSError, ConnectionError):
             return "dropped"
+        if response.status == 200 and self.reconnecting:
+            _status("reconnected" + (f"; resuming after #{self.last}" if self.last is not None else ""))
+            self.reconnecting = False
         if response.status != 200:
             body = response.json() if response.body.strip() else {}
             if isinstance(body, dict) and "error" in body:
@@ -224,6 +228,7 @@ class Follower:
         first = True
         while True:
             if not first:
+                self.reconnecting = True
                 where = f"after #{self.last}" if self.last is not None else "from now"
                 _status(f"connection lost; reconnecting in {delay:.1f} s, resuming {where}")
                 time.sleep(delay)

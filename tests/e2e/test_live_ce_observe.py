@@ -80,6 +80,7 @@ def test_prints_one_line_per_event_and_resumes_after_a_restart(tmp_path: Path):
         room = start_room(tmp_path, name="doc.md", args=("--port", ports[0], "--owner-port", ports[1]))
         room.invite("carol", "read")
         assert observer.saw("for carol (read)", timeout=30)
+        assert observer.saw("reconnected; resuming after #", "err")
         ids = observer.ids()
         assert ids == sorted(set(ids)) == list(range(1, ids[-1] + 1))  # nothing twice, nothing skipped
         assert observer.proc.poll() is None
