@@ -90,6 +90,29 @@ def test_prints_one_line_per_event_and_resumes_after_a_restart(tmp_path: Path):
         room.stop()
 
 
+def test_without_since_a_drop_before_the_first_event_loses_nothing(tmp_path: Path):
+    room = start_room(tmp_path, SAMPLE)
+    observer = None
+    try:
+        session_file = join(room, tmp_path, "dora")
+        observer = Observer("--session-file", str(session_file))
+        time.sleep(1.0)  # connected, nothing printed yet
+        assert observer.out == []
+        ports = (str(room.state["ingress"]["port"]), str(room.state["owner_port"]))
+        room.stop()
+        assert observer.saw("connection lost; reconnecting", "err")
+        # an event made while the room is down (the operator on the sidecar) ...
+        done = ce("invite", str(room.document), "--participant", "erin", "--cap", "read")
+        assert done.returncode == 0, done.stderr
+        room = start_room(tmp_path, name="doc.md", args=("--port", ports[0], "--owner-port", ports[1]))
+        # ... is replayed after the reconnection
+        assert observer.saw("for erin (read)", timeout=30)
+    finally:
+        if observer:
+            observer.stop()
+        room.stop()
+
+
 def test_says_resync_and_continues_from_the_current_end(tmp_path: Path):
     document = tmp_path / "doc.md"
     document.write_bytes(SAMPLE.read_bytes())
