@@ -22,6 +22,7 @@ from .. import tokens
 from ..engine import OPERATOR, Engine
 from ..errors import CommonroomError, InvalidRequest, NotFound, Unauthorized
 from ..limits import RateLimiter
+from .openapi import published_routes
 from .routes import ingress_routes, owner_routes
 from .wire import bearer, send_error
 
@@ -99,6 +100,7 @@ def create_app(
     app.req_options.keep_blank_qs_values = True
     app.resp_options.secure_cookies_by_default = True
     routes = ingress_routes(engine) if role == "ingress" else owner_routes(engine)
+    routes.update(published_routes())
     routes.update(extra_routes or {})
     for path, resource in routes.items():
         app.add_route(path, resource)

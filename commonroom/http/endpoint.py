@@ -39,10 +39,23 @@ Handler = Callable[[Call], Any]
 
 @dataclass
 class Method:
-    """One HTTP method of a route: its handler and the schema of its body."""
+    """One HTTP method of a route: its handler and what it takes and gives.
+
+    ``schema`` names the request body's schema, ``answer`` the success
+    body's (``"<file>#<Def>"``, see :mod:`commonroom.schemas`), ``status``
+    the success status, ``capability`` what the session needs and
+    ``summary`` one line for the published API description
+    (:mod:`commonroom.http.openapi`). Only ``handler`` and ``schema`` change
+    behaviour; the rest describes it.
+    """
 
     handler: Handler
     schema: str | None = None
+    answer: str | None = None
+    status: int = 200
+    capability: str | None = None
+    summary: str = ""
+    query: tuple[str, ...] = ()
 
 
 class Endpoint:

@@ -32,13 +32,17 @@ def _revoke(call: Call) -> Any:
 def workspace_routes(engine: Engine) -> dict[str, Endpoint]:
     """Routes a session (or the operator) calls."""
     return {
-        "/workspace/room": Endpoint(engine, get=lambda c: c.engine.room_status(c.actor)),
-        "/workspace/participants": Endpoint(
-            engine, get=lambda c: c.engine.participants(c.actor, c.arg("limit"), c.arg("cursor"))
-        ),
-        "/workspace/history": Endpoint(
-            engine, get=lambda c: c.engine.history(c.actor, c.arg("limit"), c.arg("cursor"))
-        ),
+        "/workspace/room": Endpoint(engine, get=Method(
+            lambda c: c.engine.room_status(c.actor), answer="room#RoomStatus", capability="read",
+            summary="Room status: workspace, file, head version, counts, last event id")),
+        "/workspace/participants": Endpoint(engine, get=Method(
+            lambda c: c.engine.participants(c.actor, c.arg("limit"), c.arg("cursor")),
+            answer="room#ParticipantsPage", capability="read", summary="Participants, paged",
+            query=("limit", "cursor"))),
+        "/workspace/history": Endpoint(engine, get=Method(
+            lambda c: c.engine.history(c.actor, c.arg("limit"), c.arg("cursor")),
+            answer="events#HistoryPage", capability="read", summary="Events still in the ring, paged",
+            query=("limit", "cursor"))),
         **editing_routes(engine),
     }
 
@@ -46,8 +50,12 @@ def workspace_routes(engine: Engine) -> dict[str, Endpoint]:
 def ingress_routes(engine: Engine) -> dict[str, Endpoint]:
     """The session ingress: join (public), the session itself, workspace routes."""
     return {
-        "/workspace/join": Endpoint(engine, public=True, post=Method(_join, "join#JoinRequest")),
-        "/workspace/session": Endpoint(engine, get=lambda c: c.engine.session_info(c.actor)),
+        "/workspace/join": Endpoint(engine, public=True, post=Method(
+            _join, "join#JoinRequest", answer="join#JoinResult", status=201,
+            summary="Redeem an invitation (single use) for a session")),
+        "/workspace/session": Endpoint(engine, get=Method(
+            lambda c: c.engine.session_info(c.actor), answer="common#Session",
+            summary="The calling session")),
         **workspace_routes(engine),
     }
 
@@ -55,7 +63,11 @@ def ingress_routes(engine: Engine) -> dict[str, Endpoint]:
 def owner_routes(engine: Engine) -> dict[str, Endpoint]:
     """The owner port: operator routes plus workspace routes as the operator."""
     return {
-        "/owner/invitations": Endpoint(engine, post=Method(_invite, "owner#InviteRequest")),
-        "/owner/revoke": Endpoint(engine, post=Method(_revoke, "owner#RevokeRequest")),
+        "/owner/invitations": Endpoint(engine, post=Method(
+            _invite, "owner#InviteRequest", answer="owner#InviteResult", status=201,
+            summary="Make an invitation (owner token)")),
+        "/owner/revoke": Endpoint(engine, post=Method(
+            _revoke, "owner#RevokeRequest", answer="owner#RevokeResult",
+            summary="Revoke an invitation or a session (owner token)")),
         **workspace_routes(engine),
     }
