@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import peewee as pw
+from gunicorn.app.base import BaseApplication
 
 from . import tokens
 from .clock import Clock
@@ -256,13 +257,7 @@ def build_app(config: WorkerConfig) -> Any:
     return RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown)
 
 
-def _gunicorn_base():
-    from gunicorn.app.base import BaseApplication
-
-    return BaseApplication
-
-
-class RoomApplication(_gunicorn_base()):  # type: ignore[misc]
+class RoomApplication(BaseApplication):
     """gunicorn, in process: one ``asgi`` worker on our pre-bound sockets."""
 
     def __init__(self, config: WorkerConfig, fds: list[int], options: ServeOptions):

@@ -125,10 +125,10 @@ class LeasesMixin(EngineBase):
                     details={"session_id": row.session_id, "expires_at": row.expires_at,
                              "lines": [row.start_line, row.end_line]},
                     lease_id=row.id,
-                    region=row.region if row.region is not None else {"document": True},
+                    region=row.region,
                 )
 
-    def _lease_dict(self, row: Lease, text: str | None = None, names: dict[str, str] | None = None) -> dict[str, Any]:
+    def _lease_dict(self, row: Lease, text: str | None = None) -> dict[str, Any]:
         head = self.head()
         span = self._lease_span(row, text if text is not None else head.text)
         status = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= rfc3339(self.clock.now()) else "active"
@@ -136,7 +136,7 @@ class LeasesMixin(EngineBase):
             "id": row.id,
             "session_id": row.session_id,
             "participant": self.participant_name(row.participant_id) or "?",
-            "region": row.region if row.region is not None else {"document": True},
+            "region": row.region,
             "lines": [span.start, span.end],
             "version": head.number,
             "acquired_at": row.acquired_at,
@@ -169,7 +169,7 @@ class LeasesMixin(EngineBase):
                 id=tokens.new_id("l_"),
                 session_id=actor.session_id,
                 participant_id=actor.participant_id,
-                region=span.region if region is not None else None,
+                region=span.region,  # normalized: the whole document is {"document": true}
                 start_line=span.start,
                 end_line=span.end,
                 version=head.number,
@@ -226,6 +226,5 @@ class LeasesMixin(EngineBase):
         if "lease" not in actor.capabilities:
             require(actor, "read")
         head = self.head()
-        names: dict[str, str] = {}
         rows = sorted(self._live_lease_rows(), key=lambda r: (r.acquired_at, r.id))
-        return {"leases": [self._lease_dict(r, head.text, names) for r in rows]}
+        return {"leases": [self._lease_dict(r, head.text) for r in rows]}

@@ -21,8 +21,8 @@ from .. import regions, tokens
 from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, ProposalNotFound, StaleVersion
 from ..merge import merge3_text, unified_diff
 from ..store import WriteContext
-from ..store.models import Proposal
-from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+from ..store.models import Proposal, Version
+from .base import OPERATOR, Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
 from .versions import hunk
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
@@ -61,7 +61,7 @@ def _conflict_hunks(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ProposalsMixin(EngineBase):
     """Create, list, get, approve, reject, withdraw proposals; direct writes."""
 
-    def _proposal_dict(self, row: Proposal, names: Any = None) -> dict[str, Any]:
+    def _proposal_dict(self, row: Proposal) -> dict[str, Any]:
         return {
             "id": row.id,
             "status": row.status,
@@ -128,7 +128,7 @@ class ProposalsMixin(EngineBase):
                 participant_id=actor.participant_id,
                 session_id=actor.session_id,
                 base_version=stored_base,
-                region=span.region if region is not None else None,
+                region=span.region,  # normalized: the whole document is {"document": true}
                 start_line=start,
                 end_line=end,
                 text=replacement,
@@ -164,8 +164,7 @@ class ProposalsMixin(EngineBase):
             query = query.where((Proposal.created_at > after[0])
                                 | ((Proposal.created_at == after[0]) & (Proposal.id > after[1])))
         rows = list(query.order_by(Proposal.created_at, Proposal.id).limit(size + 1))
-        names: dict[str, str] = {}
-        page = [self._proposal_dict(r, names) for r in rows[:size]]
+        page = [self._proposal_dict(r) for r in rows[:size]]
         last = rows[size - 1] if len(rows) > size else None
         return {"proposals": page, "next_cursor": encode_cursor([last.created_at, last.id]) if last else None}
 
@@ -231,8 +230,6 @@ class ProposalsMixin(EngineBase):
             ctx.emit("proposal.approved",
                      {"proposal_id": row.id, "version": row.committed_version, "approved_by": actor.name},
                      participant_id=actor.participant_id, session_id=actor.session_id)
-            from ..store.models import Version
-
             info = self._version_info(version_row or Version.get_by_id(head.number))
             return {"proposal": self._proposal_dict(row), "version": info}
 
@@ -240,8 +237,6 @@ class ProposalsMixin(EngineBase):
 
     def _author_of(self, row: Proposal) -> Actor:
         if row.participant_id is None:
-            from .base import OPERATOR
-
             return OPERATOR
         return Actor(kind="session", capabilities=frozenset(), session_id=row.session_id,
                      participant_id=row.participant_id, participant_name=self.participant_name(row.participant_id))
@@ -311,8 +306,6 @@ class ProposalsMixin(EngineBase):
             self._sweep_expired(ctx)
             if new_text == head.text:
                 # nothing changes: no version (as for an approval that changes nothing)
-                from ..store.models import Version
-
                 return self._version_info(Version.get_by_id(head.number))
             self._check_leases({actor.session_id} - {None}, regions.Span(h["start"], h["end"]), head.text)
             row = self._commit(ctx, new_text, actor=actor, summary=summary or "direct write", source="write",

@@ -159,7 +159,7 @@ class VersionsMixin(EngineBase):
             lines = apply_hunk(lines, row.delta)
         return "".join(lines)
 
-    def _version_info(self, row: Version, names: Any = None) -> dict[str, Any]:
+    def _version_info(self, row: Version) -> dict[str, Any]:
         return {
             "number": row.number,
             "author": self.participant_name(row.participant_id),
@@ -174,7 +174,6 @@ class VersionsMixin(EngineBase):
 
     def _changes(self, after: int, upto: int) -> list[dict[str, Any]]:
         """Versions ``after+1 .. upto`` as the ``changes`` recovery field."""
-        names: dict[str, str] = {}
         rows = (
             Version.select(Version.number, Version.participant_id, Version.session_id, Version.created_at,
                            Version.summary, Version.content_hash, Version.source, Version.proposal_id)
@@ -183,7 +182,7 @@ class VersionsMixin(EngineBase):
         )
         out = []
         for row in rows:
-            info = self._version_info(row, names)
+            info = self._version_info(row)
             out.append({"version": info["number"], "author": info["author"], "summary": info["summary"],
                         "created_at": info["created_at"], "source": info["source"]})
         return out
@@ -203,8 +202,7 @@ class VersionsMixin(EngineBase):
         if before is not None:
             query = query.where(Version.number < before)
         rows = list(query.order_by(Version.number.desc()).limit(size + 1))
-        names: dict[str, str] = {}
-        page = [self._version_info(r, names) for r in rows[:size]]
+        page = [self._version_info(r) for r in rows[:size]]
         next_cursor = encode_cursor(rows[size - 1].number) if len(rows) > size else None
         return {"versions": page, "next_cursor": next_cursor}
 
