@@ -90,6 +90,15 @@ class Room:
             current = self.document.read_bytes() if self.document.exists() else b""
         return current
 
+    def restart(self, between: Any = None) -> "Room":
+        """Stop this room, run ``between()`` while it is down, serve it again on the same ports."""
+        ports = (str(self.state["ingress"]["port"]), str(self.state["owner_port"]))
+        self.stop()
+        if between is not None:
+            between()
+        return start_room(self.document.parent, name=self.document.name,
+                          args=("--port", ports[0], "--owner-port", ports[1]))
+
     def operator(self) -> "Client":
         """A client on the owner port with the owner token (the operator)."""
         return Client(self, self.owner_token, {}, base=self.owner)

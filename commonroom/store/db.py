@@ -65,26 +65,26 @@ class WriteContext:
             session_id=session_id,
             payload=payload,
         )
-        event = {
-            "id": event_id,
-            "type": type,
-            "time": created_at,
-            "actor": {"participant_id": participant_id, "session_id": session_id},
-            "payload": payload,
-        }
+        event = event_wire(event_id, type, created_at, participant_id, session_id, payload)
         self.events.append(event)
         return event
 
 
-def event_dict(row: Event) -> dict[str, Any]:
-    """The wire form of an event row (schema ``events.json#/$defs/Event``)."""
+def event_wire(event_id: int, type: str, time: str, participant_id: str | None,
+               session_id: str | None, payload: dict[str, Any]) -> dict[str, Any]:
+    """The wire form of an event (schema ``events.json#/$defs/Event``)."""
     return {
-        "id": row.id,
-        "type": row.type,
-        "time": row.created_at,
-        "actor": {"participant_id": row.participant_id, "session_id": row.session_id},
-        "payload": row.payload,
+        "id": event_id,
+        "type": type,
+        "time": time,
+        "actor": {"participant_id": participant_id, "session_id": session_id},
+        "payload": payload,
     }
+
+
+def event_dict(row: Event) -> dict[str, Any]:
+    """The wire form of an event row."""
+    return event_wire(row.id, row.type, row.created_at, row.participant_id, row.session_id, row.payload)
 
 
 class Store:

@@ -74,10 +74,8 @@ def test_prints_one_line_per_event_and_resumes_after_a_restart(tmp_path: Path):
         room.invite("bob", "read")
         assert observer.saw("invitation inv_") and observer.saw("for bob (read)")
 
-        ports = (str(room.state["ingress"]["port"]), str(room.state["owner_port"]))
-        room.stop()
+        room = room.restart(between=lambda: observer.saw("connection lost; reconnecting", "err"))
         assert observer.saw("connection lost; reconnecting", "err")
-        room = start_room(tmp_path, name="doc.md", args=("--port", ports[0], "--owner-port", ports[1]))
         room.invite("carol", "read")
         assert observer.saw("for carol (read)", timeout=30)
         assert observer.saw("reconnected; resuming after #", "err")
@@ -98,13 +96,15 @@ def test_without_since_a_drop_before_the_first_event_loses_nothing(tmp_path: Pat
         observer = Observer("--session-file", str(session_file))
         time.sleep(1.0)  # connected, nothing printed yet
         assert observer.out == []
-        ports = (str(room.state["ingress"]["port"]), str(room.state["owner_port"]))
-        room.stop()
-        assert observer.saw("connection lost; reconnecting", "err")
-        # an event made while the room is down (the operator on the sidecar) ...
-        done = ce("invite", str(room.document), "--participant", "erin", "--cap", "read")
-        assert done.returncode == 0, done.stderr
-        room = start_room(tmp_path, name="doc.md", args=("--port", ports[0], "--owner-port", ports[1]))
+        downtime: list = []
+
+        def while_down():
+            downtime.append(observer.saw("connection lost; reconnecting", "err"))
+            # an event made while the room is down (the operator on the sidecar) ...
+            downtime.append(ce("invite", str(room.document), "--participant", "erin", "--cap", "read"))
+
+        room = room.restart(between=while_down)
+        assert downtime[0] and downtime[1].returncode == 0, downtime[1].stderr
         # ... is replayed after the reconnection
         assert observer.saw("for erin (read)", timeout=30)
     finally:
