@@ -135,3 +135,21 @@ def test_ten_megabyte_chunked_body_is_refused_while_streaming(room):
         assert sent < TEN_MB  # and the last chunk never went out
     finally:
         sock.close()
+
+
+def test_ce_reports_the_limit_with_its_own_exit_status(room, tmp_path):
+    import json
+
+    from commonroom.errors import EXIT_CODES
+    from tests.roomproc import ce
+
+    session_file = tmp_path / "carl.json"
+    assert ce("join", room.invite("carl", "read"), "--session-file", str(session_file)).returncode == 0
+    token = json.loads(session_file.read_text())["token"]
+    assert [r.status_code for r in hammer(room, token, 599)] == [200] * 599  # the join itself is not counted
+    done = ce("call", "GET", "/workspace/room", "--session-file", str(session_file))
+    assert done.returncode == 0, done.stderr  # the 600th
+    done = ce("call", "GET", "/workspace/room", "--session-file", str(session_file))
+    assert done.returncode == EXIT_CODES["limit_exceeded"]
+    body = json.loads(done.stderr)
+    assert body["error"] == "limit_exceeded" and body["retry_after_seconds"] >= 1
