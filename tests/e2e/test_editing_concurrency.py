@@ -113,7 +113,12 @@ def test_eight_clients_propose_and_approve_at_once(room):
                 with lock:
                     refused[mark] = body
         except Exception as exc:  # noqa: BLE001 - reported below
-            problems.append(f"client {i}: {exc!r}")
+            import traceback
+
+            seen = locals().get("doc")
+            where = (f" at version {seen.get('version')} ({len(seen.get('text', ''))} chars)"
+                     if isinstance(seen, dict) else "")
+            problems.append(f"client {i}: {exc!r}{where}\n{traceback.format_exc()}")
             barrier.abort()
         finally:
             http.close()
