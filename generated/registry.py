@@ -39,6 +39,25 @@ SCHEMAS = json.loads(r'''{
     "minimum": 1,
     "type": "integer"
    },
+   "NoArguments": {
+    "additionalProperties": false,
+    "properties": {},
+    "type": "object"
+   },
+   "PageInput": {
+    "additionalProperties": false,
+    "properties": {
+     "cursor": {
+      "description": "next_cursor of the previous page; omit for the first page.",
+      "type": "string"
+     },
+     "limit": {
+      "$ref": "#/$defs/Limit",
+      "description": "Items per page, 1 to 200 (default 50)."
+     }
+    },
+    "type": "object"
+   },
    "Participant": {
     "additionalProperties": false,
     "properties": {
@@ -154,6 +173,16 @@ SCHEMAS = json.loads(r'''{
     ],
     "type": "object"
    },
+   "DocumentReadInput": {
+    "additionalProperties": false,
+    "properties": {
+     "region": {
+      "$ref": "#/$defs/OptionalRegion",
+      "description": "Part to read: {\"heading\": [\"Design\", \"Storage\"]}, {\"lines\": [start, end]} (1-based, inclusive) or {\"document\": true}; omit for the whole document."
+     }
+    },
+    "type": "object"
+   },
    "Lease": {
     "additionalProperties": false,
     "properties": {
@@ -206,6 +235,19 @@ SCHEMAS = json.loads(r'''{
     ],
     "type": "object"
    },
+   "LeaseIdInput": {
+    "additionalProperties": false,
+    "properties": {
+     "lease_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "lease_id"
+    ],
+    "type": "object"
+   },
    "LeaseList": {
     "additionalProperties": false,
     "properties": {
@@ -221,20 +263,28 @@ SCHEMAS = json.loads(r'''{
     ],
     "type": "object"
    },
-   "LeaseRenewRequest": {
+   "LeaseRenewInput": {
     "additionalProperties": false,
     "properties": {
+     "lease_id": {
+      "minLength": 1,
+      "type": "string"
+     },
      "ttl_seconds": {
       "$ref": "#/$defs/TtlSeconds"
      }
     },
+    "required": [
+     "lease_id"
+    ],
     "type": "object"
    },
    "LeaseRequest": {
     "additionalProperties": false,
     "properties": {
      "region": {
-      "$ref": "#/$defs/OptionalRegion"
+      "$ref": "#/$defs/OptionalRegion",
+      "description": "The region to reserve; null for the whole document."
      },
      "ttl_seconds": {
       "$ref": "#/$defs/TtlSeconds"
@@ -357,32 +407,55 @@ SCHEMAS = json.loads(r'''{
     ],
     "type": "object"
    },
-   "ProposalDecision": {
+   "ProposalIdInput": {
     "additionalProperties": false,
     "properties": {
+     "proposal_id": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    "required": [
+     "proposal_id"
+    ],
+    "type": "object"
+   },
+   "ProposalRejectInput": {
+    "additionalProperties": false,
+    "properties": {
+     "proposal_id": {
+      "minLength": 1,
+      "type": "string"
+     },
      "reason": {
       "maxLength": 2000,
       "type": "string"
      }
     },
+    "required": [
+     "proposal_id"
+    ],
     "type": "object"
    },
    "ProposalRequest": {
     "additionalProperties": false,
     "properties": {
      "base_version": {
+      "description": "The version the text was written against (the version you read).",
       "minimum": 1,
       "type": "integer"
      },
      "region": {
-      "$ref": "#/$defs/OptionalRegion"
+      "$ref": "#/$defs/OptionalRegion",
+      "description": "The region the text replaces, as seen at base_version; omit or null for the whole document."
      },
      "summary": {
+      "description": "One line saying what changes and why.",
       "maxLength": 2000,
       "type": "string"
      },
      "text": {
-      "description": "Replacement text for the region as seen at base_version.",
+      "description": "The replacement text for the region.",
       "maxLength": 16777216,
       "type": "string"
      }
@@ -401,6 +474,21 @@ SCHEMAS = json.loads(r'''{
      "withdrawn"
     ],
     "type": "string"
+   },
+   "ProposalsListInput": {
+    "additionalProperties": false,
+    "properties": {
+     "cursor": {
+      "type": "string"
+     },
+     "limit": {
+      "$ref": "common.json#/$defs/Limit"
+     },
+     "status": {
+      "$ref": "#/$defs/ProposalStatus"
+     }
+    },
+    "type": "object"
    },
    "ProposalsPage": {
     "additionalProperties": false,
@@ -477,6 +565,20 @@ SCHEMAS = json.loads(r'''{
     "minimum": 1,
     "type": "integer"
    },
+   "VersionGetInput": {
+    "additionalProperties": false,
+    "properties": {
+     "number": {
+      "description": "The version number (versions start at 1; 0 answers version_not_found).",
+      "minimum": 0,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "number"
+    ],
+    "type": "object"
+   },
    "VersionInfo": {
     "additionalProperties": false,
     "properties": {
@@ -548,6 +650,24 @@ SCHEMAS = json.loads(r'''{
     ],
     "type": "string"
    },
+   "VersionsDiffInput": {
+    "additionalProperties": false,
+    "properties": {
+     "from_version": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "to_version": {
+      "description": "Default: the head version.",
+      "minimum": 1,
+      "type": "integer"
+     }
+    },
+    "required": [
+     "from_version"
+    ],
+    "type": "object"
+   },
    "VersionsPage": {
     "additionalProperties": false,
     "properties": {
@@ -571,6 +691,7 @@ SCHEMAS = json.loads(r'''{
     "additionalProperties": false,
     "properties": {
      "expected_version": {
+      "description": "The head version you read; the write fails with stale_version if the head moved.",
       "minimum": 1,
       "type": "integer"
      },
@@ -582,6 +703,7 @@ SCHEMAS = json.loads(r'''{
       "type": "string"
      },
      "text": {
+      "description": "The new text of the region (or of the whole document).",
       "maxLength": 16777216,
       "type": "string"
      }
@@ -1580,363 +1702,6 @@ SCHEMAS = json.loads(r'''{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "description": "POST /workspace/join: redeem an invitation (single use) for a session.",
   "title": "Join"
- },
- "mcp.json": {
-  "$defs": {
-   "DocumentReadInput": {
-    "additionalProperties": false,
-    "properties": {
-     "region": {
-      "$ref": "editing.json#/$defs/OptionalRegion",
-      "description": "Part to read: {\"heading\": [\"Design\", \"Storage\"]}, {\"lines\": [start, end]} (1-based, inclusive) or {\"document\": true}; omit for the whole document."
-     }
-    },
-    "type": "object"
-   },
-   "DocumentReadOutput": {
-    "anyOf": [
-     {
-      "$ref": "room.json#/$defs/Document"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "DocumentWriteInput": {
-    "additionalProperties": false,
-    "properties": {
-     "expected_version": {
-      "description": "The head version you read; the write fails with stale_version if the head moved.",
-      "minimum": 1,
-      "type": "integer"
-     },
-     "region": {
-      "$ref": "editing.json#/$defs/OptionalRegion"
-     },
-     "summary": {
-      "maxLength": 2000,
-      "type": "string"
-     },
-     "text": {
-      "description": "The new text of the region (or of the whole document).",
-      "maxLength": 16777216,
-      "type": "string"
-     }
-    },
-    "required": [
-     "expected_version",
-     "text"
-    ],
-    "type": "object"
-   },
-   "DocumentWriteOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/VersionInfo"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "LeaseAcquireInput": {
-    "additionalProperties": false,
-    "properties": {
-     "region": {
-      "$ref": "editing.json#/$defs/OptionalRegion",
-      "description": "The region to reserve; null for the whole document."
-     },
-     "ttl_seconds": {
-      "$ref": "editing.json#/$defs/TtlSeconds"
-     }
-    },
-    "required": [
-     "region"
-    ],
-    "type": "object"
-   },
-   "LeaseIdInput": {
-    "additionalProperties": false,
-    "properties": {
-     "lease_id": {
-      "minLength": 1,
-      "type": "string"
-     }
-    },
-    "required": [
-     "lease_id"
-    ],
-    "type": "object"
-   },
-   "LeaseOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/Lease"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "LeaseRenewInput": {
-    "additionalProperties": false,
-    "properties": {
-     "lease_id": {
-      "minLength": 1,
-      "type": "string"
-     },
-     "ttl_seconds": {
-      "$ref": "editing.json#/$defs/TtlSeconds"
-     }
-    },
-    "required": [
-     "lease_id"
-    ],
-    "type": "object"
-   },
-   "LeasesListOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/LeaseList"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "NoArguments": {
-    "additionalProperties": false,
-    "properties": {},
-    "type": "object"
-   },
-   "PageInput": {
-    "additionalProperties": false,
-    "properties": {
-     "cursor": {
-      "description": "next_cursor of the previous page; omit for the first page.",
-      "type": "string"
-     },
-     "limit": {
-      "$ref": "common.json#/$defs/Limit",
-      "description": "Items per page, 1 to 200 (default 50)."
-     }
-    },
-    "type": "object"
-   },
-   "ParticipantsListOutput": {
-    "anyOf": [
-     {
-      "$ref": "room.json#/$defs/ParticipantsPage"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "ProposalApproveOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/ApproveResult"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "ProposalCreateInput": {
-    "additionalProperties": false,
-    "properties": {
-     "base_version": {
-      "description": "The version the text was written against (the version you read).",
-      "minimum": 1,
-      "type": "integer"
-     },
-     "region": {
-      "$ref": "editing.json#/$defs/OptionalRegion",
-      "description": "The region the text replaces, as seen at base_version; omit or null for the whole document."
-     },
-     "summary": {
-      "description": "One line saying what changes and why.",
-      "maxLength": 2000,
-      "type": "string"
-     },
-     "text": {
-      "description": "The replacement text for the region.",
-      "maxLength": 16777216,
-      "type": "string"
-     }
-    },
-    "required": [
-     "base_version",
-     "text"
-    ],
-    "type": "object"
-   },
-   "ProposalIdInput": {
-    "additionalProperties": false,
-    "properties": {
-     "proposal_id": {
-      "minLength": 1,
-      "type": "string"
-     }
-    },
-    "required": [
-     "proposal_id"
-    ],
-    "type": "object"
-   },
-   "ProposalOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/Proposal"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "ProposalRejectInput": {
-    "additionalProperties": false,
-    "properties": {
-     "proposal_id": {
-      "minLength": 1,
-      "type": "string"
-     },
-     "reason": {
-      "maxLength": 2000,
-      "type": "string"
-     }
-    },
-    "required": [
-     "proposal_id"
-    ],
-    "type": "object"
-   },
-   "ProposalsListInput": {
-    "additionalProperties": false,
-    "properties": {
-     "cursor": {
-      "type": "string"
-     },
-     "limit": {
-      "$ref": "common.json#/$defs/Limit"
-     },
-     "status": {
-      "$ref": "editing.json#/$defs/ProposalStatus"
-     }
-    },
-    "type": "object"
-   },
-   "ProposalsListOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/ProposalsPage"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "VersionGetInput": {
-    "additionalProperties": false,
-    "properties": {
-     "number": {
-      "description": "The version number.",
-      "minimum": 1,
-      "type": "integer"
-     }
-    },
-    "required": [
-     "number"
-    ],
-    "type": "object"
-   },
-   "VersionGetOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/VersionInfo"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "VersionsDiffInput": {
-    "additionalProperties": false,
-    "properties": {
-     "from_version": {
-      "minimum": 1,
-      "type": "integer"
-     },
-     "to_version": {
-      "description": "Default: the head version.",
-      "minimum": 1,
-      "type": "integer"
-     }
-    },
-    "required": [
-     "from_version"
-    ],
-    "type": "object"
-   },
-   "VersionsDiffOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/Diff"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "VersionsListOutput": {
-    "anyOf": [
-     {
-      "$ref": "editing.json#/$defs/VersionsPage"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "WorkspaceHistoryOutput": {
-    "anyOf": [
-     {
-      "$ref": "events.json#/$defs/HistoryPage"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   },
-   "WorkspaceStatusOutput": {
-    "anyOf": [
-     {
-      "$ref": "room.json#/$defs/RoomStatus"
-     },
-     {
-      "$ref": "error.json"
-     }
-    ],
-    "type": "object"
-   }
-  },
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "description": "The arguments (<Tool>Input) and structured results (<Tool>Output) of commonroom's MCP tools. Each Output is the engine's result or, when the tool call ends with isError true, the HTTP error object (error.json). /mcp bundles every $ref so each tool's inputSchema and outputSchema is self-contained.",
-  "title": "MCP tools"
  },
  "owner.json": {
   "$defs": {

@@ -72,3 +72,21 @@ class Cursor(RootModel[str | None]):
     root: str | None = Field(
         ..., description='Opaque; pass back to get the next page. null at the end.'
     )
+
+
+class NoArguments(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+
+
+class PageInput(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    limit: Limit | None = Field(
+        None, description='Items per page, 1 to 200 (default 50).'
+    )
+    cursor: str | None = Field(
+        None, description='next_cursor of the previous page; omit for the first page.'
+    )

@@ -70,18 +70,65 @@ class TtlSeconds(RootModel[conint(ge=1, le=3600)]):
     )
 
 
+class DocumentReadInput(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    region: OptionalRegion | None = Field(
+        None,
+        description='Part to read: {"heading": ["Design", "Storage"]}, {"lines": [start, end]} (1-based, inclusive) or {"document": true}; omit for the whole document.',
+    )
+
+
+class VersionGetInput(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    number: conint(ge=0) = Field(
+        ...,
+        description='The version number (versions start at 1; 0 answers version_not_found).',
+    )
+
+
+class VersionsDiffInput(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    from_version: conint(ge=1)
+    to_version: conint(ge=1) | None = Field(
+        None, description='Default: the head version.'
+    )
+
+
+class LeaseIdInput(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    lease_id: constr(min_length=1)
+
+
+class ProposalIdInput(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    proposal_id: constr(min_length=1)
+
+
 class LeaseRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    region: OptionalRegion | None
+    region: OptionalRegion | None = Field(
+        ..., description='The region to reserve; null for the whole document.'
+    )
     ttl_seconds: TtlSeconds | None = None
 
 
-class LeaseRenewRequest(BaseModel):
+class LeaseRenewInput(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    lease_id: constr(min_length=1)
     ttl_seconds: TtlSeconds | None = None
 
 
@@ -166,18 +213,27 @@ class ProposalRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    base_version: conint(ge=1)
-    region: OptionalRegion | None = None
-    text: constr(max_length=16777216) = Field(
-        ..., description='Replacement text for the region as seen at base_version.'
+    base_version: conint(ge=1) = Field(
+        ...,
+        description='The version the text was written against (the version you read).',
     )
-    summary: constr(max_length=2000) | None = None
+    region: OptionalRegion | None = Field(
+        None,
+        description='The region the text replaces, as seen at base_version; omit or null for the whole document.',
+    )
+    text: constr(max_length=16777216) = Field(
+        ..., description='The replacement text for the region.'
+    )
+    summary: constr(max_length=2000) | None = Field(
+        None, description='One line saying what changes and why.'
+    )
 
 
-class ProposalDecision(BaseModel):
+class ProposalRejectInput(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    proposal_id: constr(min_length=1)
     reason: constr(max_length=2000) | None = None
 
 
@@ -232,7 +288,21 @@ class WriteRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    expected_version: conint(ge=1)
-    text: constr(max_length=16777216)
+    expected_version: conint(ge=1) = Field(
+        ...,
+        description='The head version you read; the write fails with stale_version if the head moved.',
+    )
+    text: constr(max_length=16777216) = Field(
+        ..., description='The new text of the region (or of the whole document).'
+    )
     region: OptionalRegion | None = None
     summary: constr(max_length=2000) | None = None
+
+
+class ProposalsListInput(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    status: ProposalStatus | None = None
+    limit: common.Limit | None = None
+    cursor: str | None = None

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from commonroom.mcp.bundle import bundle
+from commonroom.bundle import bundle
 from commonroom.mcp.dispatch import encode_tool_value, finish, tool_result
 from commonroom.mcp.headers import decode_value
 from commonroom.mcp.jsonrpc import JsonRpcError
