@@ -52,7 +52,7 @@ OPERATIONS = Table([
         "document_write", "Replace the document or a region if the head is expected_version", "write",
         "editing#WriteRequest", "editing#VersionInfo", "document",
         args=("expected_version", "text", "region", Arg("summary", "")), capability="write",
-        errors=("stale_version", "lease_conflict", "invalid_region", "limit_exceeded"), read_only=False,
+        errors=("stale_version", "lease_conflict", "invalid_region"), read_only=False,
         http=Http("PUT", "/workspace/document"),
         mcp=Mcp("Write directly", "Replace the document or a region at once, committing a new version, if "
                 "the head is still expected_version (else stale_version with the diff). Prefer proposals "
@@ -111,7 +111,7 @@ OPERATIONS = Table([
         "proposal_create", "Propose text for a region as seen at base_version", "create_proposal",
         "editing#ProposalRequest", "editing#Proposal", "proposals",
         args=("base_version", "region", "text", Arg("summary", "")), capability="propose",
-        errors=("stale_version", "invalid_region", "limit_exceeded"), read_only=False,
+        errors=("stale_version", "invalid_region"), read_only=False,
         http=Http("POST", "/workspace/proposals", 201),
         mcp=Mcp("Propose a change", "Propose replacement text for a region as you read it at base_version. "
                 "If the document moved on, the server rebases cleanly or answers stale_version with the "
