@@ -158,10 +158,12 @@ SCHEMAS = json.loads(r'''{
       "type": "string"
      },
      "from_version": {
+      "maximum": 9007199254740991,
       "minimum": 1,
       "type": "integer"
      },
      "to_version": {
+      "maximum": 9007199254740991,
       "minimum": 1,
       "type": "integer"
      }
@@ -322,6 +324,7 @@ SCHEMAS = json.loads(r'''{
       "type": "string"
      },
      "base_version": {
+      "maximum": 9007199254740991,
       "minimum": 1,
       "type": "integer"
      },
@@ -442,6 +445,7 @@ SCHEMAS = json.loads(r'''{
     "properties": {
      "base_version": {
       "description": "The version the text was written against (the version you read).",
+      "maximum": 9007199254740991,
       "minimum": 1,
       "type": "integer"
      },
@@ -533,6 +537,8 @@ SCHEMAS = json.loads(r'''{
       "properties": {
        "lines": {
         "items": {
+         "maximum": 9007199254740991,
+         "minimum": 0,
          "type": "integer"
         },
         "maxItems": 2,
@@ -570,6 +576,7 @@ SCHEMAS = json.loads(r'''{
     "properties": {
      "number": {
       "description": "The version number (versions start at 1; 0 answers version_not_found).",
+      "maximum": 9007199254740991,
       "minimum": 0,
       "type": "integer"
      }
@@ -597,6 +604,7 @@ SCHEMAS = json.loads(r'''{
       "$ref": "common.json#/$defs/Timestamp"
      },
      "number": {
+      "maximum": 9007199254740991,
       "minimum": 1,
       "type": "integer"
      },
@@ -654,11 +662,13 @@ SCHEMAS = json.loads(r'''{
     "additionalProperties": false,
     "properties": {
      "from_version": {
+      "maximum": 9007199254740991,
       "minimum": 1,
       "type": "integer"
      },
      "to_version": {
       "description": "Default: the head version.",
+      "maximum": 9007199254740991,
       "minimum": 1,
       "type": "integer"
      }
@@ -692,6 +702,7 @@ SCHEMAS = json.loads(r'''{
     "properties": {
      "expected_version": {
       "description": "The head version you read; the write fails with stale_version if the head moved.",
+      "maximum": 9007199254740991,
       "minimum": 1,
       "type": "integer"
      },
@@ -1702,6 +1713,78 @@ SCHEMAS = json.loads(r'''{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "description": "POST /workspace/join: redeem an invitation (single use) for a session.",
   "title": "Join"
+ },
+ "mcp.json": {
+  "$defs": {
+   "JsonRpcAnswer": {
+    "description": "One JSON-RPC response: result or error.",
+    "properties": {
+     "error": {
+      "properties": {
+       "code": {
+        "type": "integer"
+       },
+       "data": {},
+       "message": {
+        "type": "string"
+       }
+      },
+      "required": [
+       "code",
+       "message"
+      ],
+      "type": "object"
+     },
+     "id": {
+      "type": [
+       "string",
+       "integer",
+       "null"
+      ]
+     },
+     "jsonrpc": {
+      "const": "2.0"
+     },
+     "result": {
+      "type": "object"
+     }
+    },
+    "required": [
+     "jsonrpc"
+    ],
+    "type": "object"
+   },
+   "JsonRpcMessage": {
+    "description": "One JSON-RPC request (with id) or notification (without); batches are refused.",
+    "properties": {
+     "id": {
+      "description": "Absent for a notification (answered 202); never null (MCP).",
+      "type": [
+       "string",
+       "integer"
+      ]
+     },
+     "jsonrpc": {
+      "const": "2.0"
+     },
+     "method": {
+      "minLength": 1,
+      "type": "string"
+     },
+     "params": {
+      "type": "object"
+     }
+    },
+    "required": [
+     "jsonrpc",
+     "method"
+    ],
+    "type": "object"
+   }
+  },
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "description": "The JSON-RPC 2.0 envelope of POST /mcp (MCP 2026-07-28; the methods' params and results are the official schema's, see docs/mcp.md). Tool arguments and results are the operations' own schemas.",
+  "title": "MCP"
  },
  "owner.json": {
   "$defs": {

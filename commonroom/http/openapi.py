@@ -244,28 +244,40 @@ def _observe(listener: str) -> dict[str, Any]:
 
 
 def _mcp() -> dict[str, Any]:
-    rpc = {"application/json": {"schema": {"type": "object"}}}
-    errors = {str(s): {"description": d, "content": rpc} for s, d in (
-        (400, "JSON-RPC error: parse error, invalid request, header mismatch"),
-        (401, "no valid bearer"), (403, "Origin or Host refused"), (404, "unknown method (-32601)"),
-        (413, "body too large"), (429, "rate limit (Retry-After)"))}
+    rpc = {"application/json": {"schema": ref("mcp#JsonRpcAnswer")}}
+    stream = {"text/event-stream": {"schema": {"type": "string"}}}
+
+    def error(text: str) -> dict[str, Any]:
+        return {"description": text, "content": rpc}
+
+    optional_bearer = [{}, {"bearer": []}]
     return {
         "post": {"operationId": "mcp_post", "summary": "MCP 2026-07-28 (JSON-RPC 2.0; see docs/mcp.md)",
                  "tags": ["mcp"], "security": [{"bearer": []}],
-                 "requestBody": {"required": True, "content": rpc},
-                 "responses": {"200": {"description": "JSON-RPC response (or an event stream for a "
-                                       "streamed method)", "content": {**rpc, "text/event-stream": {
-                                           "schema": {"type": "string"}}}},
-                               "202": {"description": "notification accepted"}, **errors}},
+                 "requestBody": {"required": True,
+                                 "content": {"application/json": {"schema": ref("mcp#JsonRpcMessage")}}},
+                 "responses": {
+                     "200": {"description": "the JSON-RPC response (an event stream for a streamed method)",
+                             "content": {**rpc, **stream}},
+                     "202": {"description": "a notification, accepted"},
+                     "400": error("parse error, invalid request or params, header mismatch (JSON-RPC error)"),
+                     "401": error("no valid bearer (checked before the message's own errors)"),
+                     "403": error("Origin or Host refused"),
+                     "404": error("unknown method (-32601)"),
+                     "413": error("body over 8 MiB"),
+                     "429": {**error("rate limit"), "headers": {"Retry-After": {
+                         "description": "Seconds to wait before trying again.",
+                         "schema": {"type": "integer", "minimum": 0}}}}}},
         "get": {"operationId": "mcp_stream", "summary": "MCP notification stream (server to client)",
-                "tags": ["mcp"], "security": [{"bearer": []}],
-                "responses": {"200": {"description": "event stream",
-                                      "content": {"text/event-stream": {"schema": {"type": "string"}}}},
-                              "405": {"description": "no stream without a bearer, Accept: text/event-stream "
-                                      "and MCP-Protocol-Version", "content": rpc}}},
-        "delete": {"operationId": "mcp_delete", "summary": "Not used (405)", "tags": ["mcp"],
-                   "security": [{"bearer": []}],
-                   "responses": {"405": {"description": "DELETE is not used", "content": rpc}}},
+                "tags": ["mcp"], "security": optional_bearer,
+                "responses": {"200": {"description": "event stream", "content": stream},
+                              "403": error("Origin or Host refused"),
+                              "405": error("no stream without a valid bearer, Accept: text/event-stream and "
+                                           "MCP-Protocol-Version 2026-07-28"),
+                              "429": error("rate limit")}},
+        "delete": {"operationId": "mcp_delete", "summary": "Not used: there are no MCP sessions to end (405)",
+                   "tags": ["mcp"], "security": optional_bearer,
+                   "responses": {"403": error("Origin or Host refused"), "405": error("DELETE is not used")}},
     }
 
 

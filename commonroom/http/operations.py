@@ -26,7 +26,7 @@ from ..operations.runner import Runner
 from ..wire import read_json, send
 
 #: Longest integer accepted in a path or query parameter (digits).
-MAX_INTEGER_DIGITS = 18
+MAX_INTEGER_DIGITS = 16
 _DIGITS = re.compile(r"[0-9]{1,%d}" % MAX_INTEGER_DIGITS)
 _REQUIRED = re.compile(r"^'([^']+)' is a required property$")
 

@@ -130,8 +130,14 @@ class McpEndpoint:
             return
         message: dict[str, Any] | None = None
         try:
-            message = await self._read(req)
-            request_id = message.get("id")
+            unreadable: JsonRpcError | None = None
+            try:
+                message = await self._read(req)
+            except JsonRpcError as exc:
+                if exc.status == 413:
+                    raise
+                unreadable = exc  # answered after authentication: a missing bearer is 401 first
+            request_id = message.get("id") if message else None
             try:
                 req.context.actor = actor = self.engine.authenticate(bearer(req))
             except CommonroomError as exc:
@@ -140,6 +146,8 @@ class McpEndpoint:
                 resp.set_header("WWW-Authenticate",
                                 'Bearer realm="commonroom"' + (', error="invalid_token"' if bearer(req) else ""))
                 return
+            if unreadable is not None or message is None:
+                raise unreadable or invalid_request("no message")
             if not self._count(req, resp, request_id, bearer(req)):
                 return
             if request_id is None:
@@ -194,7 +202,7 @@ class McpEndpoint:
             raise invalid_request("clients send requests and notifications only, not responses")
         if not isinstance(message["method"], str):
             raise invalid_request("method must be a string")
-        if message.get("id") is not None and not is_request_id(message["id"]):
+        if "id" in message and not is_request_id(message["id"]):
             raise invalid_request("id must be a string or an integer")
         return message
 

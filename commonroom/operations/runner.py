@@ -20,6 +20,22 @@ from typing import Any
 from .spec import Operation
 
 
+def integral(value: Any) -> Any:
+    """``value`` with every integral float (``782.0``) made an ``int``, recursively.
+
+    JSON Schema counts ``782.0`` as an integer, and no input property of
+    the table is a non-integer number, so an input that passed its schema
+    carries integers only; this hands them to the engine as ``int``.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value
+
+
 class Runner:
     """Runs :class:`Operation` calls for one engine (see the module docstring)."""
 
@@ -32,6 +48,7 @@ class Runner:
 
         Raises whatever the engine raises (``CommonroomError`` subclasses).
         """
+        values = integral(values)
         if op.read_only:
             return op.bind(self.engine, actor, values)
         return await self.write(op.bind, self.engine, actor, values)

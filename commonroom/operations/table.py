@@ -10,13 +10,18 @@ from __future__ import annotations
 from .spec import BOTH, INGRESS, OWNER, Arg, Http, Mcp, Operation, Table
 
 _PAGE = ("limit", "cursor")
+#: A cursor this room did not issue is refused although it is a string.
+_CURSOR = ("invalid_request",)
+#: A transition the record's state does not allow (not open, not active).
+_STATE = ("invalid_request",)
 
 OPERATIONS = Table([
     # -- the room ---------------------------------------------------------
     Operation(
         "join", "Redeem an invitation (single use) for a session", "join",
         "join#JoinRequest", "join#JoinResult", "session", args=("invitation", "client"), actor=False,
-        errors=("unauthorized", "invitation_expired", "invitation_revoked", "invitation_redeemed"),
+        errors=("invalid_request", "unauthorized", "invitation_expired", "invitation_revoked",
+                "invitation_redeemed"),
         read_only=False, http=Http("POST", "/workspace/join", 201, (INGRESS,), public=True)),
     Operation(
         "session_get", "The calling session", "session_info", "common#NoArguments", "common#Session",
@@ -29,13 +34,13 @@ OPERATIONS = Table([
                 "session counts. Needs read.")),
     Operation(
         "participants_list", "Participants, paged", "participants", "common#PageInput",
-        "room#ParticipantsPage", "room", args=_PAGE, capability="read",
+        "room#ParticipantsPage", "room", args=_PAGE, capability="read", errors=_CURSOR,
         http=Http("GET", "/workspace/participants"),
         mcp=Mcp("List participants", "People and agents in the room, in join order, with their live "
                 "session counts. Needs read.")),
     Operation(
         "workspace_history", "Events still in the ring, paged", "history", "common#PageInput",
-        "events#HistoryPage", "room", args=_PAGE, capability="read",
+        "events#HistoryPage", "room", args=_PAGE, capability="read", errors=_CURSOR,
         http=Http("GET", "/workspace/history"),
         mcp=Mcp("Room history", "The room's recent events (commits, proposals, leases, joins), oldest "
                 "first, page by page; history_lost says events after your cursor were already dropped "
@@ -59,7 +64,7 @@ OPERATIONS = Table([
                 "when others review. Needs write.", destructive=True)),
     Operation(
         "versions_list", "Versions, newest first", "versions", "common#PageInput", "editing#VersionsPage",
-        "document", args=_PAGE, capability="read", http=Http("GET", "/workspace/versions"),
+        "document", args=_PAGE, capability="read", errors=_CURSOR, http=Http("GET", "/workspace/versions"),
         mcp=Mcp("List versions", "Committed versions, newest first: number, author, time, summary, "
                 "source. Needs read.")),
     Operation(
@@ -92,18 +97,18 @@ OPERATIONS = Table([
     Operation(
         "lease_renew", "Renew a lease of this session", "renew_lease", "editing#LeaseRenewInput",
         "editing#Lease", "leases", args=("lease_id", "ttl_seconds"), capability="lease",
-        errors=("not_found",), read_only=False, http=Http("POST", "/workspace/leases/{lease_id}/renew"),
+        errors=("not_found", *_STATE), read_only=False, http=Http("POST", "/workspace/leases/{lease_id}/renew"),
         mcp=Mcp("Renew a lease", "Extend one of your live leases to now + ttl_seconds. Needs lease.",
                 idempotent=True)),
     Operation(
         "lease_release", "Release a lease of this session", "release_lease", "editing#LeaseIdInput",
-        "editing#Lease", "leases", args=("lease_id",), capability="lease", errors=("not_found",),
+        "editing#Lease", "leases", args=("lease_id",), capability="lease", errors=("not_found", *_STATE),
         read_only=False, http=Http("DELETE", "/workspace/leases/{lease_id}"),
         mcp=Mcp("Release a lease", "Release one of your live leases when you are done. Needs lease.")),
     # -- proposals --------------------------------------------------------
     Operation(
         "proposals_list", "Proposals, oldest first", "proposals", "editing#ProposalsListInput",
-        "editing#ProposalsPage", "proposals", args=("status", "limit", "cursor"), capability="read",
+        "editing#ProposalsPage", "proposals", args=("status", "limit", "cursor"), capability="read", errors=_CURSOR,
         http=Http("GET", "/workspace/proposals"),
         mcp=Mcp("List proposals", "Proposals, oldest first, optionally only those with a status (open, "
                 "approved, rejected, withdrawn). Needs read.")),
@@ -111,7 +116,7 @@ OPERATIONS = Table([
         "proposal_create", "Propose text for a region as seen at base_version", "create_proposal",
         "editing#ProposalRequest", "editing#Proposal", "proposals",
         args=("base_version", "region", "text", Arg("summary", "")), capability="propose",
-        errors=("stale_version", "invalid_region"), read_only=False,
+        errors=("stale_version", "version_not_found", "invalid_region"), read_only=False,
         http=Http("POST", "/workspace/proposals", 201),
         mcp=Mcp("Propose a change", "Propose replacement text for a region as you read it at base_version. "
                 "If the document moved on, the server rebases cleanly or answers stale_version with the "
@@ -125,19 +130,19 @@ OPERATIONS = Table([
     Operation(
         "proposal_approve", "Approve: commit the next version", "approve_proposal",
         "editing#ProposalIdInput", "editing#ApproveResult", "proposals", args=("proposal_id",),
-        capability="approve", errors=("proposal_not_found", "proposal_conflict", "lease_conflict"),
+        capability="approve", errors=("proposal_not_found", "proposal_conflict", "lease_conflict", *_STATE),
         read_only=False, http=Http("POST", "/workspace/proposals/{proposal_id}/approve"),
         mcp=Mcp("Approve a proposal", "Commit an open proposal as the next version. Needs approve.")),
     Operation(
         "proposal_reject", "Reject a proposal", "reject_proposal", "editing#ProposalRejectInput",
         "editing#Proposal", "proposals", args=("proposal_id", "reason"), capability="approve",
-        errors=("proposal_not_found",), read_only=False,
+        errors=("proposal_not_found", *_STATE), read_only=False,
         http=Http("POST", "/workspace/proposals/{proposal_id}/reject"),
         mcp=Mcp("Reject a proposal", "Reject an open proposal, with an optional reason. Needs approve.")),
     Operation(
         "proposal_withdraw", "Withdraw your own proposal", "withdraw_proposal", "editing#ProposalIdInput",
         "editing#Proposal", "proposals", args=("proposal_id",), capability="propose",
-        errors=("proposal_not_found",), read_only=False,
+        errors=("proposal_not_found", *_STATE), read_only=False,
         http=Http("POST", "/workspace/proposals/{proposal_id}/withdraw"),
         mcp=Mcp("Withdraw a proposal", "Withdraw your own open proposal. Needs propose.")),
     # -- the operator (owner port) ----------------------------------------

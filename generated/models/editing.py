@@ -26,11 +26,15 @@ class Region1(BaseModel):
     heading: list[str] = Field(..., min_length=1)
 
 
+class Line(RootModel[conint(ge=0, le=9007199254740991)]):
+    root: conint(ge=0, le=9007199254740991)
+
+
 class Region2(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    lines: list[int] = Field(..., max_length=2, min_length=2)
+    lines: list[Line] = Field(..., max_length=2, min_length=2)
 
 
 class Region3(BaseModel):
@@ -84,7 +88,7 @@ class VersionGetInput(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    number: conint(ge=0) = Field(
+    number: conint(ge=0, le=9007199254740991) = Field(
         ...,
         description='The version number (versions start at 1; 0 answers version_not_found).',
     )
@@ -94,8 +98,8 @@ class VersionsDiffInput(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    from_version: conint(ge=1)
-    to_version: conint(ge=1) | None = Field(
+    from_version: conint(ge=1, le=9007199254740991)
+    to_version: conint(ge=1, le=9007199254740991) | None = Field(
         None, description='Default: the head version.'
     )
 
@@ -175,7 +179,7 @@ class VersionInfo(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    number: conint(ge=1)
+    number: conint(ge=1, le=9007199254740991)
     author: str | None = Field(
         ..., description='Participant name; null for the local operator.'
     )
@@ -204,8 +208,8 @@ class Diff(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    from_version: conint(ge=1)
-    to_version: conint(ge=1)
+    from_version: conint(ge=1, le=9007199254740991)
+    to_version: conint(ge=1, le=9007199254740991)
     diff: str = Field(..., description='Unified diff from from_version to to_version.')
 
 
@@ -213,7 +217,7 @@ class ProposalRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    base_version: conint(ge=1) = Field(
+    base_version: conint(ge=1, le=9007199254740991) = Field(
         ...,
         description='The version the text was written against (the version you read).',
     )
@@ -252,7 +256,7 @@ class Proposal(BaseModel):
     status: ProposalStatus
     author: str
     session_id: str | None
-    base_version: conint(ge=1)
+    base_version: conint(ge=1, le=9007199254740991)
     region: OptionalRegion | None
     lines: LineSpan = Field(..., description="The region's span at base_version.")
     text: str
@@ -288,7 +292,7 @@ class WriteRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    expected_version: conint(ge=1) = Field(
+    expected_version: conint(ge=1, le=9007199254740991) = Field(
         ...,
         description='The head version you read; the write fails with stale_version if the head moved.',
     )
