@@ -13,6 +13,7 @@ import importlib
 import json
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
@@ -54,12 +55,12 @@ def documents(room: Room, tmp_path_factory) -> dict[str, Path]:
 def python_generation(documents, tmp_path_factory) -> dict[str, tuple[Path, str]]:
     """listener → (generated package folder, the generator's output)."""
     folder = tmp_path_factory.mktemp("python_client")
+    packages = {listener: folder / PACKAGES[listener] for listener in LISTENERS}
+    runs = _both(lambda listener: generators.generate_python(documents[listener], packages[listener]))
     out = {}
-    for listener in LISTENERS:
-        package = folder / PACKAGES[listener]
-        done = generators.generate_python(documents[listener], package)
+    for listener, done in runs.items():
         assert done.returncode == 0, done.stdout + done.stderr
-        out[listener] = (package, done.stdout + done.stderr)
+        out[listener] = (packages[listener], done.stdout + done.stderr)
     sys.path.insert(0, str(folder))
     yield out
     sys.path.remove(str(folder))
@@ -71,13 +72,18 @@ def python_generation(documents, tmp_path_factory) -> dict[str, tuple[Path, str]
 def typescript_generation(documents, tmp_path_factory) -> dict[str, tuple[str, str, str]]:
     """listener → (the generated .d.ts, stdout, stderr)."""
     folder = tmp_path_factory.mktemp("typescript")
+    runs = _both(lambda listener: generators.generate_typescript(documents[listener], folder / f"{listener}.d.ts"))
     out = {}
-    for listener in LISTENERS:
-        target = folder / f"{listener}.d.ts"
-        done = generators.generate_typescript(documents[listener], target)
+    for listener, done in runs.items():
         assert done.returncode == 0, done.stdout + done.stderr
-        out[listener] = (target.read_text(), done.stdout, done.stderr)
+        out[listener] = ((folder / f"{listener}.d.ts").read_text(), done.stdout, done.stderr)
     return out
+
+
+def _both(generate):
+    """``generate(listener)`` for both listeners at once (the generators are separate processes)."""
+    with ThreadPoolExecutor(len(LISTENERS)) as pool:
+        return dict(zip(LISTENERS, pool.map(generate, LISTENERS)))
 
 
 def _module(listener: str, dotted: str) -> ModuleType:
