@@ -1,0 +1,1 @@
+"""Test-only client generators (see generators.py)."""
