@@ -190,7 +190,7 @@ def test_commit_over_mcp_notifies_status_and_document(people):
     reader.result("resources/subscribe", {"uri": WS + "document"})
     stream = Stream(reader)
     try:
-        stream.first_line()
+        stream.first_frame()
         head = alice.call_tool("document_read")["structuredContent"]["version"]
         result = alice.call_tool("document_write", {"expected_version": head, "text": "# Changed\n"})
         assert result["isError"] is False
@@ -222,7 +222,7 @@ def test_revoked_session_ends_stream(people):
     caller.result("resources/subscribe", {"uri": WS + "participants"})
     stream = Stream(caller)
     try:
-        stream.first_line()
+        stream.first_frame()
         r = httpx.post(room.owner + "/owner/revoke", json={"session": victim.session["id"]},
                        headers={"Authorization": f"Bearer {room.owner_token}"})
         assert r.status_code == 200, r.text
