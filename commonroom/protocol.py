@@ -97,6 +97,10 @@ TASK_NAME_PARAMS: dict[str, str] = {
 #: Every method a client mirrors into ``Mcp-Name`` (``ce mcp``).
 CLIENT_NAME_PARAMS: dict[str, str] = {**NAME_PARAMS, **TASK_NAME_PARAMS}
 
+#: Extension identifiers the room advertises in ``server/discover``.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+
 #: The LoggingLevel values a ``_meta`` logLevel may take.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+# The tasks extension is advertised (seed); its methods come with handoffs.
+from ..protocol import TASKS_EXTENSION
 from .dispatch import Dispatcher
 from .prompts import register_prompts
 from .registry import Registry
@@ -26,9 +28,6 @@ from .resources import Subscriptions, register_resources
 from .skills import register_skills
 from .tools import register_tools
 from .transport import McpEndpoint
-
-#: The tasks extension is advertised (seed); its methods come with handoffs.
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 __all__ = ["McpEndpoint", "Registry", "build_registry", "mcp_routes"]
 

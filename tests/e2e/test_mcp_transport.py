@@ -13,7 +13,7 @@ import json
 import httpx
 import pytest
 
-from commonroom.protocol import BASE64_HEAD, MCP_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
+from commonroom.protocol import BASE64_HEAD, MCP_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION
 from tests.mcp_schema import check
 from tests.mcp_wire import META, Mcp, encode, raw_post
 
@@ -345,7 +345,7 @@ def test_owner_port_has_no_mcp(shared_room, method):
 
 
 def test_log_level_accepted_and_checked(mcp):
-    meta = {**META, "io.modelcontextprotocol/logLevel": "debug"}
+    meta = {**META, META_LOG_LEVEL: "debug"}
     assert mcp.post("tools/list", meta=meta).status_code == 200
-    meta = {**META, "io.modelcontextprotocol/logLevel": "loud"}
+    meta = {**META, META_LOG_LEVEL: "loud"}
     _error(mcp.post("tools/list", meta=meta), 400, -32602)
