@@ -1,5 +1,5 @@
 """commonroom: people and AI agents working together on one markdown file."""
 
 __version__ = "0.1.0"
-PROTOCOL = "commonroom"
-PROTOCOL_VERSION = "1"
+from .protocol import COMMONROOM_PROTOCOL as PROTOCOL  # noqa: E402,F401
+from .protocol import COMMONROOM_PROTOCOL_VERSION as PROTOCOL_VERSION  # noqa: E402,F401

@@ -3,7 +3,8 @@
 It speaks HTTP/1.1 over the socket the transport hint dials, with
 ``Host: commonroom``. Request/response calls send ``Connection: close`` and
 read the body until ``Content-Length``; :func:`stream` reads a server-sent
-event stream (chunked or close-delimited) line by line.
+event stream (chunked or close-delimited) frame by frame, parsed by
+:mod:`commonroom.sse_client`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from . import errors
+from .protocol import BYTE_CLIENT_HOST as HOST
+from .protocol import EVENT_STREAM_TYPE
+from .sse_client import Frame, SSEParser
 from .transport import dial
-
-HOST = "commonroom"
 
 
 @dataclass
@@ -177,14 +179,16 @@ def stream(
     timeout: float | None = None,
     method: str = "GET",
     raw_body: bytes | None = None,
-) -> tuple[Response, Iterator[str]]:
-    """Open ``method path`` (GET unless told) as a stream: the head and an iterator of lines.
+) -> tuple[Response, Iterator[Frame]]:
+    """Open ``method path`` (GET unless told) as an event stream: the head and its frames.
 
+    The frames (:class:`commonroom.sse_client.Frame`, every block including
+    comment-only and ``retry``-only ones) come as their bytes arrive; the
+    iterator ends when the connection does (closing it closes the socket).
     A non-200 answer, or one that is not ``text/event-stream``, is returned
     with its whole body (read until ``Content-Length``) and an empty iterator.
-    Lines come without their line ending.
     """
-    all_headers = {"Accept": "text/event-stream", **(headers or {})}
+    all_headers = {"Accept": EVENT_STREAM_TYPE, **(headers or {})}
     if token:
         all_headers["Authorization"] = f"Bearer {token}"
     if raw_body is None and method.upper() in ("POST", "PUT", "PATCH"):
@@ -195,7 +199,7 @@ def stream(
         sock.sendall(_request_bytes(method.upper(), path, raw_body, all_headers, close=True))
         reader = _Reader(sock)
         status, response_headers = _head(reader)
-        if status != 200 or not response_headers.get("content-type", "").startswith("text/event-stream"):
+        if status != 200 or not response_headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
             body = _body(reader, response_headers)
             sock.close()
             return Response(status, response_headers, body), iter(())
@@ -205,8 +209,8 @@ def stream(
             f"the room closed the connection: {exc}", details={"transport": transport.get("type")}
         ) from None
 
-    def lines() -> Iterator[str]:
-        pending = b""
+    def frames() -> Iterator[Frame]:
+        parser = SSEParser()
         try:
             source = (
                 reader.chunks()
@@ -214,19 +218,14 @@ def stream(
                 else _raw(reader)
             )
             for data in source:
-                pending += data
-                while True:
-                    index = pending.find(b"\n")
-                    if index < 0:
-                        break
-                    line, pending = pending[:index], pending[index + 1 :]
-                    yield line.rstrip(b"\r").decode("utf-8", "replace")
+                yield from parser.feed(data)
+            yield from parser.close()
         except (OSError, ConnectionError):
             return
         finally:
             sock.close()
 
-    return Response(status, response_headers, b""), lines()
+    return Response(status, response_headers, b""), frames()
 
 
 def _raw(reader: _Reader) -> Iterator[bytes]:

@@ -25,55 +25,35 @@ bridge does not forward it but stops forwarding anything for that request.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 from . import client, errors
-from .wire import MAX_BODY_BYTES
+from .protocol import (
+    CLIENT_NAME_PARAMS,
+    EVENT_STREAM_TYPE,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    JSON_TYPE,
+    MAX_BODY_BYTES,
+    MCP_POST_ACCEPT,
+    MCP_VERSION,
+    META_VERSION,
+    METHOD_HEADER,
+    NAME_HEADER,
+    PARSE_ERROR,
+    VERSION_HEADER,
+    encode_header_value,
+    mirrored_arguments,
+    param_header,
+)
+from .sse_client import Frame
 
 log = logging.getLogger("commonroom.mcp_bridge")
-
-PROTOCOL_VERSION = "2026-07-28"
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-
-#: method → the params field ``Mcp-Name`` mirrors (core revision and the tasks extension).
-NAME_PARAMS = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
-
-INTERNAL_ERROR = -32603
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-
-_SENTINEL_HEAD = "=?base64?"
-_SENTINEL_TAIL = "?="
-
-
-def header_value(value: str) -> str:
-    """``value`` as an MCP header value: plain when header-safe, else ``=?base64?…?=``.
-
-    Plain means visible ASCII and inner spaces only, no leading or trailing
-    blank, and not itself looking like the base64 sentinel.
-    """
-    plain = (
-        value != ""
-        and all(0x20 <= ord(ch) < 0x7F for ch in value)
-        and value == value.strip(" ")
-        and not (value.startswith(_SENTINEL_HEAD) and value.endswith(_SENTINEL_TAIL))
-    )
-    if plain or value == "":
-        return value
-    return _SENTINEL_HEAD + base64.b64encode(value.encode("utf-8")).decode("ascii") + _SENTINEL_TAIL
 
 
 def _scalar_text(value: Any) -> str | None:
@@ -88,32 +68,35 @@ def _scalar_text(value: Any) -> str | None:
 def mcp_headers(message: dict[str, Any], param_headers: dict[str, str] | None = None) -> dict[str, str]:
     """The standard MCP headers for one outgoing message.
 
-    ``MCP-Protocol-Version`` comes from ``params._meta`` (2026-07-28 when the
-    message has none, so that the room reports the missing ``_meta`` field
-    itself); ``Mcp-Method`` is the method; ``Mcp-Name`` mirrors the field the
-    method names (:data:`NAME_PARAMS`); ``param_headers`` (argument → header
-    name, from the tool's ``x-mcp-header`` annotations) adds ``Mcp-Param-*``.
+    ``MCP-Protocol-Version`` comes from ``params._meta`` (the revision we
+    speak when the message has none, so that the room reports the missing
+    ``_meta`` field itself); ``Mcp-Method`` is the method; ``Mcp-Name``
+    mirrors the field the method names
+    (:data:`commonroom.protocol.CLIENT_NAME_PARAMS`); ``param_headers``
+    (argument → header name, from the tool's ``x-mcp-header`` annotations)
+    adds ``Mcp-Param-*``. Values are encoded with
+    :func:`commonroom.protocol.encode_header_value`.
     """
     params = message.get("params") if isinstance(message.get("params"), dict) else {}
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     version = meta.get(META_VERSION)
     headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": header_value(version if isinstance(version, str) else PROTOCOL_VERSION),
+        "Content-Type": JSON_TYPE,
+        "Accept": MCP_POST_ACCEPT,
+        VERSION_HEADER: encode_header_value(version if isinstance(version, str) else MCP_VERSION),
     }
     method = message.get("method")
     if isinstance(method, str):
-        headers["Mcp-Method"] = header_value(method)
-        field_name = NAME_PARAMS.get(method)
+        headers[METHOD_HEADER] = encode_header_value(method)
+        field_name = CLIENT_NAME_PARAMS.get(method)
         if field_name and isinstance(params.get(field_name), str):
-            headers["Mcp-Name"] = header_value(params[field_name])
+            headers[NAME_HEADER] = encode_header_value(params[field_name])
     if param_headers and method == "tools/call":
         arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
         for argument, name in param_headers.items():
             text = _scalar_text(arguments.get(argument))
             if text is not None:
-                headers[f"Mcp-Param-{name}"] = header_value(text)
+                headers[param_header(name)] = encode_header_value(text)
     return headers
 
 
@@ -129,36 +112,23 @@ def error_message(request_id: Any, code: int, message: str, data: Any = None) ->
     return out
 
 
-def sse_messages(lines: Iterator[str], on_retry: Callable[[int], None] | None = None) -> Iterator[Any]:
-    """The JSON payloads of a server-sent event stream, one per event.
+def sse_messages(frames: Iterable[Frame], on_retry: Callable[[int], None] | None = None) -> Iterator[Any]:
+    """The JSON payloads of a server-sent event stream's frames, one per event.
 
-    Comment lines (heartbeats) and events whose data is not JSON are skipped.
+    ``frames`` come from :func:`commonroom.client.stream` (or
+    :func:`commonroom.sse_client.iter_frames`). Blocks without data
+    (heartbeats) and events whose data is not JSON are skipped; a ``retry``
+    hint is passed to ``on_retry``.
     """
-    data: list[str] = []
-    for line in lines:
-        if line == "":
-            if data:
-                text = "\n".join(data)
-                data = []
-                try:
-                    yield json.loads(text)
-                except ValueError:
-                    log.warning("skipping an event that is not JSON: %.200s", text)
+    for frame in frames:
+        if frame.retry is not None and on_retry is not None:
+            on_retry(frame.retry)
+        if not frame.is_event:
             continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            data.append(value)
-        elif name == "retry" and on_retry is not None and value.isdigit():
-            on_retry(int(value))
-    if data:
         try:
-            yield json.loads("\n".join(data))
+            yield frame.json()
         except ValueError:
-            pass
+            log.warning("skipping an event that is not JSON: %.200s", frame.data)
 
 
 def _is_jsonrpc(value: Any) -> bool:
@@ -277,9 +247,7 @@ class Bridge:
             except (errors.CommonroomError, ValueError, AttributeError):
                 return
             for tool in result.get("tools") or []:
-                props = ((tool.get("inputSchema") or {}).get("properties") or {}) if isinstance(tool, dict) else {}
-                mirrored = {arg: schema["x-mcp-header"] for arg, schema in props.items()
-                            if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str)}
+                mirrored = mirrored_arguments(tool.get("inputSchema")) if isinstance(tool, dict) else {}
                 if mirrored:
                     self._tool_headers[tool["name"]] = mirrored
             cursor = result.get("nextCursor")
@@ -297,9 +265,7 @@ class Bridge:
         for tool in tools:
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 continue
-            props = (tool.get("inputSchema") or {}).get("properties") or {}
-            known[tool["name"]] = {arg: schema["x-mcp-header"] for arg, schema in props.items()
-                                   if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str)}
+            known[tool["name"]] = mirrored_arguments(tool.get("inputSchema"))
         self._tool_headers = known
 
     def forward(self, message: dict[str, Any], body: bytes) -> None:
@@ -320,7 +286,7 @@ class Bridge:
         method = message.get("method")
         headers = mcp_headers(message, self._param_headers(message))
         try:
-            head, lines = client.stream(self.transport, self.path, method="POST", raw_body=body,
+            head, frames = client.stream(self.transport, self.path, method="POST", raw_body=body,
                                         token=self.token, headers=headers, timeout=self.timeout)
         except errors.CommonroomError as error:
             log.warning("%s: %s", method, error)
@@ -328,8 +294,8 @@ class Bridge:
                 self.write(error_message(request_id, INTERNAL_ERROR, f"{error.code}: {error}",
                                          error.to_dict()))
             return
-        if head.headers.get("content-type", "").startswith("text/event-stream"):
-            self._forward_stream(message, request_id, lines)
+        if head.headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
+            self._forward_stream(message, request_id, frames)
             return
         log.debug("%s → HTTP %s (%d bytes)", method, head.status, len(head.body))
         if head.status == 202 or not head.body.strip():
@@ -364,11 +330,11 @@ class Bridge:
             data = {"status": head.status, "body": head.body[:2000].decode("utf-8", "replace")}
         self.write(error_message(request_id, INTERNAL_ERROR, text, data))
 
-    def _forward_stream(self, message: dict[str, Any], request_id: Any, lines: Iterator[str]) -> None:
+    def _forward_stream(self, message: dict[str, Any], request_id: Any, frames: Iterator[Frame]) -> None:
         """An event-stream answer: each message in turn, until the final response."""
         answered = False
         try:
-            for item in sse_messages(lines):
+            for item in sse_messages(frames):
                 if request_id is not None and self._is_cancelled(request_id):
                     return
                 if not _is_jsonrpc(item):
@@ -381,7 +347,7 @@ class Bridge:
                     answered = True
                     return
         finally:
-            close = getattr(lines, "close", None)
+            close = getattr(frames, "close", None)
             if close:
                 close()
             if request_id is not None and not answered and not self._is_cancelled(request_id):
@@ -397,9 +363,9 @@ class Bridge:
         while not self._stop.is_set():
             started = time.monotonic()
             try:
-                head, lines = client.stream(
+                head, frames = client.stream(
                     self.transport, self.path, token=self.token, timeout=self.stream_timeout,
-                    headers={"Accept": "text/event-stream", "MCP-Protocol-Version": PROTOCOL_VERSION},
+                    headers={"Accept": EVENT_STREAM_TYPE, VERSION_HEADER: MCP_VERSION},
                 )
             except errors.CommonroomError as error:
                 log.warning("GET %s: %s; retrying in %.0fs", self.path, error, delay)
@@ -418,14 +384,14 @@ class Bridge:
             log.info("notification stream open")
             self.stream_connected.set()
             try:
-                for item in sse_messages(lines, on_retry=retry_ms.append):
+                for item in sse_messages(frames, on_retry=retry_ms.append):
                     if self._stop.is_set():
                         break
                     if isinstance(item, dict) and "method" in item and "id" not in item:
                         self.write(item)
             finally:
                 self.stream_connected.clear()
-                close = getattr(lines, "close", None)
+                close = getattr(frames, "close", None)
                 if close:
                     close()
             if self._stop.is_set():

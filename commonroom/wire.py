@@ -18,9 +18,7 @@ import falcon
 
 from . import jsontext, schemas, tokens
 from .errors import CommonroomError, InvalidRequest, LimitExceeded
-
-#: Largest request body accepted, in bytes (documents up to a few MB fit).
-MAX_BODY_BYTES = 8 * 1024 * 1024
+from .protocol import MAX_BODY_BYTES  # largest request body accepted, in bytes
 
 
 def dumps(value: Any) -> bytes:

@@ -14,13 +14,26 @@ from typing import Any
 
 import httpx
 
-VERSION = "2026-07-28"
+from commonroom.protocol import (
+    BASE64_HEAD,
+    BASE64_TAIL,
+    JSON_TYPE,
+    MCP_POST_ACCEPT,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_VERSION,
+    METHOD_HEADER,
+    NAME_HEADER,
+    NAME_PARAMS,
+    VERSION_HEADER,
+)
+from commonroom.protocol import MCP_VERSION as VERSION
+
 META = {
-    "io.modelcontextprotocol/protocolVersion": VERSION,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "commonroom-tests", "version": "1"},
+    META_VERSION: VERSION,
+    META_CAPABILITIES: {},
+    META_CLIENT_INFO: {"name": "commonroom-tests", "version": "1"},
 }
-NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _ids = itertools.count(1)
 
 
@@ -39,14 +52,13 @@ class Mcp:
 
     def headers(self, method: str, params: dict[str, Any] | None) -> dict[str, str]:
         """The standard headers a correct client sends for ``method``."""
-        out = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": VERSION, "Mcp-Method": method}
+        out = {"Content-Type": JSON_TYPE, "Accept": MCP_POST_ACCEPT, VERSION_HEADER: VERSION, METHOD_HEADER: method}
         if self.token:
             out["Authorization"] = f"Bearer {self.token}"
-        name = NAME_PARAM.get(method)
+        name = NAME_PARAMS.get(method)
         if name and params and isinstance(params.get(name), str):
             value = params[name]
-            out["Mcp-Name"] = value if value.isascii() and value.isprintable() else encode(value)
+            out[NAME_HEADER] = value if value.isascii() and value.isprintable() else encode(value)
         return out
 
     def body(self, method: str, params: dict[str, Any] | None = None, *, id: Any = "auto",
@@ -95,10 +107,14 @@ class Mcp:
 
 
 def encode(value: str) -> str:
-    """The ``=?base64?…?=`` form of a header value."""
+    """The ``=?base64?…?=`` form of a header value (always wrapped, even a plain one).
+
+    Unlike :func:`commonroom.protocol.encode_header_value`, which wraps only
+    what is not header-safe, the tests wrap on purpose.
+    """
     import base64
 
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+    return BASE64_HEAD + base64.b64encode(value.encode("utf-8")).decode("ascii") + BASE64_TAIL
 
 
 def rpc_error(response: httpx.Response) -> dict[str, Any]:

@@ -8,26 +8,16 @@ stop reading on purpose (``paused`` readers leave the bytes in the kernel).
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from collections import deque
+from typing import Iterator
 
+from commonroom.protocol import BYTE_CLIENT_HOST, EVENT_STREAM_TYPE
+from commonroom.sse_client import Frame, SSEParser
 
-@dataclass
-class Frame:
-    """One dispatched SSE block: fields as sent, comments kept."""
-
-    id: str | None = None
-    event: str | None = None
-    data: str | None = None
-    retry: int | None = None
-    comments: list[str] = field(default_factory=list)
-
-    def json(self) -> Any:
-        return json.loads(self.data) if self.data is not None else None
+__all__ = ["Collector", "Frame", "SSEStream", "open_stream", "wait_until"]
 
 
 class SSEStream:
@@ -39,9 +29,9 @@ class SSEStream:
         self.headers = headers
         self.chunked = headers.get("transfer-encoding", "").lower() == "chunked"
         self._raw = rest  # undecoded bytes after the head
-        self._body = b""  # decoded body bytes not yet parsed into lines
-        self._frame = Frame()
-        self._has = False
+        self._body = b""  # decoded body bytes not yet given to the parser
+        self._parser = SSEParser()
+        self._ready: deque[Frame] = deque()  # parsed frames not yet handed out
         self.eof = False
         self.body_text = ""
 
@@ -81,29 +71,13 @@ class SSEStream:
 
     # -- frames ------------------------------------------------------------
     def _parse(self) -> Iterator[Frame]:
-        while True:
-            index = self._body.find(b"\n")
-            if index < 0:
-                return
-            line = self._body[:index].rstrip(b"\r").decode("utf-8")
-            self._body = self._body[index + 1:]
-            if line == "":
-                if self._has:
-                    frame, self._frame, self._has = self._frame, Frame(), False
-                    yield frame
-                continue
-            self._has = True
-            if line.startswith(":"):
-                self._frame.comments.append(line[1:].strip())
-                continue
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "data":
-                self._frame.data = value if self._frame.data is None else self._frame.data + "\n" + value
-            elif name == "retry":
-                self._frame.retry = int(value)
-            elif name in ("id", "event"):
-                setattr(self._frame, name, value)
+        if self._body:
+            self._ready.extend(self._parser.feed(self._body))
+            self._body = b""
+        if self.eof:
+            self._ready.extend(self._parser.close())
+        while self._ready:
+            yield self._ready.popleft()
 
     def frames(self, timeout: float = 10.0) -> Iterator[Frame]:
         """Frames until EOF; ``TimeoutError`` if nothing new comes for ``timeout`` s."""
@@ -161,7 +135,7 @@ def open_stream(
         sock.connect(address)
     else:
         sock = socket.create_connection(address, timeout=timeout)
-    lines = [f"GET {path} HTTP/1.1", "Host: commonroom", "Accept: text/event-stream"]
+    lines = [f"GET {path} HTTP/1.1", f"Host: {BYTE_CLIENT_HOST}", f"Accept: {EVENT_STREAM_TYPE}"]
     if token:
         lines.append(f"Authorization: Bearer {token}")
     for name, value in (headers or {}).items():

@@ -24,39 +24,18 @@ import unicodedata
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterable, Iterator, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
 from .. import client, errors
+from ..protocol import LAST_EVENT_ID_HEADER, SSE_EVENT_RESYNC
 from .common import handled, load_session
 
 #: Reconnect backoff (seconds): first wait, cap.
 BACKOFF_START, BACKOFF_MAX = 0.5, 10.0
 #: No byte for this long (heartbeats come every 15 s) means the link is dead.
 READ_TIMEOUT = 60.0
-
-
-def sse_frames(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """Parse SSE lines into frames ``{"event", "id", "data", "retry", "comment"}`` (only those present)."""
-    frame: dict[str, Any] = {}
-    for line in lines:
-        if line == "":
-            if frame:
-                yield frame
-                frame = {}
-            continue
-        if line.startswith(":"):
-            frame["comment"] = line[1:].strip()
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "data":
-            frame["data"] = value if "data" not in frame else frame["data"] + "\n" + value
-        elif name in ("event", "id", "retry"):
-            frame[name] = value
-    if frame:
-        yield frame
 
 
 def _short(value: Any, width: int = 60) -> str:
@@ -185,9 +164,9 @@ class Follower:
 
         Raises the room's error for a refused stream (401/403/400/429).
         """
-        headers = {"Last-Event-ID": str(self.last)} if self.last is not None else {}
+        headers = {LAST_EVENT_ID_HEADER: str(self.last)} if self.last is not None else {}
         try:
-            response, lines = client.stream(self.transport, "/workspace/observe", token=self.token,
+            response, frames = client.stream(self.transport, "/workspace/observe", token=self.token,
                                             headers=headers, timeout=READ_TIMEOUT)
         except (OSError, ConnectionError):
             return "dropped"
@@ -200,19 +179,19 @@ class Follower:
                 raise errors.from_dict(body)
             raise errors.InvalidRequest(f"the room answered {response.status}", details={"status": response.status})
         got_anything = False
-        for frame in sse_frames(lines):
+        for frame in frames:
             got_anything = True
-            if frame.get("event") == "resync":
-                data = json.loads(frame.get("data") or "{}")
+            if frame.event == SSE_EVENT_RESYNC:
+                data = json.loads(frame.data or "{}")
                 _status(f"resync ({data.get('reason', '?')}): events after #{self.last} are gone "
                         f"from this stream; rereading the room")
                 return "resync"
-            if "data" not in frame or "id" not in frame:
+            if frame.data is None or frame.id is None:
                 continue
-            event = json.loads(frame["data"])
+            event = json.loads(frame.data)
             learn_names(event, self.names)
             print(printable(format_event(event, self.names)), file=self.out, flush=True)
-            self.last = int(frame["id"])
+            self.last = int(frame.id)
         return "ended" if got_anything else "dropped"
 
     def run(self) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..operations import OPERATIONS, Table
+from ..protocol import TASKS_EXTENSION
 from .dispatch import Dispatcher
 from .prompts import register_prompts
 from .registry import Registry
@@ -27,9 +28,6 @@ from .resources import Subscriptions, register_resources
 from .skills import register_skills
 from .tools import register_tools
 from .transport import McpEndpoint
-
-#: The tasks extension is advertised (seed); its methods come with handoffs.
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 __all__ = ["McpEndpoint", "Registry", "build_registry", "mcp_routes"]
 

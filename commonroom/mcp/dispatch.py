@@ -27,6 +27,7 @@ from jsonschema.exceptions import best_match
 
 from .. import __version__
 from ..errors import CommonroomError, InvalidRequest
+from ..protocol import ROOM_ERROR  # noqa: F401  (a room refusal outside tools; re-exported)
 from .headers import check_param_headers
 from .jsonrpc import (
     INVALID_PARAMS,
@@ -49,8 +50,6 @@ CATALOG_TTL_MS = 300_000
 ENCODED_CACHE_SIZE = 32
 #: ... and at most this many bytes of them.
 ENCODED_CACHE_BYTES = 16 * 1024 * 1024
-#: JSON-RPC code for a room refusal outside tools (application range).
-ROOM_ERROR = -31000
 #: Error codes that mean "the named thing does not exist or is invalid" → -32602.
 NOT_FOUND_CODES = {"not_found", "version_not_found", "proposal_not_found", "invalid_region", "invalid_request"}
 

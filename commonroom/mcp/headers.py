@@ -24,10 +24,10 @@ tool arguments annotated ``x-mcp-header`` in the tool's ``inputSchema``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any, Mapping
 
+from .. import protocol
+from ..protocol import LOG_LEVELS, NAME_PARAMS, HeaderValueError, decode_header_value  # noqa: F401
 from .jsonrpc import (
     META_CAPABILITIES,
     META_LOG_LEVEL,
@@ -38,45 +38,28 @@ from .jsonrpc import (
     unsupported_version,
 )
 
-VERSION_HEADER = "mcp-protocol-version"
-METHOD_HEADER = "mcp-method"
-NAME_HEADER = "mcp-name"
-PARAM_HEADER_PREFIX = "mcp-param-"
+#: Lower-cased header names (the transport passes a lower-cased mapping).
+VERSION_HEADER = protocol.header_key(protocol.VERSION_HEADER)
+METHOD_HEADER = protocol.header_key(protocol.METHOD_HEADER)
+NAME_HEADER = protocol.header_key(protocol.NAME_HEADER)
+PARAM_HEADER_PREFIX = protocol.header_key(protocol.PARAM_HEADER_PREFIX)
 
-#: method → the params field ``Mcp-Name`` mirrors. The tasks extension adds
-#: ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` → ``taskId``
-#: (:meth:`commonroom.mcp.registry.Registry.add_method`, ``name_param=``).
-NAME_PARAMS: dict[str, str] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-}
-
-#: The LoggingLevel values a ``_meta`` logLevel may take (accepted, then unused:
-#: this server sends no log notifications).
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-_SENTINEL_HEAD = "=?base64?"
-_SENTINEL_TAIL = "?="
+# NAME_PARAMS (method → the params field ``Mcp-Name`` mirrors) is
+# :data:`commonroom.protocol.NAME_PARAMS`. The tasks extension adds
+# ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` → ``taskId``
+# (:meth:`commonroom.mcp.registry.Registry.add_method`, ``name_param=``).
 
 
 def decode_value(header: str, raw: str) -> str:
     """The header's value: blanks stripped, ``=?base64?…?=`` decoded.
 
-    Raises 400 / -32020 for illegal characters or a broken base64 form.
+    Raises 400 / -32020 for illegal characters or a broken base64 form
+    (:func:`commonroom.protocol.decode_header_value`).
     """
-    value = raw.strip(" \t")
-    if any(not (0x20 <= ord(ch) < 0x7F or ch == "\t") for ch in value):
-        raise header_mismatch(header, "illegal characters in the header value")
-    if value.startswith(_SENTINEL_HEAD) and value.endswith(_SENTINEL_TAIL) and \
-            len(value) >= len(_SENTINEL_HEAD) + len(_SENTINEL_TAIL):
-        inner = value[len(_SENTINEL_HEAD):-len(_SENTINEL_TAIL)]
-        try:
-            # standard base64 with its padding; anything else is malformed
-            return base64.b64decode(inner, validate=True).decode("utf-8")
-        except (binascii.Error, ValueError, UnicodeDecodeError):
-            raise header_mismatch(header, "malformed =?base64?...?= value") from None
-    return value
+    try:
+        return decode_header_value(raw)
+    except HeaderValueError as exc:
+        raise header_mismatch(header, str(exc)) from None
 
 
 def _get(headers: Mapping[str, str], name: str) -> str | None:
@@ -96,14 +79,14 @@ def check_request(message: dict[str, Any], headers: Mapping[str, str],
     method = message["method"]
     version_header = _get(headers, VERSION_HEADER)
     if version_header is None:
-        raise header_mismatch("MCP-Protocol-Version", "missing")
+        raise header_mismatch(protocol.VERSION_HEADER, "missing")
     method_header = _get(headers, METHOD_HEADER)
     if method_header is None:
-        raise header_mismatch("Mcp-Method", "missing")
+        raise header_mismatch(protocol.METHOD_HEADER, "missing")
     name_param = name_params.get(method)
     name_header = _get(headers, NAME_HEADER) if name_param else None
     if name_param and name_header is None:
-        raise header_mismatch("Mcp-Name", "missing", param=name_param)
+        raise header_mismatch(protocol.NAME_HEADER, "missing", param=name_param)
     if not name_param and optional_name_params and method in optional_name_params:
         name_header = _get(headers, NAME_HEADER)
         if name_header is not None:
@@ -128,27 +111,23 @@ def check_request(message: dict[str, Any], headers: Mapping[str, str],
                              {"field": META_LOG_LEVEL}, status=400)
 
     if version_header != body_version:
-        raise header_mismatch("MCP-Protocol-Version", "differs from params._meta protocolVersion",
+        raise header_mismatch(protocol.VERSION_HEADER, "differs from params._meta protocolVersion",
                               header_value=version_header, body_value=body_version)
     if body_version != PROTOCOL_VERSION:
         raise unsupported_version(body_version)
     if method_header != method:
-        raise header_mismatch("Mcp-Method", "differs from the method", header_value=method_header,
+        raise header_mismatch(protocol.METHOD_HEADER, "differs from the method", header_value=method_header,
                               body_value=method)
     if name_param:
         body_name = params.get(name_param)
         if not isinstance(body_name, str) or body_name != name_header:
-            raise header_mismatch("Mcp-Name", f"differs from params.{name_param}",
+            raise header_mismatch(protocol.NAME_HEADER, f"differs from params.{name_param}",
                                   header_value=name_header, body_value=body_name)
 
 
 def mcp_header_properties(input_schema: dict[str, Any]) -> dict[str, str]:
     """argument name → header name for top-level properties with ``x-mcp-header``."""
-    out: dict[str, str] = {}
-    for prop, schema in (input_schema.get("properties") or {}).items():
-        if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str):
-            out[prop] = schema["x-mcp-header"]
-    return out
+    return protocol.mirrored_arguments(input_schema)
 
 
 def _same(header_value: str, argument: Any) -> bool:
@@ -172,7 +151,7 @@ def check_param_headers(input_schema: dict[str, Any], arguments: Mapping[str, An
         value = arguments.get(prop)
         if value is None:
             continue
-        header = f"Mcp-Param-{name}"
+        header = protocol.param_header(name)
         got = _get(headers, PARAM_HEADER_PREFIX + name.lower())
         if got is None:
             raise header_mismatch(header, "missing", argument=prop)

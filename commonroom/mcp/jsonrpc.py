@@ -27,26 +27,26 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The only MCP revision this server speaks (seed protocol.txt, MCP).
-PROTOCOL_VERSION = "2026-07-28"
-SUPPORTED_VERSIONS = [PROTOCOL_VERSION]
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-HEADER_MISMATCH = -32020
-MISSING_CAPABILITY = -32021
-UNSUPPORTED_VERSION = -32022
-
-#: ``_meta`` keys of the core protocol.
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+# The revision, error codes and ``_meta`` keys are written once, in
+# :mod:`commonroom.protocol`; they are re-exported here for the adapter.
+from ..protocol import (  # noqa: F401  (re-exported)
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    META_VERSION,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_VERSION,
+)
+from ..protocol import MCP_SUPPORTED_VERSIONS as SUPPORTED_VERSIONS  # noqa: F401
+from ..protocol import MCP_VERSION as PROTOCOL_VERSION  # noqa: F401
 
 
 class JsonRpcError(Exception):

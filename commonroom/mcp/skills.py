@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..protocol import SKILLS_EXTENSION as EXTENSION
 from .dispatch import CATALOG_TTL_MS
 from .jsonrpc import invalid_params
 from .registry import Context, Registry
 
-EXTENSION = "io.modelcontextprotocol/skills"
 SKILLS_DIR = Path(__file__).resolve().parent.parent / "skills"
 
 

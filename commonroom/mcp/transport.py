@@ -30,7 +30,8 @@ import falcon
 from .. import jsontext
 from ..errors import CommonroomError, LimitExceeded
 from ..live.guard import on_request_end
-from ..wire import MAX_BODY_BYTES, bearer, count_request, read_body, retry_after
+from ..protocol import BYTE_CLIENT_HOST, MAX_BODY_BYTES
+from ..wire import bearer, count_request, read_body, retry_after
 from .dispatch import ROOM_ERROR, Dispatcher, Encoded, dumps
 from .headers import NAME_PARAMS, VERSION_HEADER, check_request, decode_value
 from .jsonrpc import (
@@ -49,7 +50,7 @@ from .stream import notification_stream, sse_response
 log = logging.getLogger("commonroom.mcp")
 
 #: Host names the ingress answers to (any port): loopback and the byte client's.
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1", "commonroom"})
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1", BYTE_CLIENT_HOST})
 #: Origin hosts accepted (seed: 127.0.0.1 or localhost).
 ORIGIN_HOSTS = frozenset({"127.0.0.1", "localhost"})
 

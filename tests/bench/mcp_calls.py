@@ -44,9 +44,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from commonroom.protocol import MCP_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION  # noqa: E402
 from tests.roomproc import CORPUS, start_room  # noqa: E402
 
-VERSION = "2026-07-28"
+VERSION = MCP_VERSION
 DEFAULT_DOC = "system-design-primer-README-zh-Hans.md"
 READ_TOOL = "document_read"
 
@@ -105,9 +106,9 @@ def request_bytes(port: int, token: str | None, tool: str) -> bytes:
     body = json.dumps({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": tool, "arguments": {}, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "mcp-bench", "version": "1"}}},
+            META_VERSION: VERSION,
+            META_CAPABILITIES: {},
+            META_CLIENT_INFO: {"name": "mcp-bench", "version": "1"}}},
     }).encode()
     lines = [
         "POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json",

@@ -18,17 +18,18 @@ from typing import Any
 
 import pytest
 
+from commonroom.protocol import MCP_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
 from tests.mcp_schema import check as validate
 from tests.roomproc import CORPUS, ce, ce_path, start_room
 
-VERSION = "2026-07-28"
+VERSION = MCP_VERSION
 DOC = CORPUS / "cmark-README.md"
 
 
 def meta(version: str = VERSION, **caps: Any) -> dict[str, Any]:
-    return {"io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": caps,
-            "io.modelcontextprotocol/clientInfo": {"name": "ce-mcp-test", "version": "1"}}
+    return {META_VERSION: version,
+            META_CAPABILITIES: caps,
+            META_CLIENT_INFO: {"name": "ce-mcp-test", "version": "1"}}
 
 
 class McpProcess:

@@ -24,6 +24,7 @@ import pytest
 
 from commonroom import invitation, schemas
 from commonroom.errors import EXIT_CODES, STATUS
+from commonroom.protocol import MAX_BODY_BYTES
 from tests.roomproc import Client, Room, ce
 
 ENVELOPE_KEYS = ["error", "message", "details"]
@@ -513,7 +514,7 @@ def test_oversized_body_http(shared_room):
     for content in (big, chunked()):
         r = httpx.post(shared_room.ingress + "/workspace/join", content=content, timeout=60)
         body = http_error(r, "limit_exceeded", status=413)
-        assert body["details"]["limit_bytes"] == 8 * 1024 * 1024
+        assert body["details"]["limit_bytes"] == MAX_BODY_BYTES
 
 
 # --------------------------------------------------- transport_unavailable

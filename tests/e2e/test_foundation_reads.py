@@ -14,6 +14,7 @@ import pytest
 
 from commonroom import invitation, schemas
 from commonroom.errors import STATUS
+from commonroom.protocol import MCP_VERSION
 from tests.roomproc import Room, ce
 
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$")
@@ -231,7 +232,7 @@ def test_no_mcp_on_the_owner_port(shared_room, method):
     for headers in ({}, {"Authorization": f"Bearer {shared_room.owner_token}"}):
         r = httpx.request(method, shared_room.owner + "/mcp",
                           headers={**headers, "Accept": "application/json, text/event-stream",
-                                   "MCP-Protocol-Version": "2026-07-28"},
+                                   "MCP-Protocol-Version": MCP_VERSION},
                           json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
         body = envelope(r, "not_found")
         assert body["details"]["path"] == "/mcp"

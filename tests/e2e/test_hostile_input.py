@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from commonroom import schemas
+from commonroom.protocol import MCP_VERSION
 from tests.roomproc import ce, start_room
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample.md"
@@ -67,7 +68,7 @@ def test_surrogate_and_nesting_over_mcp_are_parse_errors(room):
         r = httpx.post(room.ingress + "/mcp", content=body, timeout=30,
                        headers={"Authorization": f"Bearer {agent.token}", "Content-Type": "application/json",
                                 "Accept": "application/json, text/event-stream",
-                                "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"})
+                                "MCP-Protocol-Version": MCP_VERSION, "Mcp-Method": "tools/call"})
         assert r.status_code == 400, r.text
         assert r.json()["error"]["code"] == -32700
 

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from commonroom import schemas
+from commonroom.protocol import SSE_EVENT_RESYNC
 from tests.conftest import SAMPLE
 from tests.roomproc import Room, start_room
 from tests.ssekit import Collector, open_stream, wait_until
@@ -187,7 +188,7 @@ def test_cursor_from_the_future_is_resync(live_room, watcher):
     stream = open_stream(addr(live_room), token=watcher.token, headers={"Last-Event-ID": "99999999"})
     frames = stream.read_to_end()
     assert frames[0].retry == 5000
-    assert frames[-1].event == "resync" and frames[-1].json()["reason"] == "cursor_lost"
+    assert frames[-1].event == SSE_EVENT_RESYNC and frames[-1].json()["reason"] == "cursor_lost"
     assert stream.eof
 
 
@@ -203,7 +204,7 @@ def test_revoking_the_session_ends_its_stream_within_a_second(live_room):
         revoked_at = time.monotonic()
         rest = doomed.read_to_end(timeout=5)
         assert doomed.eof and time.monotonic() - revoked_at < 1.0
-        assert all(f.event is None or f.event != "resync" for f in rest)
+        assert all(f.event is None or f.event != SSE_EVENT_RESYNC for f in rest)
         (seen,) = other.events(1)
         assert seen.event == "session.revoked"
         assert seen.json()["payload"] == {"session_id": victim.session["id"]}

@@ -23,6 +23,7 @@ import pytest
 
 from commonroom import schemas
 from commonroom.engine import Engine
+from commonroom.protocol import SSE_EVENT_RESYNC
 from tests.conftest import SAMPLE
 from tests.roomproc import Room, start_room
 from tests.ssekit import Collector, SSEStream, open_stream, wait_until
@@ -110,7 +111,7 @@ def test_the_stalled_reader_was_dropped_with_resync(ring_run):
     frames = ring_run.stalled.read_to_end(timeout=30)
     assert ring_run.stalled.eof, "the stream must end after resync"
     assert frames[0].retry == 5000
-    assert frames[-1].event == "resync"
+    assert frames[-1].event == SSE_EVENT_RESYNC
     assert frames[-1].json()["reason"] == "lagged"
     ids = [int(f.id) for f in frames if f.id is not None]
     assert ids == list(range(ring_run.cursor0 + 1, ring_run.cursor0 + 1 + len(ids)))  # in order, no gap
@@ -125,7 +126,7 @@ def test_an_old_cursor_that_fell_off_the_ring_gets_resync(ring_run):
     frames = stream.read_to_end(timeout=10)
     assert stream.eof
     assert [f.retry for f in frames[:1]] == [5000]
-    assert [f.event for f in frames[1:]] == ["resync"]
+    assert [f.event for f in frames[1:]] == [SSE_EVENT_RESYNC]
     body = frames[-1].json()
     assert body["reason"] == "cursor_lost" and body["last_event_id"] >= ring_run.final
     assert schemas.errors_of("events#Resync", body) == []
@@ -179,6 +180,6 @@ def test_a_reader_stalled_past_the_write_timeout_is_cut_off(tmp_path: Path):
         assert stream.eof
         ids = [int(f.id) for f in frames if f.id is not None]
         assert 0 < len(ids) < 2000 and ids == list(range(oldest, oldest + len(ids)))
-        assert not any(f.event == "resync" for f in frames)
+        assert not any(f.event == SSE_EVENT_RESYNC for f in frames)
     finally:
         room.stop()

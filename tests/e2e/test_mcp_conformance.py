@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from commonroom.protocol import MCP_VERSION
 from tests.roomproc import CORPUS, ROOT, start_room
 
 HERE = ROOT / "tests" / "conformance" / "mcp"
@@ -45,7 +46,7 @@ def install() -> str:
 def scored_scenarios() -> set[str]:
     """The server scenarios the 2026-07-28 requirement set scores (its own YAML, top-level ``server:``)."""
     names, inside = set(), False
-    for line in (SUITE.parents[1] / "requirements" / "2026-07-28.yaml").read_text().splitlines():
+    for line in (SUITE.parents[1] / "requirements" / f"{MCP_VERSION}.yaml").read_text().splitlines():
         if not line.startswith(" ") and line.rstrip().endswith(":"):
             inside = line.strip() == "server:"
         elif inside and line.startswith("  - "):
@@ -92,7 +93,7 @@ def test_conformance_suite(tmp_path, monkeypatch):
         results = tmp_path / "results"
         done = subprocess.run(
             [node, "--import", str(HERE / "bearer.mjs"), str(SUITE), "server",
-             "--url", room.ingress + "/mcp", "--requirements", "2026-07-28",
+             "--url", room.ingress + "/mcp", "--requirements", MCP_VERSION,
              "--expected-failures", str(EXPECTED), "-o", str(results)],
             capture_output=True, text=True, timeout=900, cwd=HERE,
             env={**os.environ, "COMMONROOM_MCP_BEARER": token, "NO_COLOR": "1"},

@@ -16,6 +16,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from commonroom.operations import OPERATIONS
+from commonroom.protocol import MCP_VERSION
 from tests.mcp_schema import check
 from tests.mcp_wire import Mcp
 
@@ -53,7 +54,7 @@ def test_discover_is_the_seeds(mcp):
     result = r.json()["result"]
     check("DiscoverResult", result)
     _server_info(result)
-    assert result["supportedVersions"] == ["2026-07-28"]
+    assert result["supportedVersions"] == [MCP_VERSION]
     assert result["cacheScope"] == "public"
     assert isinstance(result["ttlMs"], int) and result["ttlMs"] >= 0
     assert result["capabilities"] == {

@@ -13,6 +13,8 @@ import os
 import pytest
 
 from commonroom.mcp.registry import Registry
+from commonroom.protocol import META_CAPABILITIES, SSE_EVENT_MESSAGE, SSE_HEARTBEAT
+from commonroom.sse_client import Frame, parse
 from tests.conftest import SAMPLE
 from tests.mcp_schema import check
 from tests.mcp_wire import META, Mcp, encode
@@ -72,7 +74,7 @@ def test_missing_client_capability(mcp):
     assert r.status_code == 400
     check("MissingRequiredClientCapabilityError", r.json())
     assert r.json()["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
-    meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}
+    meta = {**META, META_CAPABILITIES: {"sampling": {}}}
     r = mcp.post("tools/call", {"name": "plugin_sampling", "arguments": {}}, meta=meta)
     assert r.json()["result"]["structuredContent"] == {"ok": True}
 
@@ -118,9 +120,11 @@ def test_prompt_and_methods(mcp):
 def test_stream_result_is_an_event_stream(mcp):
     r = mcp.post("test/stream")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-    data = [json.loads(line[5:]) for line in r.text.splitlines() if line.startswith("data:")]
+    frames = parse(r.content)
+    data = [frame.json() for frame in frames if frame.is_event]
     assert [m.get("method") for m in data] == ["notifications/message", None]
-    assert ": heartbeat" in r.text
+    assert {frame.type for frame in frames if frame.is_event} == {SSE_EVENT_MESSAGE}
+    assert Frame(comments=[SSE_HEARTBEAT]) in frames
 
 
 def test_registry_refuses_bad_entries():

@@ -16,6 +16,8 @@ import time
 import httpx
 import pytest
 
+from commonroom.protocol import MCP_VERSION, SSE_HEARTBEAT
+from commonroom.sse_client import Frame, iter_frames
 from tests.mcp_schema import check
 from tests.mcp_wire import Mcp
 
@@ -106,30 +108,30 @@ def test_subscribe_and_unsubscribe(people):
 
 
 class Stream:
-    """A ``GET /mcp`` stream read line by line (blocking, with a deadline)."""
+    """A ``GET /mcp`` stream read frame by frame (blocking, with a deadline)."""
 
     def __init__(self, caller: Mcp):
         self.client = httpx.Client(timeout=httpx.Timeout(10.0, read=10.0))
         self.cm = self.client.stream("GET", caller.url, headers={
             "Authorization": f"Bearer {caller.token}", "Accept": "text/event-stream",
-            "MCP-Protocol-Version": "2026-07-28"})
+            "MCP-Protocol-Version": MCP_VERSION})
         self.response = self.cm.__enter__()
-        self.lines = self.response.iter_lines()
+        self.frames = iter_frames(self.response.iter_bytes())
 
     def next_message(self, deadline: float = 10.0) -> dict | None:
         """The next JSON-RPC message (None when the stream ends); comments skipped."""
         end = time.monotonic() + deadline
         while time.monotonic() < end:
             try:
-                line = next(self.lines)
+                frame = next(self.frames)
             except StopIteration:
                 return None
-            if line.startswith("data:"):
-                return json.loads(line[5:].strip())
+            if frame.is_event:
+                return frame.json()
         raise AssertionError("no message in time")
 
-    def first_line(self) -> str:
-        return next(self.lines)
+    def first_frame(self) -> Frame:
+        return next(self.frames)
 
     def close(self) -> None:
         self.cm.__exit__(None, None, None)
@@ -142,7 +144,7 @@ def test_stream_headers_and_heartbeat(people):
         assert stream.response.status_code == 200
         assert stream.response.headers["content-type"].startswith("text/event-stream")
         assert stream.response.headers["x-accel-buffering"] == "no"
-        assert stream.first_line() == ": heartbeat"
+        assert stream.first_frame() == Frame(comments=[SSE_HEARTBEAT])
     finally:
         stream.close()
 
@@ -154,7 +156,7 @@ def test_updates_after_commits_for_subscribed_uris_only(people):
     reader.result("resources/subscribe", {"uri": WS + "participants"})
     stream = Stream(reader)
     try:
-        assert stream.first_line() == ": heartbeat"
+        assert stream.first_frame() == Frame(comments=[SSE_HEARTBEAT])
         # Not subscribed to document/status: a direct write sends nothing.
         head = http["alice"].get("/workspace/document").json()["version"]
         assert http["alice"].request("PUT", "/workspace/document",
@@ -188,7 +190,7 @@ def test_commit_over_mcp_notifies_status_and_document(people):
     reader.result("resources/subscribe", {"uri": WS + "document"})
     stream = Stream(reader)
     try:
-        stream.first_line()
+        stream.first_frame()
         head = alice.call_tool("document_read")["structuredContent"]["version"]
         result = alice.call_tool("document_write", {"expected_version": head, "text": "# Changed\n"})
         assert result["isError"] is False
@@ -220,7 +222,7 @@ def test_revoked_session_ends_stream(people):
     caller.result("resources/subscribe", {"uri": WS + "participants"})
     stream = Stream(caller)
     try:
-        stream.first_line()
+        stream.first_frame()
         r = httpx.post(room.owner + "/owner/revoke", json={"session": victim.session["id"]},
                        headers={"Authorization": f"Bearer {room.owner_token}"})
         assert r.status_code == 200, r.text

@@ -23,11 +23,12 @@ from mcp.client import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
 
+from commonroom.protocol import MCP_VERSION  # noqa: E402
 from tests.mcp_schema import check as validate  # noqa: E402
 from tests.roomproc import CORPUS, start_room  # noqa: E402
 
 DOC = CORPUS / "system-design-primer-README-zh-Hans.md"
-VERSION = "2026-07-28"
+VERSION = MCP_VERSION
 
 #: request method → the schema ``$defs`` name of its complete result.
 RESULT_DEFS = {

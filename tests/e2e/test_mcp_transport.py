@@ -13,6 +13,7 @@ import json
 import httpx
 import pytest
 
+from commonroom.protocol import BASE64_HEAD, MCP_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION
 from tests.mcp_schema import check
 from tests.mcp_wire import META, Mcp, encode, raw_post
 
@@ -103,8 +104,8 @@ def test_missing_header_checked_before_meta(mcp):
 
 @pytest.mark.parametrize("meta", [
     None,
-    {k: v for k, v in META.items() if k != "io.modelcontextprotocol/protocolVersion"},
-    {k: v for k, v in META.items() if k != "io.modelcontextprotocol/clientCapabilities"},
+    {k: v for k, v in META.items() if k != META_VERSION},
+    {k: v for k, v in META.items() if k != META_CAPABILITIES},
 ])
 def test_missing_meta_or_field_is_400_invalid_params(mcp, meta):
     body = _error(mcp.post("server/discover", meta=meta, id=77), 400, -32602)
@@ -112,7 +113,7 @@ def test_missing_meta_or_field_is_400_invalid_params(mcp, meta):
 
 
 def test_client_info_is_optional(mcp):
-    meta = {k: v for k, v in META.items() if k != "io.modelcontextprotocol/clientInfo"}
+    meta = {k: v for k, v in META.items() if k != META_CLIENT_INFO}
     assert mcp.post("server/discover", meta=meta).status_code == 200
 
 
@@ -122,7 +123,7 @@ def test_params_missing_entirely(mcp):
 
 
 def test_header_version_differs_from_meta(mcp):
-    meta = {**META, "io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    meta = {**META, META_VERSION: MCP_VERSION}
     body = _mismatch(mcp.post("server/discover", meta=meta, headers={"MCP-Protocol-Version": "2025-11-25"}),
                      "MCP-Protocol-Version")
     assert body["error"]["data"]["header_value"] == "2025-11-25"
@@ -130,11 +131,11 @@ def test_header_version_differs_from_meta(mcp):
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "1900-01-01", "v999.0.0"])
 def test_unsupported_version(mcp, version):
-    meta = {**META, "io.modelcontextprotocol/protocolVersion": version}
+    meta = {**META, META_VERSION: version}
     r = mcp.post("server/discover", meta=meta, headers={"MCP-Protocol-Version": version}, id=301)
     body = _error(r, 400, -32022, "UnsupportedProtocolVersionError")
     check("UnsupportedProtocolVersionError", body)
-    assert body["error"]["data"] == {"supported": ["2026-07-28"], "requested": version}
+    assert body["error"]["data"] == {"supported": [MCP_VERSION], "requested": version}
     assert body["id"] == 301
 
 
@@ -155,7 +156,7 @@ def test_header_values_base64_decoded(mcp):
     r = mcp.post("resources/read", {"uri": "commonroom://workspace/status"},
                  headers={"Mcp-Name": encode("commonroom://workspace/status"),
                           "Mcp-Method": encode("resources/read"),
-                          "MCP-Protocol-Version": encode("2026-07-28")})
+                          "MCP-Protocol-Version": encode(MCP_VERSION)})
     assert r.status_code == 200, r.text
     check("ReadResourceResultResponse", r.json())
 
@@ -172,7 +173,7 @@ def test_broken_base64_is_header_mismatch(mcp):
 
 
 def test_sentinel_markers_are_case_sensitive(mcp):
-    value = "=?BASE64?" + encode("workspace_status")[len("=?base64?"):]
+    value = "=?BASE64?" + encode("workspace_status")[len(BASE64_HEAD):]
     _mismatch(mcp.post("tools/call", {"name": "workspace_status", "arguments": {}}, headers={"Mcp-Name": value}),
               "Mcp-Name")
 
@@ -182,7 +183,7 @@ def test_surrounding_blanks_tolerated(mcp):
     status, answer = raw_post(mcp.base, [
         ("Authorization", f" Bearer {mcp.token}"), ("Content-Type", "application/json"),
         ("Mcp-Name", "  workspace_status\t "), ("Mcp-Method", "\ttools/call "),
-        ("MCP-Protocol-Version", "   2026-07-28\t")], body)
+        ("MCP-Protocol-Version", f"   {MCP_VERSION}\t")], body)
     assert status == 200, answer
     check("CallToolResultResponse", json.loads(answer))
 
@@ -191,14 +192,14 @@ def test_blanks_inside_base64_form_tolerated(mcp):
     body = json.dumps(mcp.body("tools/call", {"name": "workspace_status", "arguments": {}})).encode()
     status, answer = raw_post(mcp.base, [
         ("Authorization", f"Bearer {mcp.token}"), ("Mcp-Name", "  " + encode("workspace_status") + "  "),
-        ("Mcp-Method", "tools/call"), ("MCP-Protocol-Version", "2026-07-28")], body)
+        ("Mcp-Method", "tools/call"), ("MCP-Protocol-Version", MCP_VERSION)], body)
     assert status == 200, answer
 
 
 def test_header_names_case_insensitive(mcp):
     r = mcp.post("resources/read", {"uri": "commonroom://workspace/status"},
                  headers={"MCP-Protocol-Version": None, "Mcp-Method": None, "Mcp-Name": None,
-                          "mcp-protocol-version": "2026-07-28", "MCP-METHOD": "resources/read",
+                          "mcp-protocol-version": MCP_VERSION, "MCP-METHOD": "resources/read",
                           "mCp-NaMe": "commonroom://workspace/status"})
     assert r.status_code == 200, r.text
 
@@ -215,7 +216,7 @@ def test_raw_non_ascii_header_value_is_malformed(mcp):
     body = json.dumps(mcp.body("resources/read", {"uri": uri})).encode()
     status, answer = raw_post(mcp.base, [
         ("Authorization", f"Bearer {mcp.token}"), ("Mcp-Name", uri), ("Mcp-Method", "resources/read"),
-        ("MCP-Protocol-Version", "2026-07-28")], body)
+        ("MCP-Protocol-Version", MCP_VERSION)], body)
     assert status == 400
     error = json.loads(answer)["error"]
     assert (error["code"], error["message"]) == (-32020, "HeaderMismatch")
@@ -321,9 +322,9 @@ def test_get_without_stream_conditions_405(mcp, headers):
 
 
 def test_get_without_valid_bearer_405(mcp):
-    r = httpx.get(mcp.url, headers={"Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"})
+    r = httpx.get(mcp.url, headers={"Accept": "text/event-stream", "MCP-Protocol-Version": MCP_VERSION})
     assert r.status_code == 405
-    r = httpx.get(mcp.url, headers={"Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+    r = httpx.get(mcp.url, headers={"Accept": "text/event-stream", "MCP-Protocol-Version": MCP_VERSION,
                                     "Authorization": "Bearer nope"})
     assert r.status_code == 405
 
@@ -338,13 +339,13 @@ def test_other_methods_405(mcp, method):
 def test_owner_port_has_no_mcp(shared_room, method):
     r = httpx.request(method, shared_room.owner + "/mcp",
                       headers={"Authorization": f"Bearer {shared_room.owner_token}",
-                               "Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"},
+                               "Accept": "text/event-stream", "MCP-Protocol-Version": MCP_VERSION},
                       json=Mcp(shared_room.owner, None).body("server/discover") if method == "POST" else None)
     assert r.status_code == 404
 
 
 def test_log_level_accepted_and_checked(mcp):
-    meta = {**META, "io.modelcontextprotocol/logLevel": "debug"}
+    meta = {**META, META_LOG_LEVEL: "debug"}
     assert mcp.post("tools/list", meta=meta).status_code == 200
-    meta = {**META, "io.modelcontextprotocol/logLevel": "loud"}
+    meta = {**META, META_LOG_LEVEL: "loud"}
     _error(mcp.post("tools/list", meta=meta), 400, -32602)

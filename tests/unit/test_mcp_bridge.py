@@ -7,14 +7,16 @@ import io
 import json
 
 from commonroom.mcp.headers import decode_value
-from commonroom.mcp_bridge import header_value, mcp_headers, sse_messages
+from commonroom.mcp_bridge import mcp_headers, sse_messages
+from commonroom.protocol import MCP_VERSION, META_CAPABILITIES, META_VERSION
+from commonroom.protocol import encode_header_value as header_value
+from commonroom.sse_client import iter_frames
 
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}
+META = {META_VERSION: MCP_VERSION, META_CAPABILITIES: {}}
 
 
 def test_plain_values_stay_plain():
-    for value in ("tools/call", "document_read", "commonroom://workspace/document", "a b", "2026-07-28"):
+    for value in ("tools/call", "document_read", "commonroom://workspace/document", "a b", MCP_VERSION):
         assert header_value(value) == value
 
 
@@ -31,22 +33,20 @@ def test_headers_follow_the_message():
     message = {"jsonrpc": "2.0", "id": 1, "method": "resources/read",
                "params": {"uri": "commonroom://workspace/dökument", "_meta": META}}
     headers = mcp_headers(message)
-    assert headers["MCP-Protocol-Version"] == "2026-07-28"
+    assert headers["MCP-Protocol-Version"] == MCP_VERSION
     assert headers["Mcp-Method"] == "resources/read"
     assert decode_value("mcp-name", headers["Mcp-Name"]) == "commonroom://workspace/dökument"
     assert "application/json" in headers["Accept"] and "text/event-stream" in headers["Accept"]
 
 
 def test_version_comes_from_meta_and_names_only_where_the_revision_says():
-    old = mcp_headers({"method": "tools/list", "params": {"_meta": {**META,
-                       "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}})
+    old = mcp_headers({"method": "tools/list", "params": {"_meta": {**META, META_VERSION: "2025-11-25"}}})
     assert old["MCP-Protocol-Version"] == "2025-11-25" and "Mcp-Name" not in old
     bare = mcp_headers({"method": "server/discover"})
-    assert bare["MCP-Protocol-Version"] == "2026-07-28"
+    assert bare["MCP-Protocol-Version"] == MCP_VERSION
     task = mcp_headers({"method": "tasks/get", "params": {"taskId": "t-1", "_meta": META}})
     assert task["Mcp-Name"] == "t-1"
-    injected = mcp_headers({"method": "x", "params": {"_meta": {**META,
-                            "io.modelcontextprotocol/protocolVersion": "1\r\nX-Evil: 1"}}})
+    injected = mcp_headers({"method": "x", "params": {"_meta": {**META, META_VERSION: "1\r\nX-Evil: 1"}}})
     assert "\r" not in injected["MCP-Protocol-Version"] and "\n" not in injected["MCP-Protocol-Version"]
 
 
@@ -63,9 +63,9 @@ def test_param_headers_mirror_annotated_arguments():
 
 def test_sse_messages():
     retries = []
-    lines = iter([": heartbeat", "", "event: message", 'data: {"a":', 'data: 1}', "", "retry: 5000",
-                  "data: not json", "", 'data: {"b": 2}'])
-    assert list(sse_messages(lines, retries.append)) == [{"a": 1}, {"b": 2}]
+    body = ": heartbeat\n\nevent: message\ndata: {\"a\":\ndata: 1}\n\nretry: 5000\ndata: not json\n\n" \
+           'data: {"b": 2}\n\ndata: {"unterminated": true}\n'
+    assert list(sse_messages(iter_frames([body.encode()]), retries.append)) == [{"a": 1}, {"b": 2}]
     assert retries == [5000]
 
 
@@ -119,13 +119,13 @@ def test_notification_stream_reconnects_after_a_drop():
     assert [m["params"]["uri"] for m in lines[:2]] == ["commonroom://workspace/n1", "commonroom://workspace/n2"]
     first = {k.lower(): v for k, v in served[0].items()}
     assert first["authorization"] == "Bearer crs_test"
-    assert first["mcp-protocol-version"] == "2026-07-28"
+    assert first["mcp-protocol-version"] == MCP_VERSION
     assert "text/event-stream" in first["accept"] and first["host"] == "commonroom"
 
 
 def test_a_line_over_the_room_limit_is_answered_here_with_its_id():
-    from commonroom.wire import MAX_BODY_BYTES
     from commonroom.mcp_bridge import Bridge
+    from commonroom.protocol import MAX_BODY_BYTES
 
     out = io.BytesIO()
     bridge = Bridge(transport={"type": "loopback", "address": "127.0.0.1", "port": 9, "encrypted": False,
