@@ -10,6 +10,7 @@ For ``notes.md``::
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from dataclasses import dataclass
@@ -63,6 +64,29 @@ class RoomFiles:
         if not isinstance(pid, int) or not _alive(pid):
             return None
         return state
+
+    def try_lock(self) -> int | None:
+        """Take the exclusive writer lock without waiting: its fd, or None when held.
+
+        The one lock of a document: ``ce serve`` holds it for the life of the
+        room, and ``ce invite`` / ``ce revoke`` hold it while they write the
+        sidecar offline, so there is never a second writer. An exclusive
+        ``flock`` on ``<file>.commonroom.lock`` (created 0644 if missing);
+        keep the fd open while writing and give it to :meth:`release_lock`.
+        Raises ``OSError`` when the lock file cannot be opened.
+        """
+        fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    @staticmethod
+    def release_lock(fd: int) -> None:
+        """Release a lock taken by :meth:`try_lock` (closing its fd)."""
+        os.close(fd)
 
     def read_owner_token(self) -> str | None:
         """The owner token, if this user can read the file."""

@@ -10,7 +10,6 @@ same file fails at once, naming the first.
 
 from __future__ import annotations
 
-import fcntl
 import gc
 import json
 import logging
@@ -86,19 +85,18 @@ def check_document(document: Path) -> None:
 def acquire_lock(files: RoomFiles) -> int:
     """Take the exclusive writer lock; return its fd (kept open while serving).
 
-    Raises ``ServeError`` (code 3) naming the running room when it is held.
+    The lock is :meth:`RoomFiles.try_lock` (the one ``ce invite`` and
+    ``ce revoke`` take offline). Raises ``ServeError`` (code 3) naming the
+    running room when it is held.
     """
-    fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+    fd = files.try_lock()
+    if fd is None:
         state = files.read_state() or {}
         where = state.get("owner_url") or "unknown address"
         pid = state.get("pid", "?")
         raise ServeError(
             f"a room is already running for {files.document} (pid {pid}, owner {where})", code=3
-        ) from None
+        )
     return fd
 
 

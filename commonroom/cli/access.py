@@ -10,12 +10,11 @@ import typer
 
 from .. import client, invitation
 from ..errors import InvalidRequest
-from ..engine import Engine
 from .common import (
     default_session_file,
     emit,
     handled,
-    owner_call,
+    operator_write,
     parse_duration,
     require_document,
     save_session,
@@ -33,7 +32,12 @@ def invite_command(
     session_ttl: Annotated[str, typer.Option(help="How long the session lasts once joined.")] = "30d",
     transport: Annotated[str, typer.Option(help="loopback, local, or a plugin such as tailcat.")] = "loopback",
 ) -> None:
-    """Print an invitation token for PARTICIPANT (through the owner port if the room runs)."""
+    """Print an invitation token for PARTICIPANT (through the owner port if the room runs).
+
+    With no room running it writes the sidecar itself, holding the room's
+    writer lock; if a room holds the lock but cannot be reached it fails
+    (``transport_unavailable``) and changes nothing.
+    """
     document = require_document(file)
     body = {
         "participant": participant,
@@ -42,18 +46,16 @@ def invite_command(
         "session_ttl_seconds": parse_duration(session_ttl, "--session-ttl"),
         "transport": transport,
     }
-    result = owner_call(document, "POST", "/owner/invitations", body)
-    if result is None:
+
+    def offline(engine):
         from .. import schemas
 
         schemas.validate("owner#InviteRequest", body)
-        engine = Engine.open(document)
-        try:
-            result = engine.invite(body["participant"], body["capabilities"], transport,
-                                   expires_in_seconds=body["expires_in_seconds"],
-                                   session_ttl_seconds=body["session_ttl_seconds"])
-        finally:
-            engine.close()
+        return engine.invite(body["participant"], body["capabilities"], transport,
+                             expires_in_seconds=body["expires_in_seconds"],
+                             session_ttl_seconds=body["session_ttl_seconds"])
+
+    result = operator_write(document, "POST", "/owner/invitations", body, offline)
     print(result["token"])
     print(f"invitation {result['invitation_id']} for {result['participant']} "
           f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
@@ -65,23 +67,24 @@ def revoke_command(
     invitation_ref: Annotated[Optional[str], typer.Option("--invitation", help="Invitation id or token.")] = None,
     session: Annotated[Optional[str], typer.Option("--session", help="Session id.")] = None,
 ) -> None:
-    """Revoke an invitation or a session (a revoked session stops at once)."""
+    """Revoke an invitation or a session (a revoked session stops at once).
+
+    Through the owner port if the room runs, else offline under the writer
+    lock (as ``ce invite``).
+    """
     document = require_document(file)
     body = {k: v for k, v in (("invitation", invitation_ref), ("session", session)) if v is not None}
     if len(body) != 1:
         raise InvalidRequest("give exactly one of --invitation ID_OR_TOKEN or --session ID",
                              details={"option": "--invitation/--session"})
-    result = owner_call(document, "POST", "/owner/revoke", body)
-    if result is None:
+
+    def offline(engine):
         from .. import schemas
 
         schemas.validate("owner#RevokeRequest", body)
-        engine = Engine.open(document)
-        try:
-            result = engine.revoke(invitation_ref=invitation_ref, session_id=session)
-        finally:
-            engine.close()
-    emit(result)
+        return engine.revoke(invitation_ref=invitation_ref, session_id=session)
+
+    emit(operator_write(document, "POST", "/owner/revoke", body, offline))
 
 
 @handled

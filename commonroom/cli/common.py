@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+import time
 from functools import wraps
 from pathlib import Path
 from typing import Any, Callable
@@ -105,16 +106,73 @@ def owner_endpoint(document: Path) -> tuple[dict[str, Any], str] | None:
     return hint, token
 
 
-def owner_call(document: Path, method: str, path: str, body: Any = None) -> Any | None:
-    """Call the running room's owner port; None when no room runs on ``document``."""
-    endpoint = owner_endpoint(document)
-    if endpoint is None:
-        return None
-    hint, token = endpoint
-    try:
-        return client.call_json(hint, method, path, body=body, token=token)
-    except TransportUnavailable:
-        return None
+#: How long an offline ``ce invite`` / ``ce revoke`` waits for the writer lock
+#: while no running room can be found (another offline command, or a room
+#: still starting up); a room that is found but cannot be reached fails at once.
+LOCK_WAIT_SECONDS = 5.0
+
+
+def operator_write(document: Path, method: str, path: str, body: Any,
+                   offline: Callable[[Any], Any], *, wait: float = LOCK_WAIT_SECONDS) -> Any:
+    """One operator write: through the running room's owner port, or offline under the lock.
+
+    There is only ever one writer of the sidecar. If a room runs on
+    ``document`` (state file, live pid, owner token), the write is
+    ``method path`` with ``body`` on its owner port and the answer's JSON is
+    returned. Otherwise the writer lock ``ce serve`` takes
+    (:meth:`RoomFiles.try_lock`) is taken, ``offline(engine)`` runs on an
+    engine opened on the sidecar, its result is returned and the lock is
+    released. While the lock is held by someone else and no room answers,
+    it retries for up to ``wait`` seconds.
+
+    Raises the owner port's ``CommonroomError`` as it answered, and
+    ``TransportUnavailable`` (exit 23) when the lock is held but the room
+    holding it cannot be reached (its owner port refuses, or it has no state
+    or owner-token file this user can read): then nothing was written.
+    """
+    from ..engine import Engine
+
+    files = RoomFiles.of(document)
+    deadline = time.monotonic() + wait
+    while True:
+        endpoint = owner_endpoint(document)
+        unreachable: TransportUnavailable | None = None
+        if endpoint is not None:
+            hint, token = endpoint
+            try:
+                return client.call_json(hint, method, path, body=body, token=token)
+            except TransportUnavailable as exc:
+                unreachable = exc
+        fd = files.try_lock()
+        if fd is not None:
+            try:
+                engine = Engine.open(files.document)
+                try:
+                    return offline(engine)
+                finally:
+                    engine.close()
+            finally:
+                files.release_lock(fd)
+        if unreachable is not None or time.monotonic() >= deadline:
+            raise _room_unreachable(files, unreachable)
+        time.sleep(0.05)
+
+
+def _room_unreachable(files: RoomFiles, cause: TransportUnavailable | None) -> TransportUnavailable:
+    state = files.read_state() or {}
+    where = state.get("owner_url")
+    if cause is not None:
+        why = f"its owner port {where} cannot be reached ({cause.message})"
+    elif state and files.read_owner_token() is None:
+        why = f"its owner token {files.owner_token} cannot be read by this user"
+    else:
+        why = f"another process holds the writer lock {files.lock} and no running room answers"
+    return TransportUnavailable(
+        f"a room is running for {files.document} but {why}; nothing was changed. "
+        "Run this as the user who started the room, or stop the room and try again.",
+        details={"file": str(files.document), "pid": state.get("pid"), "owner_url": where,
+                 "lock": str(files.lock)},
+    )
 
 
 def require_document(document: Path) -> Path:

@@ -15,7 +15,6 @@ from .. import tokens
 from ..clock import Clock
 from ..errors import InvalidRequest
 from ..store import Store, WriteContext, sidecar_path
-from ..store.models import Version
 from .access import AccessMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
@@ -73,6 +72,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         return engine
 
     def _bootstrap(self) -> None:
+        Version = self.store.models.Version
         workspace_id = self.store.meta("workspace_id")
         if workspace_id and Version.select().exists():
             self.workspace_id = workspace_id
@@ -151,6 +151,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
           external``) with a ``document.external_edit`` event. Never lost,
           never overwritten.
         """
+        Version = self.store.models.Version
         head = self.head()
         text = self._read_file()
         if text is None:

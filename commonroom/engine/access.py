@@ -27,7 +27,7 @@ from ..errors import (
     SessionExpired,
     Unauthorized,
 )
-from ..store.models import Invitation, Participant, Session
+from ..store.models import Row
 from .base import Actor, EngineBase
 
 DEFAULT_INVITATION_TTL = 24 * 3600
@@ -58,7 +58,7 @@ def participant_name(raw: str) -> str:
     return name
 
 
-def participant_dict(row: Participant, sessions: int | None = None) -> dict[str, Any]:
+def participant_dict(row: Row, sessions: int | None = None) -> dict[str, Any]:
     """Wire form (schema ``common.json#/$defs/Participant``)."""
     out: dict[str, Any] = {"id": row.id, "name": row.name, "created_at": row.created_at}
     if sessions is not None:
@@ -66,7 +66,7 @@ def participant_dict(row: Participant, sessions: int | None = None) -> dict[str,
     return out
 
 
-def session_dict(row: Session) -> dict[str, Any]:
+def session_dict(row: Row) -> dict[str, Any]:
     """Wire form (schema ``common.json#/$defs/Session``); never the token."""
     return {
         "id": row.id,
@@ -97,6 +97,7 @@ class AccessMixin(EngineBase):
         Raises ``InvalidRequest`` for an empty name or a token over 8192
         bytes, ``TransportUnavailable`` for a transport the room lacks.
         """
+        Invitation = self.store.models.Invitation
         name = participant_name(participant)
         caps = sorted(set(capabilities), key=capabilities.index)
         hint = transport_hint(transport, self.ingress())
@@ -158,6 +159,8 @@ class AccessMixin(EngineBase):
         ``Unauthorized`` for one this room never issued, and
         ``InvitationExpired`` / ``InvitationRevoked`` / ``InvitationRedeemed``.
         """
+        models = self.store.models
+        Participant, Invitation, Session = models.Participant, models.Invitation, models.Session
         payload = invitation.decode(token)
         if payload["workspace_id"] != self.workspace_id:
             raise Unauthorized("this invitation is for another workspace",
@@ -254,6 +257,7 @@ class AccessMixin(EngineBase):
 
     def session_live(self, session_id: str) -> bool:
         """True while the session is neither revoked nor expired (for streams)."""
+        Session = self.store.models.Session
         row = Session.get_or_none(Session.id == session_id)
         return bool(
             row is not None
@@ -263,6 +267,7 @@ class AccessMixin(EngineBase):
 
     def session_info(self, actor: Actor) -> dict[str, Any]:
         """The caller's own session (``common.json#/$defs/Session``)."""
+        Session = self.store.models.Session
         row = Session.get_by_id(actor.session_id)
         return session_dict(row)
 
@@ -273,6 +278,8 @@ class AccessMixin(EngineBase):
         is false when it was revoked already. Raises ``NotFound`` for an
         unknown id, ``InvalidRequest`` unless exactly one is given.
         """
+        models = self.store.models
+        Invitation, Session = models.Invitation, models.Session
         if (invitation_ref is None) == (session_id is None):
             raise InvalidRequest("give exactly one of invitation or session",
                                  details={"pointer": ""})

@@ -18,7 +18,6 @@ from .. import jsontext
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store
-from ..store.models import Version
 
 CAPABILITIES = ("read", "observe", "propose", "lease", "write", "approve", "handoff", "message")
 DEFAULT_LIMIT = 50
@@ -128,6 +127,7 @@ class EngineBase:
     def head(self) -> Head:
         """The head version (number, text, hash)."""
         if self._head is None:
+            Version = self.store.models.Version
             row = (Version.select(Version.number, Version.content_hash)
                    .order_by(Version.number.desc()).get())
             self._head = Head(row.number, self._reconstruct(row.number), row.content_hash)
@@ -143,8 +143,7 @@ class EngineBase:
             return None
         cache = self.__dict__.setdefault("_names", {})
         if participant_id not in cache:
-            from ..store.models import Participant
-
+            Participant = self.store.models.Participant
             row = Participant.get_or_none(Participant.id == participant_id)
             if row is None:
                 return None

@@ -18,7 +18,6 @@ from typing import Any
 
 from ..errors import InvalidRequest
 from ..store.db import event_dict
-from ..store.models import Event
 from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
 
 #: Most rows one replay read returns (streams read the ring in pages).
@@ -40,6 +39,7 @@ class HistoryMixin(EngineBase):
         last page); ``history_lost`` is true when events after the cursor
         were already trimmed off the ring. Needs ``read``.
         """
+        Event = self.store.models.Event
         require(actor, "read")
         size = parse_limit(limit)
         position = decode_cursor(cursor)
@@ -63,6 +63,7 @@ class HistoryMixin(EngineBase):
 
     def ring_bounds(self) -> tuple[int | None, int]:
         """``(oldest id still in the ring or None when empty, newest id ever)``."""
+        Event = self.store.models.Event
         oldest = Event.select(Event.id).order_by(Event.id).limit(1).scalar()
         return oldest, self.store.last_event_id()
 
@@ -81,6 +82,7 @@ class HistoryMixin(EngineBase):
 
     def events_after(self, event_id: int, limit: int = REPLAY_PAGE) -> list[dict[str, Any]]:
         """Up to ``limit`` events with id > ``event_id``, oldest first (wire dicts)."""
+        Event = self.store.models.Event
         query = Event.select().where(Event.id > event_id).order_by(Event.id).limit(limit)
         return [event_dict(r) for r in query]
 

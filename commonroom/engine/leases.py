@@ -17,7 +17,7 @@ from .. import regions, tokens
 from ..clock import rfc3339
 from ..errors import InvalidRequest, LeaseConflict, NotFound, PermissionDenied
 from ..store import WriteContext
-from ..store.models import Lease, Session
+from ..store.models import Row
 from .base import Actor, EngineBase, require
 
 DEFAULT_TTL = 300
@@ -44,7 +44,9 @@ class LeasesMixin(EngineBase):
             'SELECT 1 FROM "lease" WHERE "released_at" IS NULL AND "expired_at" IS NULL LIMIT 1'
         ).fetchone() is not None
 
-    def _live_lease_rows(self) -> list[Lease]:
+    def _live_lease_rows(self) -> list[Row]:
+        models = self.store.models
+        Session, Lease = models.Session, models.Lease
         if not self._any_open_lease():
             return []
         now = rfc3339(self.clock.now())
@@ -60,7 +62,7 @@ class LeasesMixin(EngineBase):
             )
         )
 
-    def _lease_span(self, row: Lease, text: str) -> regions.Span:
+    def _lease_span(self, row: Row, text: str) -> regions.Span:
         """The lease's lines at the head (kept current by :meth:`_shift_leases`)."""
         count = len(self.head_lines()) if text is self.head().text else len(regions.lines_of(text))
         start = min(row.start_line, count + 1)
@@ -75,6 +77,7 @@ class LeasesMixin(EngineBase):
         lines. So a lease keeps covering its text as the document changes,
         and no heading is parsed again on the commit path.
         """
+        Lease = self.store.models.Lease
         if not self._any_open_lease():
             return
         hs, he, k = delta["start"], delta["end"], len(delta["lines"])
@@ -97,6 +100,8 @@ class LeasesMixin(EngineBase):
 
     def _sweep_expired(self, ctx: WriteContext) -> None:
         """Mark leases past their TTL (or whose session ended) expired; emit events."""
+        models = self.store.models
+        Session, Lease = models.Session, models.Lease
         if not self._any_open_lease():
             return
         now = rfc3339(self.clock.now())
@@ -128,7 +133,7 @@ class LeasesMixin(EngineBase):
                     region=row.region,
                 )
 
-    def _lease_dict(self, row: Lease, text: str | None = None) -> dict[str, Any]:
+    def _lease_dict(self, row: Row, text: str | None = None) -> dict[str, Any]:
         head = self.head()
         span = self._lease_span(row, text if text is not None else head.text)
         status = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= rfc3339(self.clock.now()) else "active"
@@ -153,6 +158,7 @@ class LeasesMixin(EngineBase):
         (``lease``), ``InvalidRegion``, ``InvalidRequest`` (TTL) or
         ``LeaseConflict`` (with ``lease_id`` and ``region`` of the other lease).
         """
+        Lease = self.store.models.Lease
         require(actor, "lease")
         if actor.session_id is None:
             raise PermissionDenied("leases belong to sessions; the operator cannot hold one",
@@ -184,7 +190,8 @@ class LeasesMixin(EngineBase):
 
         return self.store.write(acquire)
 
-    def _own_live_lease(self, actor: Actor, lease_id: str) -> Lease:
+    def _own_live_lease(self, actor: Actor, lease_id: str) -> Row:
+        Lease = self.store.models.Lease
         row = Lease.get_or_none(Lease.id == lease_id)
         if row is None or (actor.kind == "session" and row.session_id != actor.session_id):
             raise NotFound("no such lease held by this session", details={"lease_id": lease_id})

@@ -8,7 +8,6 @@ import peewee as pw
 
 from .. import PROTOCOL, PROTOCOL_VERSION, regions
 from ..clock import rfc3339
-from ..store.models import Participant, Session
 from .access import participant_dict
 from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
 
@@ -17,10 +16,13 @@ class ReadingMixin(EngineBase):
     """``room_status``, ``document``, ``participants`` (capability ``read``)."""
 
     def _live_sessions(self) -> pw.Expression:
+        Session = self.store.models.Session
         return Session.revoked_at.is_null() & (Session.expires_at > rfc3339(self.clock.now()))
 
     def room_status(self, actor: Actor) -> dict[str, Any]:
         """``room.json#/$defs/RoomStatus``. Needs ``read``."""
+        models = self.store.models
+        Participant, Session = models.Participant, models.Session
         require(actor, "read")
         return {
             "protocol": PROTOCOL,
@@ -56,6 +58,8 @@ class ReadingMixin(EngineBase):
         ``limit`` 1 to 200 (default 50), else ``InvalidRequest``; ``cursor``
         from the previous page's ``next_cursor``. Needs ``read``.
         """
+        models = self.store.models
+        Participant, Session = models.Participant, models.Session
         require(actor, "read")
         size = parse_limit(limit)
         after = decode_cursor(cursor)

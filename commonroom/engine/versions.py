@@ -21,7 +21,7 @@ from .. import regions
 from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
-from ..store.models import Version
+from ..store.models import Row
 from .base import Actor, EngineBase, content_hash, decode_cursor, encode_cursor, parse_limit, require
 
 CHECKPOINT_EVERY = 64
@@ -67,7 +67,7 @@ class VersionsMixin(EngineBase):
         proposal_id: str | None = None,
         new_lines: list[str] | None = None,
         delta: dict[str, Any] | None = None,
-    ) -> Version:
+    ) -> Row:
         """Append version N+1 with ``text`` inside the caller's transaction.
 
         Emits ``version.committed``; after the commit the head cache moves
@@ -75,6 +75,7 @@ class VersionsMixin(EngineBase):
         ``text``) and ``delta`` (the hunk from the head) may be passed when
         the caller has them. Returns the row.
         """
+        Version = self.store.models.Version
         head = self.head()
         number = head.number + 1
         digest = content_hash(text)
@@ -144,6 +145,7 @@ class VersionsMixin(EngineBase):
 
     def _reconstruct(self, number: int) -> str:
         """Replay the deltas after the nearest checkpoint at or below ``number``."""
+        Version = self.store.models.Version
         base = (
             Version.select(Version.number, Version.content)
             .where((Version.number <= number) & Version.content.is_null(False))
@@ -159,7 +161,7 @@ class VersionsMixin(EngineBase):
             lines = apply_hunk(lines, row.delta)
         return "".join(lines)
 
-    def _version_info(self, row: Version) -> dict[str, Any]:
+    def _version_info(self, row: Row) -> dict[str, Any]:
         return {
             "number": row.number,
             "author": self.participant_name(row.participant_id),
@@ -174,6 +176,7 @@ class VersionsMixin(EngineBase):
 
     def _changes(self, after: int, upto: int) -> list[dict[str, Any]]:
         """Versions ``after+1 .. upto`` as the ``changes`` recovery field."""
+        Version = self.store.models.Version
         rows = (
             Version.select(Version.number, Version.participant_id, Version.session_id, Version.created_at,
                            Version.summary, Version.content_hash, Version.source, Version.proposal_id)
@@ -192,6 +195,7 @@ class VersionsMixin(EngineBase):
 
         ``limit`` 1 to 200 (default 50) else ``InvalidRequest``.
         """
+        Version = self.store.models.Version
         require(actor, "read")
         size = parse_limit(limit)
         before = decode_cursor(cursor)
@@ -208,6 +212,7 @@ class VersionsMixin(EngineBase):
 
     def version(self, actor: Actor, number: Any) -> dict[str, Any]:
         """One version with its ``text``. Needs ``read``; ``VersionNotFound``."""
+        Version = self.store.models.Version
         require(actor, "read")
         number = _version_number(number)
         text = self.version_text(number)

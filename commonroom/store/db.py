@@ -16,8 +16,7 @@ from typing import Any, Callable, TypeVar
 
 import peewee as pw
 
-from . import models
-from .models import Event, Meta
+from .models import Models
 
 T = TypeVar("T")
 
@@ -58,7 +57,7 @@ class WriteContext:
         """Insert one event row now (same transaction); returns its wire dict."""
         created_at = self.store.clock.stamp()
         event_id = self.store.insert(
-            Event,
+            self.store.models.Event,
             type=type,
             created_at=created_at,
             participant_id=participant_id,
@@ -82,7 +81,7 @@ def event_wire(event_id: int, type: str, time: str, participant_id: str | None,
     }
 
 
-def event_dict(row: Event) -> dict[str, Any]:
+def event_dict(row: Any) -> dict[str, Any]:
     """The wire form of an event row."""
     return event_wire(row.id, row.type, row.created_at, row.participant_id, row.session_id, row.payload)
 
@@ -91,17 +90,27 @@ class Store:
     """The sidecar database of one room.
 
     ``publish`` (events → None) is called after each commit with the events it
-    appended; the room process points it at the live hub. Reads may use the
-    models directly; writes go through :meth:`write` only.
+    appended; the room process points it at the live hub. ``models`` holds
+    this store's own model classes (:class:`~commonroom.store.models.Models`,
+    bound to ``db`` and to nothing else), so two stores in one process are
+    independent. Reads may use ``store.models`` directly; writes go through
+    :meth:`write` only.
     """
 
     def __init__(self, path: Path, clock: Any, publish: Callable[[list[dict]], None] | None = None,
                  *, migrate: bool = True):
+        """Open (creating if needed) the SQLite file at ``path``.
+
+        ``clock`` stamps events (``stamp() -> str``); ``migrate`` creates
+        the tables and checks the schema version (``RuntimeError`` when the
+        file is newer than this code); ``peewee.OperationalError`` when the
+        file cannot be opened.
+        """
         self.path = Path(path)
         self.clock = clock
         self.publish = publish
         self.db = pw.SqliteDatabase(str(self.path), pragmas=PRAGMAS, check_same_thread=False)
-        models.database.initialize(self.db)
+        self.models = Models(self.db)
         self._lock = threading.RLock()
         self._insert_sql: dict[tuple, str] = {}
         self.db.connect(reuse_if_open=True)
@@ -109,8 +118,9 @@ class Store:
             self._migrate()
 
     def _migrate(self) -> None:
+        Meta = self.models.Meta
         with self.db.atomic("IMMEDIATE"):
-            self.db.create_tables(models.MODELS, safe=True)
+            self.db.create_tables(self.models.all, safe=True)
             row = Meta.get_or_none(Meta.key == "schema_version")
             if row is None:
                 Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
@@ -122,12 +132,13 @@ class Store:
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         """A Meta value (or ``default``)."""
+        Meta = self.models.Meta
         row = Meta.get_or_none(Meta.key == key)
         return default if row is None else row.value
 
     def set_meta(self, key: str, value: str) -> None:
         """Set a Meta value; call inside :meth:`write`."""
-        Meta.insert(key=key, value=value).on_conflict_replace().execute()
+        self.models.Meta.insert(key=key, value=value).on_conflict_replace().execute()
 
     def write(self, fn: Callable[[WriteContext], T]) -> T:
         """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction; publish after commit.

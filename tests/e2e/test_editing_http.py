@@ -11,7 +11,6 @@ import hashlib
 import json
 import signal
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -293,18 +292,6 @@ def test_lease_dies_with_its_session(room):
     assert theirs["id"] != mine["id"]
     expired = [p for t, p in events(room) if t == "lease.expired"]
     assert [p["lease_id"] for p in expired] == [mine["id"]]
-
-
-def test_lease_expires_on_its_own(room):
-    alice, bob = room.join("alice", ALL), room.join("bob", ALL)
-    ok(lease(alice, GOALS, ttl=1), "editing#Lease", 201)
-    err(lease(bob, GOALS), "lease_conflict")
-    time.sleep(1.2)
-    assert ok(bob.get("/workspace/leases"), "editing#LeaseList")["leases"] == []
-    ok(lease(bob, GOALS), "editing#Lease", 201)
-    # A write by bob over Goals is no longer blocked by alice's dead lease.
-    head = read(bob)["version"]
-    ok(write(bob, head, "## Goals\n\n- bob's goals\n\n", GOALS), "editing#VersionInfo")
 
 
 def test_commit_and_approval_touching_a_leased_region_are_refused(room):

@@ -212,7 +212,11 @@ def test_revoking_unknown_records_is_not_found(shared_room):
 def lapsed(shared_room: Room, tmp_path_factory) -> dict[str, Any]:
     """Sessions and invitations with one-second lifetimes, all past their end.
 
-    Built once for the module so the tests share a single short wait.
+    Built once for the module so the tests share a single short wait. This
+    is the end-to-end check that a real room turns lapsed TTLs into the
+    right HTTP answers and ``ce`` exit statuses; the TTL rules themselves
+    (boundaries, leases, live counts) are tested on an injected clock in
+    ``tests/engine/test_engine_ttl.py``.
     """
     folder = tmp_path_factory.mktemp("lapsed")
     room = shared_room
