@@ -19,14 +19,15 @@ from ..limits import RateLimiter
 from ..live.guard import StreamGuard
 from ..live.hub import Hub
 from ..live.sse import LiveSettings, ObserveResource
+from ..live.stream import Streams
 from ..live.stopping import end_streams_on_sigterm
 from ..mcp import mcp_routes
 from .app import create_app
 
 
-def live_routes(engine: Engine, hub: Hub, settings: LiveSettings) -> dict[str, Any]:
-    """The routes that read the hub (both listeners)."""
-    return {"/workspace/observe": ObserveResource(engine, hub, settings)}
+def live_routes(engine: Engine, hub: Hub, settings: LiveSettings, streams: Streams | None = None) -> dict[str, Any]:
+    """The routes that read the hub (both listeners); ``streams`` is the room's one stream registry."""
+    return {"/workspace/observe": ObserveResource(engine, hub, settings, streams)}
 
 
 def build_room(document: Path, owner_token_hash: str) -> tuple[Engine, Any, Any, list[Callable]]:
@@ -34,11 +35,13 @@ def build_room(document: Path, owner_token_hash: str) -> tuple[Engine, Any, Any,
     settings = LiveSettings.from_env()
     hub = Hub(queue_size=settings.queue_size)
     engine = Engine.open(document, publish=hub.publish, background_file=True)
+    streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
     owner_app = create_app(engine, "owner", owner_token_hash,
-                           extra_routes=live_routes(engine, hub, settings))
+                           extra_routes=live_routes(engine, hub, settings, streams))
     ingress_app = create_app(engine, "ingress",
-                             extra_routes={**live_routes(engine, hub, settings),
-                                           **mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds)},
+                             extra_routes={**live_routes(engine, hub, settings, streams),
+                                           **mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
+                                                        streams=streams)},
                              limiter=RateLimiter())
     end_streams_on_sigterm(hub.close_nowait)
     return (

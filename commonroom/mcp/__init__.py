@@ -10,7 +10,8 @@ Modules, one concern each:
   and the ``COMMONROOM_MCP_PLUGINS`` hook (the API is in its docstring);
 - :mod:`.tools`, :mod:`.resources`, :mod:`.prompts`, :mod:`.skills`:
   commonroom's own catalog; :mod:`.bundle`: self-contained tool schemas;
-- :mod:`.stream`: ``GET /mcp`` notifications through the live hub.
+- :mod:`.stream`: ``GET /mcp`` notifications and POST-answered streams on
+  the room's stream primitive (``commonroom.live.stream``).
 
 :func:`mcp_routes` is what ``commonroom.http.build`` mounts on the ingress.
 """
@@ -54,10 +55,14 @@ def _ingress_hosts(engine: Any) -> frozenset[str]:
 
 
 def mcp_routes(engine: Any, hub: Any = None, *, heartbeat_seconds: float = 15.0,
-               plugins: str | None = None) -> dict[str, Any]:
-    """``{"/mcp": McpEndpoint}`` for the session ingress (never the owner port)."""
+               plugins: str | None = None, streams: Any = None) -> dict[str, Any]:
+    """``{"/mcp": McpEndpoint}`` for the session ingress (never the owner port).
+
+    ``streams`` is the room's ``commonroom.live.stream.Streams`` (one is made
+    on ``hub`` when not given)."""
     subscriptions = Subscriptions()
     registry = build_registry(subscriptions, plugins)
     endpoint = McpEndpoint(engine, Dispatcher(engine, registry), subscriptions, hub,
-                           extra_hosts=_ingress_hosts(engine), heartbeat_seconds=heartbeat_seconds)
+                           extra_hosts=_ingress_hosts(engine), heartbeat_seconds=heartbeat_seconds,
+                           streams=streams)
     return {"/mcp": endpoint}
