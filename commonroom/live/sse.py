@@ -151,8 +151,10 @@ class ObserveEncoder(Encoder):
 
     def events(self, events: list[dict[str, Any]]) -> bytes:
         """One ``id``/``event``/``data`` block per event (shared serialisation)."""
+        if len(events) == 1:
+            return self.cache.get(events[0])
         get = self.cache.get
-        return b"".join(get(e) for e in events)
+        return b"".join([get(e) for e in events])
 
     def end(self, reason: str, last_event_id: int | None) -> bytes | None:
         """``event: resync`` for ``lagged`` and ``cursor_lost``; nothing otherwise."""
