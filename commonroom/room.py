@@ -26,15 +26,16 @@ from .limits import RateLimiter
 from .live.guard import StreamGuard
 from .live.hub import Hub
 from .live.sse import LiveSettings, ObserveResource
+from .live.stream import Streams
 from .live.stopping import end_streams_on_sigterm
 from .mcp import mcp_routes
 from .operations import INGRESS, OPERATIONS, OWNER, Table
 from .operations.runner import Runner
 
 
-def live_routes(engine: Engine, hub: Hub, settings: LiveSettings) -> dict[str, Any]:
-    """The routes that read the hub (both listeners)."""
-    return {"/workspace/observe": ObserveResource(engine, hub, settings)}
+def live_routes(engine: Engine, hub: Hub, settings: LiveSettings, streams: Streams | None = None) -> dict[str, Any]:
+    """The routes that read the hub (both listeners); ``streams`` is the room's one stream registry."""
+    return {"/workspace/observe": ObserveResource(engine, hub, settings, streams)}
 
 
 def build_room(document: Path, owner_token_hash: str, *,
@@ -48,12 +49,13 @@ def build_room(document: Path, owner_token_hash: str, *,
     hub = Hub(queue_size=settings.queue_size)
     engine = Engine.open(document, publish=hub.publish, background_file=True)
     runner = Runner(engine)
+    streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
     owner_app = create_app(engine, OWNER, owner_token_hash,
-                           extra_routes=live_routes(engine, hub, settings), runner=runner, table=table)
+                           extra_routes=live_routes(engine, hub, settings, streams), runner=runner, table=table)
     ingress_app = create_app(engine, INGRESS,
-                             extra_routes={**live_routes(engine, hub, settings),
+                             extra_routes={**live_routes(engine, hub, settings, streams),
                                            **mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
-                                                        runner=runner, table=table)},
+                                                        runner=runner, table=table, streams=streams)},
                              limiter=RateLimiter(), runner=runner, table=table)
     end_streams_on_sigterm(hub.close_nowait)
     return (

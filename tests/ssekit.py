@@ -127,20 +127,26 @@ def open_stream(
     token: str | None = None,
     headers: dict[str, str] | None = None,
     timeout: float = 10.0,
+    method: str = "GET",
+    body: bytes | None = None,
 ) -> SSEStream:
-    """``GET path`` as an event stream on ``(host, port)`` or a Unix socket path."""
+    """``GET path`` (or ``method`` with ``body``) as an event stream on ``(host, port)`` or a Unix socket path."""
     if isinstance(address, str):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout)
         sock.connect(address)
     else:
         sock = socket.create_connection(address, timeout=timeout)
-    lines = [f"GET {path} HTTP/1.1", f"Host: {BYTE_CLIENT_HOST}", f"Accept: {EVENT_STREAM_TYPE}"]
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {BYTE_CLIENT_HOST}"]
+    if not any(name.lower() == "accept" for name in headers or {}):
+        lines.append(f"Accept: {EVENT_STREAM_TYPE}")
     if token:
         lines.append(f"Authorization: Bearer {token}")
     for name, value in (headers or {}).items():
         lines.append(f"{name}: {value}")
-    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    if body is not None:
+        lines.append(f"Content-Length: {len(body)}")
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
     raw = b""
     while b"\r\n\r\n" not in raw:
         data = sock.recv(65536)

@@ -7,6 +7,9 @@ are trimmed (``Store.last_event_id``).
 
 - :meth:`HistoryMixin.history` pages through the ring, oldest first
   (``events.json#/$defs/HistoryPage``; capability ``read``).
+- :func:`event_cursor` reads the room's one cursor form: an event id as a
+  decimal string. History's ``cursor``/``next_cursor`` and the observe
+  stream's ``since_event_id``/``Last-Event-ID`` are the same thing.
 - :meth:`HistoryMixin.events_after` / :meth:`HistoryMixin.ring_bounds` /
   :meth:`HistoryMixin.cursor_lost` are what a stream needs to replay after a
   ``Last-Event-ID`` and to tell when the cursor fell off the ring.
@@ -18,10 +21,39 @@ from typing import Any
 
 from ..errors import InvalidRequest
 from ..store.db import event_dict
-from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, decode_cursor, parse_limit, require
 
 #: Most rows one replay read returns (streams read the ring in pages).
 REPLAY_PAGE = 200
+
+
+def event_cursor(value: Any, parameter: str = "cursor", *, legacy: bool = False) -> int | None:
+    """The event id in a cursor: a non-negative decimal integer as text
+    (surrounding blanks ignored); ``None`` for ``None`` or blank.
+
+    ``legacy`` also accepts the opaque cursor history issued before (base64
+    JSON ``{"after": N}``), so a page fetched before an upgrade can be
+    followed on. Anything else is ``InvalidRequest`` with
+    ``details.parameter = parameter``.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.isdigit():
+        return int(text)
+    if legacy:
+        try:
+            position = decode_cursor(text)
+        except InvalidRequest:
+            position = None
+        after = position.get("after") if isinstance(position, dict) else None
+        if isinstance(after, int) and not isinstance(after, bool) and after >= 0:
+            return after
+    if parameter == "cursor":
+        message = f"cursor is not one this room issued (an event id), not {value!r}"
+    else:
+        message = f"{parameter} must be a non-negative integer event id, not {value!r}"
+    raise InvalidRequest(message, details={"parameter": parameter})
 
 
 class HistoryMixin(EngineBase):
@@ -30,32 +62,30 @@ class HistoryMixin(EngineBase):
     def history(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> dict[str, Any]:
         """A page of the events still in the ring after ``cursor``, oldest first.
 
-        ``limit`` 1 to 200 (default 50) else ``InvalidRequest``; ``cursor`` is
-        a previous page's ``next_cursor`` (absent: from the oldest event kept).
-        Returns ``{events, next_cursor, history_lost, oldest_event_id,
-        last_event_id}``: ``next_cursor`` is null when this page reached the
-        newest event (keep the last id and resume with ``since_event_id`` on
-        ``/workspace/observe``, or call again later with the cursor of the
-        last page); ``history_lost`` is true when events after the cursor
-        were already trimmed off the ring. Needs ``read``.
+        ``limit`` 1 to 200 (default 50) else ``InvalidRequest``; ``cursor``
+        is an event id as a decimal string (:func:`event_cursor`): a previous
+        page's ``next_cursor``, or any id seen on ``/workspace/observe``
+        (absent: from the oldest event kept). Returns ``{events,
+        next_cursor, history_lost, oldest_event_id, last_event_id}``:
+        ``next_cursor`` is the id of this page's last event as a decimal
+        string (the same value ``/workspace/observe`` takes as
+        ``since_event_id`` or ``Last-Event-ID``), null when this page reached
+        the newest event (keep the last id and resume from it);
+        ``history_lost`` is true when events after the cursor were already
+        trimmed off the ring. Needs ``read``.
         """
         Event = self.store.models.Event
         require(actor, "read")
         size = parse_limit(limit)
-        position = decode_cursor(cursor)
-        if position is None:
-            after = 0
-        elif isinstance(position, dict) and isinstance(position.get("after"), int) and position["after"] >= 0:
-            after = position["after"]
-        else:
-            raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+        position = event_cursor(cursor, "cursor", legacy=True)
+        after = 0 if position is None else position
         rows = list(Event.select().where(Event.id > after).order_by(Event.id).limit(size + 1))
         events = [event_dict(r) for r in rows[:size]]
         oldest, last = self.ring_bounds()
         more = len(rows) > size
         return {
             "events": events,
-            "next_cursor": encode_cursor({"after": events[-1]["id"]}) if more else None,
+            "next_cursor": str(events[-1]["id"]) if more else None,
             "history_lost": position is not None and self.cursor_lost(after),
             "oldest_event_id": oldest,
             "last_event_id": last,

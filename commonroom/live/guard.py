@@ -19,7 +19,11 @@ while to read a large document.
 :func:`on_request_end` registers a callable (a stream's
 ``Subscription.close``) that runs when the request finishes, fails or is
 cancelled, so a stream cut off inside Falcon's SSE loop never leaves a
-subscriber behind in the hub.
+subscriber behind in the hub. :func:`on_disconnect` registers one that
+runs as soon as the server reports the client gone (``http.disconnect``
+from ``receive()``, which Falcon's SSE loop watches), so a stream waiting
+for events, or in the middle of a replay, ends at once rather than at its
+next write.
 """
 
 from __future__ import annotations
@@ -32,11 +36,27 @@ log = logging.getLogger("commonroom.live")
 
 #: Scope key holding the callables :func:`on_request_end` registered.
 CLEANUP_KEY = "commonroom.on_request_end"
+#: Scope key holding the callables :func:`on_disconnect` registered.
+DISCONNECT_KEY = "commonroom.on_disconnect"
 
 
 def on_request_end(scope: dict, callback: Callable[[], Any]) -> None:
     """Run ``callback()`` when the request ends (needs :class:`StreamGuard` outside)."""
     scope.setdefault(CLEANUP_KEY, []).append(callback)
+
+
+def on_disconnect(scope: dict, callback: Callable[[], Any]) -> None:
+    """Run ``callback()`` when ``receive()`` reports ``http.disconnect`` (needs
+    :class:`StreamGuard` outside); at most once, and never after the request ended."""
+    scope.setdefault(DISCONNECT_KEY, []).append(callback)
+
+
+def _run_all(callbacks: Any, what: str) -> None:
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            log.exception("%s failed", what)
 
 
 def _is_event_stream(headers: Any) -> bool:
@@ -87,18 +107,21 @@ class StreamGuard:
             finally:
                 watch.since = None
 
+        async def watched_receive() -> dict:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                _run_all(scope.pop(DISCONNECT_KEY, ()), "disconnect clean-up")
+            return message
+
         try:
             # A cut-off stream ends in CancelledError, which gunicorn takes as
             # a client gone: it closes the connection without an error log.
-            await self.app(scope, receive, guarded_send)
+            await self.app(scope, watched_receive, guarded_send)
         finally:
             if watch is not None:
                 self._watches.discard(watch)
-            for callback in scope.pop(CLEANUP_KEY, ()):
-                try:
-                    callback()
-                except Exception:
-                    log.exception("request clean-up failed")
+            scope.pop(DISCONNECT_KEY, None)
+            _run_all(scope.pop(CLEANUP_KEY, ()), "request clean-up")
 
     def _ensure_sweeper(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._sweeper is None or self._sweeper.done():

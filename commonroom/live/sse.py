@@ -24,13 +24,13 @@ resends), else the ``since_event_id`` query parameter: a non-negative
 integer, else ``invalid_request``. Without one the stream starts with the
 next commit.
 
-Order of work, so nothing falls in a gap: subscribe to the hub first, then
-read the ring after the cursor (in pages) and send it, then send the live
-events, skipping every id already sent. The stream ends on RESYNC, when the
-session is revoked (the hub ends it as ``session.revoked`` is published) or
-expires (a timer at ``expires_at``; the session is also rechecked every
-0.5–1.5 heartbeat intervals, jittered, one answer per session per second),
-and when the room stops (``Hub.close``).
+The lifecycle (subscribe first, replay the ring after the cursor in pages,
+then live events skipping ids already sent, heartbeats, the endings and
+their clean-up) is the shared primitive :mod:`commonroom.live.stream`; this
+module only maps events to frames (:class:`ObserveEncoder`): ``retry:``
+first, one ``id:``/``event:``/``data:`` block per event, ``event: resync``
+for the ``lagged`` and ``cursor_lost`` endings, nothing for the others
+(revoked, expired, shutdown, disconnected).
 
 Settings (environment of ``ce serve``): ``COMMONROOM_HEARTBEAT_SECONDS``
 (default 15), ``COMMONROOM_STREAM_QUEUE`` (hub queue per subscriber, default
@@ -39,29 +39,24 @@ Settings (environment of ``ce serve``): ``COMMONROOM_HEARTBEAT_SECONDS``
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import random
-import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 import falcon
 
-from ..clock import parse_rfc3339
 from ..engine import Actor, Engine, require
-from ..engine.history import REPLAY_PAGE
-from ..errors import InvalidRequest
-from .guard import on_request_end
-from .hub import CLOSED, HEARTBEAT, RESYNC, Hub, Subscription
+from ..engine.history import event_cursor
+from .hub import Hub
+from .stream import BATCH_EVENTS, CURSOR_LOST, HEARTBEAT_BYTES, LAGGED, LIVE_CACHE_SECONDS, Encoder, Frame, \
+    Streams, respond
 
 #: Reconnection hint sent first (milliseconds; the seed's 5 seconds).
 RETRY_MS = 5000
-#: Most events written in one send when a subscriber has a backlog.
-BATCH_EVENTS = 64
-#: How long one answer of "is this session live?" serves a session's streams (s).
-LIVE_CACHE_SECONDS = 1.0
+# BATCH_EVENTS (events per write) and LIVE_CACHE_SECONDS live in .stream.
+__all__ = ["BATCH_EVENTS", "LIVE_CACHE_SECONDS", "Frame", "LiveSettings", "ObserveEncoder", "ObserveResource",
+           "RETRY_MS", "event_bytes", "parse_cursor", "resync_frame"]
 
 
 def _env_float(name: str, default: float) -> float:
@@ -92,20 +87,8 @@ class LiveSettings:
         )
 
 
-class Frame:
-    """Pre-serialised SSE bytes that Falcon's ``resp.sse`` loop writes as is."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes):
-        self.data = data
-
-    def serialize(self, handler: Any = None) -> bytes:  # noqa: D102 - falcon protocol
-        return self.data
-
-
 RETRY_FRAME = Frame(f"retry: {RETRY_MS}\n\n".encode())
-HEARTBEAT_FRAME = Frame(b": heartbeat\n\n")
+HEARTBEAT_FRAME = Frame(HEARTBEAT_BYTES)
 
 
 def event_bytes(event: dict[str, Any]) -> bytes:
@@ -121,16 +104,17 @@ def resync_frame(reason: str, last_event_id: int) -> Frame:
 
 
 def parse_cursor(req: falcon.asgi.Request) -> int | None:
-    """``Last-Event-ID`` (preferred) or ``since_event_id``; None when neither."""
+    """``Last-Event-ID`` (preferred) or ``since_event_id``; None when neither.
+
+    The one cursor form of the room: an event id as a decimal string, the
+    same as ``/workspace/history``'s ``cursor``/``next_cursor``. Anything
+    else is ``InvalidRequest`` (400) with ``details.parameter`` naming it.
+    """
     for name, value in (("Last-Event-ID", req.get_header("Last-Event-ID")),
                         ("since_event_id", req.get_param("since_event_id"))):
-        if value is None or not value.strip():
-            continue
-        text = value.strip()
-        if not (text.isascii() and text.isdigit()):
-            raise InvalidRequest(f"{name} must be a non-negative integer event id, not {value!r}",
-                                 details={"parameter": name})
-        return int(text)
+        after = event_cursor(value, name)
+        if after is not None:
+            return after
     return None
 
 
@@ -153,121 +137,53 @@ class _FrameCache:
         return data
 
 
-class ObserveResource:
-    """``GET /workspace/observe`` (Falcon ASGI resource)."""
+class ObserveEncoder(Encoder):
+    """Observe's frames: ``retry:``, event blocks with ids, ``event: resync`` at a lag or lost cursor."""
 
-    def __init__(self, engine: Engine, hub: Hub, settings: LiveSettings | None = None):
+    __slots__ = ("cache",)
+
+    def __init__(self, cache: _FrameCache):
+        self.cache = cache
+
+    def open(self) -> bytes:
+        """``retry: 5000``."""
+        return RETRY_FRAME.data
+
+    def events(self, events: list[dict[str, Any]]) -> bytes:
+        """One ``id``/``event``/``data`` block per event (shared serialisation)."""
+        if len(events) == 1:
+            return self.cache.get(events[0])
+        get = self.cache.get
+        return b"".join([get(e) for e in events])
+
+    def end(self, reason: str, last_event_id: int | None) -> bytes | None:
+        """``event: resync`` for ``lagged`` and ``cursor_lost``; nothing otherwise."""
+        if reason in (LAGGED, CURSOR_LOST):
+            return resync_frame(reason, last_event_id or 0).data
+        return None
+
+
+class ObserveResource:
+    """``GET /workspace/observe`` (Falcon ASGI resource).
+
+    ``streams`` is the room's :class:`~commonroom.live.stream.Streams` (one
+    is made on ``hub`` when not given).
+    """
+
+    def __init__(self, engine: Engine, hub: Hub, settings: LiveSettings | None = None,
+                 streams: Streams | None = None):
         self.engine = engine
         self.hub = hub
         self.settings = settings or LiveSettings()
+        self.streams = streams or Streams(hub, engine, heartbeat_seconds=self.settings.heartbeat_seconds)
         self.cache = _FrameCache()
-        self._live_cache: dict[str, tuple[float, bool]] = {}
+        self.encoder = ObserveEncoder(self.cache)
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         """Check the capability and cursor, then hand Falcon the frame stream."""
         actor: Actor = req.context.actor
         require(actor, "observe")
         after = parse_cursor(req)
-        resp.content_type = "text/event-stream; charset=utf-8"
-        resp.set_header("Cache-Control", "no-store")
-        resp.set_header("X-Accel-Buffering", "no")
-        resp.sse = self.frames(actor, after, req.scope)
-
-    def _session_live(self, actor: Actor, *, fresh: bool = False) -> bool:
-        """Is the actor's session still live? Periodic checks share one answer per
-        session for a second (a thousand streams of one session cost one query);
-        ``fresh`` always asks the sidecar."""
-        session_id = actor.session_id
-        if session_id is None:
-            return True
-        now = time.monotonic()
-        cached = self._live_cache.get(session_id)
-        if not fresh and cached is not None and now - cached[0] < LIVE_CACHE_SECONDS:
-            return cached[1]
-        live = self.engine.session_live(session_id)
-        if len(self._live_cache) >= 4096:
-            self._live_cache.clear()
-        self._live_cache[session_id] = (now, live)
-        return live
-
-    def _expiry_deadline(self, actor: Actor, loop: asyncio.AbstractEventLoop) -> float | None:
-        if actor.session_id is None or not actor.expires_at:
-            return None
-        remaining = (parse_rfc3339(actor.expires_at) - self.engine.clock.now()).total_seconds()
-        return loop.time() + max(0.0, remaining)
-
-    async def frames(self, actor: Actor, after: int | None, scope: dict) -> AsyncIterator[Frame]:
-        """The stream: retry hint, the ring after ``after`` (page by page), then live."""
-        sub = self.hub.subscribe(session_id=actor.session_id)
-        on_request_end(scope, sub.close)
-        try:
-            yield RETRY_FRAME
-            last = 0 if after is None else after
-            while after is not None:
-                if self.engine.cursor_lost(last):
-                    yield resync_frame("cursor_lost", self.engine.last_event_id())
-                    return
-                page = self.engine.events_after(last, REPLAY_PAGE)
-                if page:
-                    yield Frame(b"".join(self.cache.get(e) for e in page))
-                    last = page[-1]["id"]
-                if len(page) < REPLAY_PAGE or sub.ended:
-                    break
-            async for frame in self._live(actor, sub, last):
-                yield frame
-        finally:
-            sub.close()
-
-    async def _live(self, actor: Actor, sub: Subscription, last: int) -> AsyncIterator[Frame]:
-        loop = asyncio.get_running_loop()
-        heartbeat = self.settings.heartbeat_seconds
-        deadline = self._expiry_deadline(actor, loop)
-        last_write = loop.time()
-        # Streams opened together must not all recheck their session at once.
-        next_check = last_write + heartbeat * (0.5 + random.random())
-        while True:
-            now = loop.time()
-            wait = last_write + heartbeat - now
-            if deadline is not None:
-                wait = min(wait, deadline - now)
-            item = await sub.get(max(wait, 0.0))
-            now = loop.time()
-            if item is HEARTBEAT:
-                if deadline is not None and now >= deadline:
-                    if not self._session_live(actor, fresh=True):
-                        return
-                    deadline = now + 1.0  # clocks disagree by a hair: look again soon
-                if now - last_write >= heartbeat * 0.999:
-                    if not self._session_live(actor):
-                        return
-                    next_check = now + heartbeat
-                    last_write = now
-                    yield HEARTBEAT_FRAME
-                continue
-            if item is RESYNC:
-                yield resync_frame("lagged", self.engine.last_event_id())
-                return
-            if item is CLOSED:
-                return
-            chunks: list[bytes] = []
-            while True:
-                if item["id"] > last:
-                    chunks.append(self.cache.get(item))
-                    last = item["id"]
-                if len(chunks) >= BATCH_EVENTS:
-                    break
-                item = sub.get_nowait()
-                if not isinstance(item, dict):
-                    break
-            if chunks:
-                last_write = now
-                yield Frame(b"".join(chunks))
-            if actor.session_id is not None and now >= next_check:
-                next_check = now + heartbeat
-                if not self._session_live(actor):
-                    return
-            if isinstance(item, dict) or item is HEARTBEAT:
-                continue
-            if item is RESYNC:
-                yield resync_frame("lagged", self.engine.last_event_id())
-            return
+        stream = self.streams.open(self.encoder, session_id=actor.session_id, expires_at=actor.expires_at,
+                                   after=after)
+        respond(req, resp, stream)

@@ -10,7 +10,8 @@ Modules, one concern each:
   and the ``COMMONROOM_MCP_PLUGINS`` hook (the API is in its docstring);
 - :mod:`.tools`, :mod:`.resources`, :mod:`.prompts`, :mod:`.skills`:
   commonroom's own catalog (the tools derived from the operation table);
-- :mod:`.stream`: ``GET /mcp`` notifications through the live hub.
+- :mod:`.stream`: ``GET /mcp`` notifications and POST-answered streams on
+  the room's stream primitive (``commonroom.live.stream``).
 
 :func:`mcp_routes` is what the composition root (:mod:`commonroom.room`) mounts on the ingress.
 """
@@ -54,14 +55,18 @@ def _ingress_hosts(engine: Any) -> frozenset[str]:
 
 
 def mcp_routes(engine: Any, hub: Any = None, *, heartbeat_seconds: float = 15.0,
-               plugins: str | None = None, runner: Any = None, table: Table = OPERATIONS) -> dict[str, Any]:
+               plugins: str | None = None, runner: Any = None, table: Table = OPERATIONS,
+               streams: Any = None) -> dict[str, Any]:
     """``{"/mcp": McpEndpoint}`` for the session ingress (never the owner port).
 
     ``runner`` runs the tools' engine calls (writes on the writer thread);
-    ``table`` is the operation table the tools come from.
+    ``table`` is the operation table the tools come from; ``streams`` is the
+    room's ``commonroom.live.stream.Streams`` (one is made on ``hub`` when
+    not given).
     """
     subscriptions = Subscriptions()
     registry = build_registry(subscriptions, plugins, table)
     endpoint = McpEndpoint(engine, Dispatcher(engine, registry, runner), subscriptions, hub,
-                           extra_hosts=_ingress_hosts(engine), heartbeat_seconds=heartbeat_seconds)
+                           extra_hosts=_ingress_hosts(engine), heartbeat_seconds=heartbeat_seconds,
+                           streams=streams)
     return {"/mcp": endpoint}

@@ -10,9 +10,15 @@
 4. the bearer: missing or invalid → 401 with ``WWW-Authenticate: Bearer``
    and a JSON-RPC error (code -31000, data = the HTTP error object);
 5. a notification (no id, or null) → 202 and an empty body;
+   ``notifications/cancelled`` whose ``params.requestId`` names a stream this
+   session opened with a POST (``subscriptions/listen``) ends that stream;
 6. :func:`~commonroom.mcp.headers.check_request` (400 / -32020, -32602, -32022);
 7. the method: unknown → 404 / -32601; else the dispatcher's result or
    JSON-RPC error with its status (docs/mcp.md, "Error statuses").
+
+A method answered with a :class:`~commonroom.mcp.stream.HubStream` is
+written as ``text/event-stream`` on the room's stream primitive
+(``commonroom.live.stream``), keyed by the session and request id.
 
 ``GET /mcp`` is the notification stream (``stream.py``) only with Accept
 ``text/event-stream``, a valid bearer and ``MCP-Protocol-Version:
@@ -29,7 +35,7 @@ import falcon
 
 from .. import jsontext
 from ..errors import CommonroomError, LimitExceeded
-from ..live.guard import on_request_end
+from ..live.stream import Streams, respond
 from ..protocol import BYTE_CLIENT_HOST, MAX_BODY_BYTES
 from ..wire import bearer, count_request, read_body, retry_after
 from .dispatch import ROOM_ERROR, Dispatcher, Encoded, dumps
@@ -38,6 +44,7 @@ from .jsonrpc import (
     PROTOCOL_VERSION,
     JsonRpcError,
     error_response,
+    internal_error,
     invalid_request,
     is_request_id,
     method_not_found,
@@ -45,7 +52,7 @@ from .jsonrpc import (
     result_response,
 )
 from .registry import Stream
-from .stream import notification_stream, sse_response
+from .stream import HubStream, notification_accept, notification_encoder, sse_response, stream_key
 
 log = logging.getLogger("commonroom.mcp")
 
@@ -108,13 +115,17 @@ class McpEndpoint:
     public = True
 
     def __init__(self, engine: Any, dispatcher: Dispatcher, subscriptions: Any = None, hub: Any = None,
-                 *, extra_hosts: frozenset[str] = frozenset(), heartbeat_seconds: float = 15.0):
+                 *, extra_hosts: frozenset[str] = frozenset(), heartbeat_seconds: float = 15.0,
+                 streams: Streams | None = None):
         self.engine = engine
         self.dispatcher = dispatcher
         self.subscriptions = subscriptions
         self.hub = hub
         self.extra_hosts = extra_hosts
         self.heartbeat_seconds = heartbeat_seconds
+        if streams is None and hub is not None:
+            streams = Streams(hub, engine, heartbeat_seconds=heartbeat_seconds)
+        self.streams = streams
 
     def _guard(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> bool:
         if not host_allowed(req.get_header("Host"), self.extra_hosts):
@@ -152,6 +163,7 @@ class McpEndpoint:
             if not self._count(req, resp, request_id, bearer(req)):
                 return
             if request_id is None:
+                self._notified(message, actor)
                 _send(resp, None, 202)
                 return
             headers = lower_headers(req)
@@ -163,8 +175,11 @@ class McpEndpoint:
         except JsonRpcError as exc:
             _send(resp, error_response(message.get("id") if message else None, exc), exc.status)
             return
+        if isinstance(result, HubStream):
+            self._stream(req, resp, result, actor, request_id)
+            return
         if isinstance(result, Stream):
-            sse_response(resp, result)
+            sse_response(resp, result, req.scope)
             return
         if isinstance(result, Encoded):
             resp.status = 200
@@ -173,6 +188,30 @@ class McpEndpoint:
                 result.data + b"}"
             return
         _send(resp, result_response(request_id, result), 200)
+
+    def _notified(self, message: dict[str, Any], actor: Any) -> None:
+        """Act on a notification: ``notifications/cancelled`` ends the caller's stream of that request."""
+        if message.get("method") != "notifications/cancelled" or self.streams is None:
+            return
+        params = message.get("params")
+        if isinstance(params, dict) and is_request_id(params.get("requestId")):
+            self.streams.end(stream_key(actor.session_id, params["requestId"]))
+
+    def _stream(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, result: HubStream, actor: Any,
+                request_id: Any) -> None:
+        """Answer with ``result`` opened on the room's streams under (session, request id)."""
+        if self.streams is None:
+            error = internal_error()
+            _send(resp, error_response(request_id, error), error.status)
+            return
+        try:
+            live = self.streams.open(result.encoder, session_id=actor.session_id, expires_at=actor.expires_at,
+                                     accept=result.accept, key=stream_key(actor.session_id, request_id))
+        except ValueError:
+            error = invalid_request("a stream answering this request id is already open")
+            _send(resp, error_response(request_id, error), error.status)
+            return
+        respond(req, resp, live, content_type="text/event-stream")
 
     @staticmethod
     def _count(req: falcon.asgi.Request, resp: falcon.asgi.Response, request_id: Any, token: str | None) -> bool:
@@ -219,16 +258,16 @@ class McpEndpoint:
         except (JsonRpcError, CommonroomError):
             actor = None
         if (actor is None or "text/event-stream" not in accept.lower() or version != PROTOCOL_VERSION
-                or self.hub is None or self.subscriptions is None):
+                or self.streams is None or self.subscriptions is None):
             self._not_allowed(resp)
             return
         req.context.actor = actor
         if not self._count(req, resp, None, bearer(req)):
             return
-        stream = notification_stream(self.hub, self.subscriptions, actor, self.heartbeat_seconds,
-                                     self.engine.session_live)
-        on_request_end(req.scope, stream.close)
-        sse_response(resp, stream)
+        stream = self.streams.open(notification_encoder(self.subscriptions, actor.session_id),
+                                   session_id=actor.session_id, expires_at=actor.expires_at,
+                                   accept=notification_accept(self.subscriptions, actor.session_id))
+        respond(req, resp, stream, content_type="text/event-stream")
 
     async def on_delete(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         """No sessions to end: 405."""

@@ -1,4 +1,4 @@
-"""GET /workspace/history: paging the ring by cursor, limit bounds, errors."""
+"""GET /workspace/history: paging the ring by cursor, limit bounds, errors, the cursor observe shares."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import httpx
 import pytest
 
 from commonroom import schemas
+from commonroom.engine.base import encode_cursor
+from tests.ssekit import open_stream
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +76,30 @@ def test_history_needs_read(filled):
     observer = filled.join("observer-only", "observe")
     r = observer.get("/workspace/history")
     assert r.status_code == 403 and r.json()["error"] == "permission_denied"
+
+
+def test_one_cursor_form_for_history_and_observe(filled):
+    reader = filled.join("one-cursor", "read,observe")
+    page = reader.get("/workspace/history", params={"limit": 2}).json()
+    cursor = page["next_cursor"]
+    assert cursor == str(page["events"][-1]["id"])
+    following = reader.get("/workspace/history", params={"limit": 3, "cursor": cursor}).json()
+    expected = [e["id"] for e in following["events"]]
+    assert expected and expected[0] > int(cursor)
+    for how in ({"path": f"/workspace/observe?since_event_id={cursor}"},
+                {"headers": {"Last-Event-ID": cursor}}):
+        stream = open_stream(("127.0.0.1", filled.state["ingress"]["port"]), token=reader.token, **how)
+        try:
+            assert stream.status == 200
+            assert [int(f.id) for f in stream.events(len(expected))] == expected
+        finally:
+            stream.close()
+
+
+def test_a_cursor_of_the_old_opaque_form_is_still_followed(filled):
+    reader = filled.join("old-cursor", "read")
+    page = reader.get("/workspace/history", params={"limit": 2, "cursor": encode_cursor({"after": 3})}).json()
+    assert [e["id"] for e in page["events"]] == [4, 5] and page["next_cursor"] == "5"
+    for cursor in ("0", " 3 "):
+        r = reader.get("/workspace/history", params={"limit": 1, "cursor": cursor})
+        assert r.status_code == 200 and r.json()["events"][0]["id"] == int(cursor) + 1
