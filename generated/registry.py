@@ -1758,10 +1758,11 @@ SCHEMAS = json.loads(r'''{
     "description": "One JSON-RPC request (with id) or notification (without); batches are refused.",
     "properties": {
      "id": {
-      "description": "Absent for a notification (answered 202); never null (MCP).",
+      "description": "Absent or null for a notification (answered 202, docs/mcp.md).",
       "type": [
        "string",
-       "integer"
+       "integer",
+       "null"
       ]
      },
      "jsonrpc": {

@@ -242,7 +242,7 @@ class McpEndpoint:
             raise invalid_request("clients send requests and notifications only, not responses")
         if not isinstance(message["method"], str):
             raise invalid_request("method must be a string")
-        if "id" in message and not is_request_id(message["id"]):
+        if message.get("id") is not None and not is_request_id(message["id"]):
             raise invalid_request("id must be a string or an integer")
         return message
 

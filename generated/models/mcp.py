@@ -19,7 +19,8 @@ class MCP(RootModel[Any]):
 class JsonRpcMessage(BaseModel):
     jsonrpc: Literal['2.0']
     id: str | int | None = Field(
-        None, description='Absent for a notification (answered 202); never null (MCP).'
+        None,
+        description='Absent or null for a notification (answered 202, docs/mcp.md).',
     )
     method: constr(min_length=1)
     params: dict[str, Any] | None = None
