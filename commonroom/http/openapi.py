@@ -13,13 +13,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from generated.registry import SCHEMAS
-
 from .. import PROTOCOL_VERSION, __version__
 from ..errors import NotFound
+from ..schemas import load_all
 from .endpoint import Call, Endpoint, Method
 
 _PREFIX = "#/components/schemas/"
+SCHEMAS = load_all()
 
 
 def _component(name: str) -> str:

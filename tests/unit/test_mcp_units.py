@@ -12,7 +12,7 @@ from commonroom.mcp.headers import decode_value
 from commonroom.mcp.jsonrpc import JsonRpcError
 from commonroom.mcp.skills import frontmatter
 from commonroom.mcp.transport import host_allowed, origin_allowed, split_host
-from generated.registry import SCHEMAS
+from commonroom.schemas import load_all
 
 
 @pytest.mark.parametrize("raw,value", [
@@ -52,7 +52,7 @@ def test_encoded_result_equals_the_dict_form(value):
 
 
 def test_every_mcp_schema_bundles_without_refs():
-    for name in SCHEMAS["mcp.json"]["$defs"]:
+    for name in load_all()["mcp.json"]["$defs"]:
         assert "$ref" not in json.dumps(bundle("mcp#" + name)), name
 
 
