@@ -14,7 +14,10 @@ are trimmed (``Store.last_event_id``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from generated.types.events import Event as EventWire
+from generated.types.events import HistoryPage
 
 from ..errors import InvalidRequest
 from ..store.db import event_dict
@@ -28,7 +31,7 @@ REPLAY_PAGE = 200
 class HistoryMixin(EngineBase):
     """``history`` (capability ``read``) and ring lookups for the streams."""
 
-    def history(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> dict[str, Any]:
+    def history(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> HistoryPage:
         """A page of the events still in the ring after ``cursor``, oldest first.
 
         ``limit`` 1 to 200 (default 50) else ``InvalidRequest``; ``cursor`` is
@@ -50,7 +53,7 @@ class HistoryMixin(EngineBase):
         else:
             raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
         rows = list(Event.select().where(Event.id > after).order_by(Event.id).limit(size + 1))
-        events = [event_dict(r) for r in rows[:size]]
+        events = cast("list[EventWire]", [event_dict(r) for r in rows[:size]])  # store.event_dict builds the wire Event
         oldest, last = self.ring_bounds()
         more = len(rows) > size
         return {
