@@ -33,6 +33,7 @@ from generated.types.common import Session as SessionWire
 from generated.types.join import JoinResult
 from generated.types.owner import InviteResult, RevokeResult
 
+from ..store import WriteContext
 from ..store.models import Invitation, Participant, Session
 from .base import Actor, EngineBase
 
@@ -121,7 +122,7 @@ class AccessMixin(EngineBase):
         )
         invitation_id = tokens.new_id("inv_")
 
-        def create(ctx):
+        def create(ctx: WriteContext) -> None:
             Invitation.create(
                 id=invitation_id,
                 secret_hash=tokens.digest(secret),
@@ -172,7 +173,7 @@ class AccessMixin(EngineBase):
         bearer = tokens.new_secret(tokens.SESSION_PREFIX)
         session_id = tokens.new_id("s_")
 
-        def redeem(ctx):
+        def redeem(ctx: WriteContext) -> Session:
             row = Invitation.get_or_none(Invitation.secret_hash == secret_hash)
             if row is None or not tokens.matches(payload["secret"], row.secret_hash):
                 raise Unauthorized("this room did not issue that invitation",
@@ -290,7 +291,7 @@ class AccessMixin(EngineBase):
             else:
                 query = Invitation.id == ref
 
-            def revoke_invitation(ctx):
+            def revoke_invitation(ctx: WriteContext) -> RevokeResult:
                 row = Invitation.get_or_none(query)
                 if row is None:
                     raise NotFound("no such invitation", details={"invitation": ref if not ref.startswith(invitation.PREFIX) else "(token)"})
@@ -303,7 +304,7 @@ class AccessMixin(EngineBase):
 
             return self.store.write(revoke_invitation)
 
-        def revoke_session(ctx):
+        def revoke_session(ctx: WriteContext) -> RevokeResult:
             row = Session.get_or_none(Session.id == session_id)
             if row is None:
                 raise NotFound("no such session", details={"session": session_id})
