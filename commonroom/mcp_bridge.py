@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterator
 
 from . import client, errors
-from .http.wire import MAX_BODY_BYTES
+from .wire import MAX_BODY_BYTES
 
 log = logging.getLogger("commonroom.mcp_bridge")
 

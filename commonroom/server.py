@@ -249,7 +249,7 @@ class WorkerConfig:
 def build_app(config: WorkerConfig) -> Any:
     """The ASGI app of the room, built inside the worker (after the fork)."""
     from .http.app import RoomASGI
-    from .http.build import build_room
+    from .room import build_room
 
     engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
     gc.collect()

@@ -22,9 +22,11 @@ from .. import tokens
 from ..engine import OPERATOR, Engine
 from ..errors import CommonroomError, InvalidRequest, NotFound, Unauthorized
 from ..limits import RateLimiter
+from ..operations import OPERATIONS, Table
+from ..operations.runner import Runner
+from ..wire import bearer, count_request, send_error
 from .openapi import published_routes
-from .routes import ingress_routes, owner_routes
-from .wire import bearer, send_error
+from .operations import operation_routes
 
 log = logging.getLogger("commonroom.http")
 
@@ -60,8 +62,7 @@ class Authenticate:
             req.context.actor = OPERATOR
             return
         req.context.actor = self.engine.authenticate(token)
-        if self.limiter is not None:
-            self.limiter.hit(tokens.digest(token))
+        count_request(self.limiter, token)
 
 
 async def _commonroom_error(req, resp, error: CommonroomError, params) -> None:
@@ -86,11 +87,18 @@ def create_app(
     extra_routes: dict[str, Any] | None = None,
     middleware: list[Any] | None = None,
     limiter: RateLimiter | None = None,
+    *,
+    runner: Runner | None = None,
+    table: Table = OPERATIONS,
 ) -> falcon.asgi.App:
     """The Falcon app for ``role`` (``"ingress"`` or ``"owner"``).
 
-    ``limiter`` rate-limits authenticated requests (the ingress passes one;
-    the owner port, the local operator, is not limited).
+    Its routes are the operations of ``table`` served on that listener
+    (:func:`commonroom.http.operations.operation_routes`, run by
+    ``runner``), the published API (``/openapi.json``, ``/schema``) and
+    ``extra_routes`` (streams, ``/mcp``). ``limiter`` rate-limits
+    authenticated requests (the ingress passes one; the owner port, the
+    local operator, is not limited).
     """
     app = falcon.asgi.App(
         middleware=[Authenticate(engine, role, owner_token_hash, limiter), *(middleware or [])],
@@ -99,8 +107,8 @@ def create_app(
     app.req_options.auto_parse_qs_csv = False
     app.req_options.keep_blank_qs_values = True
     app.resp_options.secure_cookies_by_default = True
-    routes = ingress_routes(engine) if role == "ingress" else owner_routes(engine)
-    routes.update(published_routes())
+    routes: dict[str, Any] = dict(operation_routes(table, role, runner or Runner(engine)))
+    routes.update(published_routes(table, role))
     routes.update(extra_routes or {})
     for path, resource in routes.items():
         app.add_route(path, resource)

@@ -1,42 +1,89 @@
-"""The published API: the schema files and an OpenAPI 3.1 document derived from them.
+"""The published API: the schema files and one OpenAPI 3.1 document per listener.
 
 ``GET /schema`` lists the schema files, ``GET /schema/{name}`` serves one
-(``editing.json``), and ``GET /openapi.json`` describes every HTTP route,
-built from the route table itself (each route's ``Method``: request and
-answer schemas, status, capability, summary) with the schema files as
-components, so third-party clients can be generated. All three are public:
-they hold no secrets. The same files drive the tests.
+(``editing.json``), and ``GET /openapi.json`` describes the HTTP API of the
+listener it is asked on (the session ingress or the owner port), built
+from the operation table (:mod:`commonroom.operations`): every operation's
+``operationId`` is its name, its tag its concern, its parameters are typed
+from its input schema (an integer with its bounds), its request body and
+answer reference named components, and every status it can answer is
+listed with the error catalogue's codes. Every named shape of ``schema/``
+is its own component (``#/components/schemas/Proposal``), so mainstream
+client generators resolve them. All three routes are public: they hold no
+secrets.
 """
 
 from __future__ import annotations
 
 import copy
+import re
+from functools import lru_cache
 from typing import Any
 
+import falcon
+import falcon.asgi
+
 from .. import PROTOCOL_VERSION, __version__
-from ..errors import NotFound
+from ..bundle import bundle
+from ..errors import STATUS, NotFound
 from ..schemas import load_all
-from .endpoint import Call, Endpoint, Method
+from ..operations import INGRESS, OWNER, Operation, Table
+from ..wire import dumps, send
+from .operations import Binding
 
 _PREFIX = "#/components/schemas/"
 SCHEMAS = load_all()
+#: Tags of the table's concerns, in the order the documents list them.
+TAGS: dict[str, str] = {
+    "session": "Joining and the calling session",
+    "room": "The room: status, participants, history",
+    "document": "The document and its versions",
+    "leases": "Leases on regions",
+    "proposals": "Proposals and their review",
+    "owner": "The local operator (owner port)",
+    "live": "Event streams",
+    "mcp": "MCP 2026-07-28 (JSON-RPC 2.0)",
+    "published": "The published API itself",
+}
+_ERROR = {"$ref": _PREFIX + "Error"}
 
 
-def _component(name: str) -> str:
-    return name[: -len(".json")] if name.endswith(".json") else name
+def _file(name: str) -> str:
+    return name if name.endswith(".json") else name + ".json"
+
+
+def _root_name(file: str) -> str:
+    """The component name of a whole schema file (its title, e.g. ``Error``)."""
+    return re.sub(r"[^A-Za-z0-9]", "", SCHEMAS[file].get("title") or file[: -len(".json")].title())
+
+
+def component_name(name: str) -> str:
+    """``"editing#Proposal"`` → ``"Proposal"``; ``"error"`` → ``"Error"``."""
+    file, _, definition = name.partition("#")
+    return definition or _root_name(_file(file))
+
+
+def ref(name: str) -> dict[str, str]:
+    """A ``$ref`` to the component of schema ``name`` (``"file#Def"``)."""
+    return {"$ref": _PREFIX + component_name(name)}
 
 
 def _rewrite(node: Any, file: str) -> Any:
-    """Point every ``$ref`` of schema ``file`` into ``#/components/schemas``."""
+    """Point every ``$ref`` of a schema from ``file`` at its component."""
     if isinstance(node, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in node.items():
-            if key == "$schema":
+            if key in ("$schema", "$defs", "$id"):
                 continue
             if key == "$ref" and isinstance(value, str):
                 target, _, pointer = value.partition("#")
-                owner = _component(target) if target else file
-                out[key] = _PREFIX + owner + pointer
+                target = target or file
+                if pointer.startswith("/$defs/") and pointer.count("/") == 2:
+                    out[key] = _PREFIX + pointer[len("/$defs/"):]
+                elif pointer in ("", "/"):
+                    out[key] = _PREFIX + _root_name(target)
+                else:
+                    raise ValueError(f"{file}: $ref {value!r} does not name a shape")
             else:
                 out[key] = _rewrite(value, file)
         return out
@@ -45,98 +92,250 @@ def _rewrite(node: Any, file: str) -> Any:
     return node
 
 
-def schema_ref(name: str) -> dict[str, str]:
-    """``"editing#Proposal"`` → ``{"$ref": "#/components/schemas/editing/$defs/Proposal"}``."""
-    file, _, definition = name.partition("#")
-    return {"$ref": _PREFIX + _component(file) + (f"/$defs/{definition}" if definition else "")}
+def components() -> dict[str, Any]:
+    """Every named shape of ``schema/`` as its own component (names are unique)."""
+    out: dict[str, Any] = {}
+    for file, schema in sorted(SCHEMAS.items()):
+        named = dict(schema.get("$defs", {}))
+        if any(k in schema for k in ("type", "oneOf", "anyOf", "allOf", "properties", "$ref")):
+            named[_root_name(file)] = {k: v for k, v in schema.items() if k != "$defs"}
+        for name, shape in named.items():
+            if name in out:
+                raise ValueError(f"schema name {name} is defined twice ({file})")
+            out[name] = _rewrite(copy.deepcopy(shape), file)
+    return dict(sorted(out.items()))
 
 
-def _operation(path: str, verb: str, method: Method, public: bool, where: str) -> dict[str, Any]:
-    params = [{"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
-              for part in path.split("/") if part.startswith("{")]
-    params += [{"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
-               for name in method.query]
-    answer = schema_ref(method.answer) if method.answer else {}
-    op: dict[str, Any] = {
-        "operationId": f"{verb.lower()}_{path.strip('/').replace('/', '_').replace('{', '').replace('}', '')}",
-        "summary": method.summary,
-        "responses": {
-            str(method.status): {"description": "success", "content": {"application/json": {"schema": answer}}},
-            "default": {"description": "an error of the catalogue",
-                        "content": {"application/json": {"schema": schema_ref("error")}}},
-        },
-        "x-listener": where,
+def _camel(name: str) -> str:
+    return "".join(part.title() for part in name.split("_"))
+
+
+def _property_schema(op: Operation, prop: str) -> dict[str, Any]:
+    """The schema of input property ``prop``, as written in ``schema/`` (refs to components)."""
+    file, _, definition = op.input.partition("#")
+    shape = SCHEMAS[_file(file)]["$defs"][definition]
+    return _rewrite(copy.deepcopy(shape["properties"][prop]), _file(file))
+
+
+def _parameters(op: Operation, binding: Binding, required: set[str]) -> list[dict[str, Any]]:
+    params: list[dict[str, Any]] = []
+    for where, table in (("path", binding.path), ("query", binding.query)):
+        for wire, prop in table.items():
+            schema = _property_schema(op, prop)
+            description = schema.pop("description", None) or binding.properties.get(prop, {}).get("description")
+            param: dict[str, Any] = {"name": wire, "in": where, "required": where == "path" or prop in required}
+            if description:
+                param["description"] = description
+            if binding.kinds[prop] == "json":
+                param["content"] = {"application/json": {"schema": schema}}
+            else:
+                param["schema"] = schema
+            params.append(param)
+    return params
+
+
+def _body(op: Operation, binding: Binding, extra: dict[str, Any]) -> dict[str, Any] | None:
+    """The requestBody: the input's component, or a derived ``<Op>Body`` without path properties."""
+    if not binding.http.has_body:
+        return None
+    if not binding.path:
+        schema: dict[str, Any] = ref(op.input)
+        required = bool(bundle(op.input).get("required"))
+    else:
+        file, _, definition = op.input.partition("#")
+        shape = copy.deepcopy(SCHEMAS[_file(file)]["$defs"][definition])
+        for prop in binding.path.values():
+            shape.get("properties", {}).pop(prop, None)
+        shape["required"] = [r for r in shape.get("required", []) if r not in binding.path.values()]
+        if not shape["required"]:
+            del shape["required"]
+        if not shape.get("properties"):
+            return None
+        name = _camel(op.name) + "Body"
+        shape["description"] = f"The body of {op.http.method} {op.http.path} (the input {component_name(op.input)} without its path parameters)."  # type: ignore[union-attr]
+        extra[name] = _rewrite(shape, _file(file))
+        schema = {"$ref": _PREFIX + name}
+        required = bool(shape.get("required"))
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
+
+
+def _error_responses(statuses: dict[int, list[str]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for status, codes in statuses.items():
+        entry: dict[str, Any] = {"description": ", ".join(codes),
+                                 "content": {"application/json": {"schema": _ERROR}}}
+        if status == 429:
+            entry["headers"] = {"Retry-After": {"description": "Seconds to wait before trying again.",
+                                                "schema": {"type": "integer", "minimum": 0}}}
+        out[str(status)] = entry
+    return out
+
+
+def operation_object(op: Operation, listener: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI Operation Object of ``op`` on ``listener`` (``extra`` collects derived components)."""
+    assert op.http is not None
+    binding = Binding(op)
+    required = set(bundle(op.input).get("required", []))
+    out: dict[str, Any] = {
+        "operationId": op.name,
+        "summary": op.summary,
+        "tags": [op.tag],
     }
+    if op.mcp is not None:
+        out["description"] = op.mcp.description
+    params = _parameters(op, binding, required)
     if params:
-        op["parameters"] = params
-    if method.schema:
-        op["requestBody"] = {"required": True,
-                             "content": {"application/json": {"schema": schema_ref(method.schema)}}}
-    if method.capability:
-        op["x-capability"] = method.capability
-    op["security"] = [] if public else [{"bearer": []}]
-    return op
+        out["parameters"] = params
+    body = _body(op, binding, extra)
+    if body is not None:
+        out["requestBody"] = body
+    success = {"description": op.summary, "content": {"application/json": {"schema": ref(op.answer)}}}
+    out["responses"] = {str(op.http.status): success, **_error_responses(op.error_statuses(listener))}
+    out["security"] = [] if op.http.public else [{"bearer": []}]
+    if op.capability:
+        out["x-capability"] = op.capability
+    if op.mcp is not None:
+        out["x-mcp-tool"] = op.name
+    return out
 
 
-def build() -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the room's HTTP API."""
-    from .routes import ingress_routes, owner_routes
+def _published(listener: str) -> dict[str, Any]:
+    """``/openapi.json``, ``/schema`` and ``/schema/{name}``."""
+    def get(op_id: str, summary: str, schema: dict[str, Any], params: list | None = None,
+            not_found: bool = False) -> dict[str, Any]:
+        responses: dict[str, Any] = {"200": {"description": summary,
+                                             "content": {"application/json": {"schema": schema}}}}
+        if not_found:
+            responses.update(_error_responses({404: ["not_found"]}))
+        op: dict[str, Any] = {"operationId": op_id, "summary": summary, "tags": ["published"],
+                              "security": [], "responses": responses}
+        if params:
+            op["parameters"] = params
+        return {"get": op}
 
+    return {
+        "/openapi.json": get("openapi_get", f"This OpenAPI document (the {listener} listener)", {"type": "object"}),
+        "/schema": get("schemas_list", "The schema files", {
+            "type": "object", "required": ["schemas"], "additionalProperties": False,
+            "properties": {"schemas": {"type": "array", "items": {"type": "string"}}}}),
+        "/schema/{name}": get("schema_get", "One schema file (JSON Schema 2020-12)", {"type": "object"}, [
+            {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1},
+             "description": "A file name, with or without .json (editing.json)."}], not_found=True),
+    }
+
+
+def _observe(listener: str) -> dict[str, Any]:
+    statuses = {400: ["invalid_request"], 401: ["unauthorized"] + (["session_expired"] if listener == INGRESS else []),
+                403: ["permission_denied"]}
+    if listener == INGRESS:
+        statuses[429] = ["limit_exceeded"]
+    return {"get": {
+        "operationId": "workspace_observe", "summary": "Server-sent events: replay after the cursor, then live",
+        "tags": ["live"],
+        "parameters": [
+            {"name": "since_event_id", "in": "query", "required": False,
+             "schema": {"type": "integer", "minimum": 0}, "description": "Replay events after this id."},
+            {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"},
+             "description": "The id of the last event seen (reconnects); wins over since_event_id."}],
+        "responses": {"200": {"description": "event stream",
+                              "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                      **_error_responses(statuses)},
+        "security": [{"bearer": []}], "x-capability": "observe"}}
+
+
+def _mcp() -> dict[str, Any]:
+    rpc = {"application/json": {"schema": {"type": "object"}}}
+    errors = {str(s): {"description": d, "content": rpc} for s, d in (
+        (400, "JSON-RPC error: parse error, invalid request, header mismatch"),
+        (401, "no valid bearer"), (403, "Origin or Host refused"), (404, "unknown method (-32601)"),
+        (413, "body too large"), (429, "rate limit (Retry-After)"))}
+    return {
+        "post": {"operationId": "mcp_post", "summary": "MCP 2026-07-28 (JSON-RPC 2.0; see docs/mcp.md)",
+                 "tags": ["mcp"], "security": [{"bearer": []}],
+                 "requestBody": {"required": True, "content": rpc},
+                 "responses": {"200": {"description": "JSON-RPC response (or an event stream for a "
+                                       "streamed method)", "content": {**rpc, "text/event-stream": {
+                                           "schema": {"type": "string"}}}},
+                               "202": {"description": "notification accepted"}, **errors}},
+        "get": {"operationId": "mcp_stream", "summary": "MCP notification stream (server to client)",
+                "tags": ["mcp"], "security": [{"bearer": []}],
+                "responses": {"200": {"description": "event stream",
+                                      "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                              "405": {"description": "no stream without a bearer, Accept: text/event-stream "
+                                      "and MCP-Protocol-Version", "content": rpc}}},
+        "delete": {"operationId": "mcp_delete", "summary": "Not used (405)", "tags": ["mcp"],
+                   "security": [{"bearer": []}],
+                   "responses": {"405": {"description": "DELETE is not used", "content": rpc}}},
+    }
+
+
+def build(table: Table | None = None, listener: str = INGRESS) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of ``listener``'s HTTP API (``"ingress"`` or ``"owner"``)."""
+    if table is None:
+        from ..operations import OPERATIONS
+
+        table = OPERATIONS
+    extra: dict[str, Any] = {}
     paths: dict[str, Any] = {}
-    ingress = ingress_routes(None)  # type: ignore[arg-type]  (introspection only)
-    owner = owner_routes(None)  # type: ignore[arg-type]
-    for path in sorted(set(ingress) | set(owner)):
-        endpoint = ingress.get(path) or owner[path]
-        where = "both" if path in ingress and path in owner else ("ingress" if path in ingress else "owner")
-        paths[path] = {verb.lower(): _operation(path, verb, m, endpoint.public, where)
-                       for verb, m in sorted(endpoint.methods.items())}
-    paths["/workspace/observe"] = {"get": {
-        "operationId": "get_workspace_observe", "summary": "Server-sent events: replay after the cursor, then live",
-        "parameters": [{"name": "since_event_id", "in": "query", "required": False, "schema": {"type": "integer"}},
-                       {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}],
-        "responses": {"200": {"description": "event stream", "content": {"text/event-stream": {"schema": schema_ref("events#Event")}}},
-                      "default": {"description": "an error of the catalogue",
-                                  "content": {"application/json": {"schema": schema_ref("error")}}}},
-        "x-capability": "observe", "x-listener": "both", "security": [{"bearer": []}]}}
-    paths["/mcp"] = {"post": {
-        "operationId": "post_mcp", "summary": "MCP 2026-07-28 (JSON-RPC 2.0; see docs/mcp.md)",
-        "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
-        "responses": {"200": {"description": "JSON-RPC response", "content": {"application/json": {"schema": {"type": "object"}}}},
-                      "202": {"description": "notification accepted"}},
-        "x-listener": "ingress", "security": [{"bearer": []}]}}
-    for extra in ("/openapi.json", "/schema", "/schema/{name}"):
-        paths[extra] = {"get": {"operationId": "get" + extra.replace("/", "_").replace(".", "_").replace("{", "").replace("}", ""),
-                                "summary": "The published API (public)", "security": [], "x-listener": "both",
-                                "responses": {"200": {"description": "JSON", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
-        if "{name}" in extra:
-            paths[extra]["get"]["parameters"] = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
+    for op in table.http(listener):
+        assert op.http is not None
+        paths.setdefault(op.http.path, {})[op.http.method.lower()] = operation_object(op, listener, extra)
+    paths["/workspace/observe"] = _observe(listener)
+    if listener == INGRESS:
+        paths["/mcp"] = _mcp()
+    paths.update(_published(listener))
+    schemas = components()
+    schemas.update(extra)
+    used_tags = {op["tags"][0] for item in paths.values() for op in item.values()}
+    where = "the session ingress" if listener == INGRESS else "the owner port (127.0.0.1, owner token)"
     return {
         "openapi": "3.1.0",
-        "info": {"title": "commonroom", "version": __version__,
-                 "description": f"The HTTP API of a commonroom room (protocol commonroom, version {PROTOCOL_VERSION})."},
+        "info": {"title": f"commonroom ({listener})", "version": __version__,
+                 "description": f"The HTTP API of a commonroom room on {where} "
+                                f"(protocol commonroom, version {PROTOCOL_VERSION})."},
+        "tags": [{"name": name, "description": text} for name, text in TAGS.items() if name in used_tags],
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": {_component(name): _rewrite(copy.deepcopy(schema), _component(name))
-                        for name, schema in sorted(SCHEMAS.items())},
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                           "description": "a session token (ingress) or the owner token (owner port)"}},
+            "schemas": dict(sorted(schemas.items())),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description":
+                                           "a session token (ingress)" if listener == INGRESS
+                                           else "the owner token (owner port)"}},
         },
     }
 
 
-def _schema(call: Call) -> Any:
-    name = call.params["name"]
-    file = name if name.endswith(".json") else name + ".json"
-    if file not in SCHEMAS:
-        raise NotFound(f"no schema {name}", details={"schemas": sorted(SCHEMAS)})
-    return SCHEMAS[file]
+@lru_cache(maxsize=8)
+def _encoded(table_id: int, listener: str, table: Table) -> bytes:
+    return dumps(build(table, listener))
 
 
-def published_routes() -> dict[str, Endpoint]:
-    """``/openapi.json``, ``/schema`` and ``/schema/{name}``, public, on both listeners."""
-    document = build()
-    return {
-        "/openapi.json": Endpoint(None, public=True, get=Method(lambda c: document, summary="OpenAPI 3.1")),  # type: ignore[arg-type]
-        "/schema": Endpoint(None, public=True, get=Method(lambda c: {"schemas": sorted(SCHEMAS)}, summary="Schema files")),  # type: ignore[arg-type]
-        "/schema/{name}": Endpoint(None, public=True, get=Method(_schema, summary="One schema file")),  # type: ignore[arg-type]
-    }
+class _Published:
+    """``/openapi.json``, ``/schema``, ``/schema/{name}`` (public, JSON)."""
+
+    public = True
+
+    def __init__(self, table: Table, listener: str, what: str):
+        self.table, self.listener, self.what = table, listener, what
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, name: str | None = None) -> None:
+        if self.what == "openapi":
+            resp.status = 200
+            resp.content_type = "application/json"
+            resp.data = _encoded(id(self.table), self.listener, self.table)
+        elif self.what == "list":
+            send(resp, {"schemas": sorted(SCHEMAS)})
+        else:
+            file = _file(name or "")
+            if file not in SCHEMAS:
+                raise NotFound(f"no schema {name}", details={"schemas": sorted(SCHEMAS)})
+            send(resp, SCHEMAS[file])
+
+
+def published_routes(table: Table, listener: str) -> dict[str, Any]:
+    """The published API's routes for ``listener``."""
+    return {"/openapi.json": _Published(table, listener, "openapi"),
+            "/schema": _Published(table, listener, "list"),
+            "/schema/{name}": _Published(table, listener, "one")}
+
+
+__all__ = ["build", "components", "published_routes", "ref", "component_name", "OWNER", "INGRESS", "STATUS"]

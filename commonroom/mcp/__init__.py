@@ -9,16 +9,17 @@ Modules, one concern each:
 - :mod:`.registry`: tools, resources, templates, prompts, extension methods,
   and the ``COMMONROOM_MCP_PLUGINS`` hook (the API is in its docstring);
 - :mod:`.tools`, :mod:`.resources`, :mod:`.prompts`, :mod:`.skills`:
-  commonroom's own catalog; :mod:`.bundle`: self-contained tool schemas;
+  commonroom's own catalog (the tools derived from the operation table);
 - :mod:`.stream`: ``GET /mcp`` notifications through the live hub.
 
-:func:`mcp_routes` is what ``commonroom.http.build`` mounts on the ingress.
+:func:`mcp_routes` is what the composition root (:mod:`commonroom.room`) mounts on the ingress.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..operations import OPERATIONS, Table
 from .dispatch import Dispatcher
 from .prompts import register_prompts
 from .registry import Registry
@@ -33,10 +34,11 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 __all__ = ["McpEndpoint", "Registry", "build_registry", "mcp_routes"]
 
 
-def build_registry(subscriptions: Subscriptions, plugins: str | None = None) -> Registry:
-    """commonroom's catalog, then the plugins (``COMMONROOM_MCP_PLUGINS`` by default)."""
+def build_registry(subscriptions: Subscriptions, plugins: str | None = None,
+                   table: Table = OPERATIONS) -> Registry:
+    """commonroom's catalog (tools from ``table``), then the plugins (``COMMONROOM_MCP_PLUGINS`` by default)."""
     registry = Registry()
-    register_tools(registry)
+    register_tools(registry, table)
     register_resources(registry, subscriptions)
     register_prompts(registry)
     register_skills(registry)
@@ -54,10 +56,14 @@ def _ingress_hosts(engine: Any) -> frozenset[str]:
 
 
 def mcp_routes(engine: Any, hub: Any = None, *, heartbeat_seconds: float = 15.0,
-               plugins: str | None = None) -> dict[str, Any]:
-    """``{"/mcp": McpEndpoint}`` for the session ingress (never the owner port)."""
+               plugins: str | None = None, runner: Any = None, table: Table = OPERATIONS) -> dict[str, Any]:
+    """``{"/mcp": McpEndpoint}`` for the session ingress (never the owner port).
+
+    ``runner`` runs the tools' engine calls (writes on the writer thread);
+    ``table`` is the operation table the tools come from.
+    """
     subscriptions = Subscriptions()
-    registry = build_registry(subscriptions, plugins)
-    endpoint = McpEndpoint(engine, Dispatcher(engine, registry), subscriptions, hub,
+    registry = build_registry(subscriptions, plugins, table)
+    endpoint = McpEndpoint(engine, Dispatcher(engine, registry, runner), subscriptions, hub,
                            extra_hosts=_ingress_hosts(engine), heartbeat_seconds=heartbeat_seconds)
     return {"/mcp": endpoint}

@@ -123,9 +123,10 @@ async def _call(handler: Any, ctx: Context) -> Any:
 class Dispatcher:
     """Runs checked requests against the engine and the registry."""
 
-    def __init__(self, engine: Any, registry: Registry):
+    def __init__(self, engine: Any, registry: Registry, runner: Any = None):
         self.engine = engine
         self.registry = registry
+        self.runner = runner
         self._encoded: OrderedDict[Any, bytes] = OrderedDict()
         self._encoded_bytes = 0
         self.core = {
@@ -149,7 +150,7 @@ class Dispatcher:
         method = message["method"]
         params = message.get("params") or {}
         ctx = Context(engine=self.engine, actor=actor, method=method, params=params,
-                      registry=self.registry, request_id=message.get("id"), headers=headers)
+                      registry=self.registry, runner=self.runner, request_id=message.get("id"), headers=headers)
         try:
             if method in self.core:
                 result = await self.core[method](ctx)

@@ -117,6 +117,7 @@ class Context:
     method: str
     params: dict[str, Any]
     registry: "Registry"
+    runner: Any = None
     request_id: Any = None
     headers: Mapping[str, str] = field(default_factory=dict)
     arguments: dict[str, Any] = field(default_factory=dict)

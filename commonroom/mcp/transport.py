@@ -27,11 +27,10 @@ from urllib.parse import urlsplit
 
 import falcon
 
-from .. import tokens
 from .. import jsontext
-from ..errors import CommonroomError
+from ..errors import CommonroomError, LimitExceeded
 from ..live.guard import on_request_end
-from ..http.wire import MAX_BODY_BYTES, bearer
+from ..wire import MAX_BODY_BYTES, bearer, count_request, read_body, retry_after
 from .dispatch import ROOM_ERROR, Dispatcher, Encoded, dumps
 from .headers import NAME_PARAMS, VERSION_HEADER, check_request, decode_value
 from .jsonrpc import (
@@ -169,33 +168,22 @@ class McpEndpoint:
     @staticmethod
     def _count(req: falcon.asgi.Request, resp: falcon.asgi.Response, request_id: Any, token: str | None) -> bool:
         """Count the request against its bearer's rate limit; False (429 sent) past it."""
-        limiter = req.context.get("limiter")
-        if limiter is None or not token:
-            return True
         try:
-            limiter.hit(tokens.digest(token))
+            count_request(req.context.get("limiter"), token)
         except CommonroomError as exc:
             _send(resp, error_response(request_id, JsonRpcError(ROOM_ERROR, exc.message, exc.to_dict())),
                   exc.status)
-            retry = exc.recovery.get("retry_after_seconds")
-            if retry is not None:
-                resp.set_header("Retry-After", str(int(retry)))
+            retry_after(resp, exc)
             return False
         return True
 
     async def _read(self, req: falcon.asgi.Request) -> dict[str, Any]:
-        length = req.content_length
-        if length is not None and length > MAX_BODY_BYTES:
-            raise JsonRpcError(-32600, "Request body too large", {"limit_bytes": MAX_BODY_BYTES}, status=413)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in req.stream:
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise JsonRpcError(-32600, "Request body too large", {"limit_bytes": MAX_BODY_BYTES}, status=413)
-            chunks.append(chunk)
         try:
-            message = jsontext.loads(b"".join(chunks))
+            raw = await read_body(req)
+        except LimitExceeded:
+            raise JsonRpcError(-32600, "Request body too large", {"limit_bytes": MAX_BODY_BYTES}, status=413) from None
+        try:
+            message = jsontext.loads(raw)
         except jsontext.NotJson as exc:
             raise parse_error(str(exc)) from None
         if isinstance(message, list):

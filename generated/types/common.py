@@ -57,3 +57,18 @@ Cursor: TypeAlias = str | None
 """
 Opaque; pass back to get the next page. null at the end.
 """
+
+
+class NoArguments(TypedDict, closed=True):
+    pass
+
+
+class PageInput(TypedDict, closed=True):
+    limit: NotRequired[Limit]
+    """
+    Items per page, 1 to 200 (default 50).
+    """
+    cursor: NotRequired[str]
+    """
+    next_cursor of the previous page; omit for the first page.
+    """

@@ -63,12 +63,46 @@ Lease TTL in seconds; default 300, at most 3600.
 """
 
 
+class DocumentReadInput(TypedDict, closed=True):
+    region: NotRequired[OptionalRegion]
+    """
+    Part to read: {"heading": ["Design", "Storage"]}, {"lines": [start, end]} (1-based, inclusive) or {"document": true}; omit for the whole document.
+    """
+
+
+class VersionGetInput(TypedDict, closed=True):
+    number: int
+    """
+    The version number (versions start at 1; 0 answers version_not_found).
+    """
+
+
+class VersionsDiffInput(TypedDict, closed=True):
+    from_version: int
+    to_version: NotRequired[int]
+    """
+    Default: the head version.
+    """
+
+
+class LeaseIdInput(TypedDict, closed=True):
+    lease_id: str
+
+
+class ProposalIdInput(TypedDict, closed=True):
+    proposal_id: str
+
+
 class LeaseRequest(TypedDict, closed=True):
     region: OptionalRegion
+    """
+    The region to reserve; null for the whole document.
+    """
     ttl_seconds: NotRequired[TtlSeconds]
 
 
-class LeaseRenewRequest(TypedDict, closed=True):
+class LeaseRenewInput(TypedDict, closed=True):
+    lease_id: str
     ttl_seconds: NotRequired[TtlSeconds]
 
 
@@ -132,15 +166,25 @@ class Diff(TypedDict, closed=True):
 
 class ProposalRequest(TypedDict, closed=True):
     base_version: int
+    """
+    The version the text was written against (the version you read).
+    """
     region: NotRequired[OptionalRegion]
+    """
+    The region the text replaces, as seen at base_version; omit or null for the whole document.
+    """
     text: str
     """
-    Replacement text for the region as seen at base_version.
+    The replacement text for the region.
     """
     summary: NotRequired[str]
+    """
+    One line saying what changes and why.
+    """
 
 
-class ProposalDecision(TypedDict, closed=True):
+class ProposalRejectInput(TypedDict, closed=True):
+    proposal_id: str
     reason: NotRequired[str]
 
 
@@ -183,6 +227,18 @@ class ApproveResult(TypedDict, closed=True):
 
 class WriteRequest(TypedDict, closed=True):
     expected_version: int
+    """
+    The head version you read; the write fails with stale_version if the head moved.
+    """
     text: str
+    """
+    The new text of the region (or of the whole document).
+    """
     region: NotRequired[OptionalRegion]
     summary: NotRequired[str]
+
+
+class ProposalsListInput(TypedDict, closed=True):
+    status: NotRequired[ProposalStatus]
+    limit: NotRequired[common.Limit]
+    cursor: NotRequired[str]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from commonroom.mcp.tools import TOOLS
+from commonroom.operations import OPERATIONS
 from tests.mcp_schema import check
 from tests.mcp_wire import Mcp
 
@@ -90,7 +90,7 @@ def test_tools_list(mcp):
     _server_info(result)
     assert result["cacheScope"] == "public" and result["ttlMs"] >= 0
     names = [t["name"] for t in result["tools"]]
-    assert set(names) == EXPECTED_TOOLS == {t.name for t in TOOLS}
+    assert set(names) == EXPECTED_TOOLS == {op.name for op in OPERATIONS.tools()}
     assert len(names) == len(set(names))
 
 

@@ -30,7 +30,7 @@ def _docs(*names: str) -> str:
 
 
 def _routes(tmp_path: Path) -> set[str]:
-    from commonroom.http.build import build_room
+    from commonroom.room import build_room
 
     doc = tmp_path / "doc.md"
     shutil.copyfile(ROOT / "examples" / "sample.md", doc)

@@ -124,7 +124,7 @@ def test_notification_stream_reconnects_after_a_drop():
 
 
 def test_a_line_over_the_room_limit_is_answered_here_with_its_id():
-    from commonroom.http.wire import MAX_BODY_BYTES
+    from commonroom.wire import MAX_BODY_BYTES
     from commonroom.mcp_bridge import Bridge
 
     out = io.BytesIO()

@@ -6,13 +6,12 @@ import json
 
 import pytest
 
-from commonroom.mcp.bundle import bundle
+from commonroom.bundle import bundle
 from commonroom.mcp.dispatch import encode_tool_value, finish, tool_result
 from commonroom.mcp.headers import decode_value
 from commonroom.mcp.jsonrpc import JsonRpcError
 from commonroom.mcp.skills import frontmatter
 from commonroom.mcp.transport import host_allowed, origin_allowed, split_host
-from commonroom.schemas import load_all
 
 
 @pytest.mark.parametrize("raw,value", [
@@ -51,9 +50,14 @@ def test_encoded_result_equals_the_dict_form(value):
     assert json.loads(encode_tool_value(value)) == finish(tool_result(value))
 
 
-def test_every_mcp_schema_bundles_without_refs():
-    for name in load_all()["mcp.json"]["$defs"]:
-        assert "$ref" not in json.dumps(bundle("mcp#" + name)), name
+def test_every_tool_schema_bundles_without_refs():
+    from commonroom.mcp.tools import input_schema, output_schema
+    from commonroom.operations import OPERATIONS
+
+    assert OPERATIONS.tools()
+    for op in OPERATIONS.tools():
+        assert "$ref" not in json.dumps(input_schema(op)), op.name
+        assert "$ref" not in json.dumps(output_schema(op)), op.name
 
 
 def test_frontmatter():

@@ -1,25 +1,18 @@
-"""The published OpenAPI document: valid OpenAPI 3.1, complete, and every $ref resolves."""
+"""The published OpenAPI documents: valid OpenAPI 3.1, one per listener, derived from the operation table."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
+import httpx
+import pytest
 from openapi_spec_validator import validate
 
-from commonroom import schemas
-from commonroom.http.openapi import build
-from commonroom.http.routes import ingress_routes, owner_routes
+from commonroom.http.openapi import build, component_name
+from commonroom.operations import INGRESS, OPERATIONS, OWNER
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _resolve(document: dict, ref: str):
-    assert ref.startswith("#/"), ref
-    node = document
-    for part in ref[2:].split("/"):
-        node = node[part.replace("~1", "/").replace("~0", "~")]
-    return node
+PREFIX = "#/components/schemas/"
 
 
 def _refs(node):
@@ -34,43 +27,86 @@ def _refs(node):
             yield from _refs(item)
 
 
-def test_the_document_is_valid_openapi_3_1():
-    document = build()
-    validate(document)
-    assert document["openapi"] == "3.1.0"
+@pytest.fixture(scope="module", params=[INGRESS, OWNER])
+def document(request):
+    return request.param, build(OPERATIONS, request.param)
 
 
-def test_every_ref_resolves_into_the_components():
-    document = build()
-    refs = set(_refs(document))
-    assert any(r.endswith("/$defs/Proposal") for r in refs)
+def test_each_document_is_valid_openapi_3_1(document):
+    _, doc = document
+    validate(doc)
+    assert doc["openapi"] == "3.1.0"
+
+
+def test_every_ref_names_one_component_directly(document):
+    _, doc = document
+    refs = set(_refs(doc))
+    assert PREFIX + "Proposal" in refs or PREFIX + "Diff" in refs
     for ref in refs:
-        assert isinstance(_resolve(document, ref), dict), ref
+        assert ref.startswith(PREFIX) and "/" not in ref[len(PREFIX):], ref
+        assert isinstance(doc["components"]["schemas"][ref[len(PREFIX):]], dict), ref
 
 
-def test_every_route_and_method_is_described_with_schemas_that_exist():
-    document = build()
-    for table in (ingress_routes(None), owner_routes(None)):
-        for path, endpoint in table.items():
-            for verb, method in endpoint.methods.items():
-                operation = document["paths"][path][verb.lower()]
-                assert operation["summary"], (verb, path)
-                assert method.answer, f"{verb} {path} names no answer schema"
-                for name in filter(None, (method.answer, method.schema)):
-                    schemas.validator(name)  # KeyError if the schema does not exist
-                assert operation["security"] == ([] if endpoint.public else [{"bearer": []}])
+def test_each_listener_lists_only_its_operations(document):
+    listener, doc = document
+    ids = {op["operationId"] for item in doc["paths"].values() for op in item.values()}
+    for op in OPERATIONS:
+        assert op.http is not None
+        assert (op.name in ids) == (listener in op.http.listeners), (listener, op.name)
+    assert ("/mcp" in doc["paths"]) == (listener == INGRESS)
+    assert ("/owner/invitations" in doc["paths"]) == (listener == OWNER)
 
 
-def test_the_room_serves_it_and_the_schema_files(tmp_path):
+def test_every_operation_is_described_from_its_declaration(document):
+    listener, doc = document
+    for op in OPERATIONS.http(listener):
+        entry = doc["paths"][op.http.path][op.http.method.lower()]
+        assert entry["operationId"] == op.name and entry["tags"] == [op.tag] and entry["summary"] == op.summary
+        assert entry["security"] == ([] if op.http.public else [{"bearer": []}])
+        success = entry["responses"][str(op.http.status)]["content"]["application/json"]["schema"]
+        assert success == {"$ref": PREFIX + component_name(op.answer)}
+        for status, codes in op.error_statuses(listener).items():
+            assert str(status) in entry["responses"], (op.name, status)
+            for code in codes:
+                assert code in entry["responses"][str(status)]["description"]
+        if listener == INGRESS and not op.http.public:
+            assert "Retry-After" in entry["responses"]["429"]["headers"]
+
+
+def test_parameters_are_typed_with_their_bounds():
+    doc = build(OPERATIONS, INGRESS)
+    params = {p["name"]: p for p in doc["paths"]["/workspace/versions"]["get"]["parameters"]}
+    limit = doc["components"]["schemas"]["Limit"]
+    assert params["limit"]["schema"] == {"$ref": PREFIX + "Limit"}
+    assert limit["type"] == "integer" and (limit["minimum"], limit["maximum"]) == (1, 200)
+    number = doc["paths"]["/workspace/versions/{number}"]["get"]["parameters"][0]
+    assert number["in"] == "path" and number["schema"]["type"] == "integer"
+    region = {p["name"]: p for p in doc["paths"]["/workspace/document"]["get"]["parameters"]}["region"]
+    assert "application/json" in region["content"]
+    diff = {p["name"]: p for p in doc["paths"]["/workspace/diff"]["get"]["parameters"]}
+    assert diff["from"]["required"] is True and diff["to"]["required"] is False
+
+
+def test_bodies_with_path_parameters_are_derived_components():
+    doc = build(OPERATIONS, INGRESS)
+    renew = doc["paths"]["/workspace/leases/{lease_id}/renew"]["post"]
+    body = renew["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": PREFIX + "LeaseRenewBody"}
+    assert set(doc["components"]["schemas"]["LeaseRenewBody"]["properties"]) == {"ttl_seconds"}
+    create = doc["paths"]["/workspace/proposals"]["post"]["requestBody"]
+    assert create["required"] is True
+    assert create["content"]["application/json"]["schema"] == {"$ref": PREFIX + "ProposalRequest"}
+
+
+def test_the_room_serves_each_listeners_document_and_the_schema_files(tmp_path):
     from tests.roomproc import start_room
-
-    import httpx
 
     room = start_room(tmp_path, ROOT / "examples" / "sample.md")
     try:
-        for base in (room.ingress, room.owner):
-            r = httpx.get(base + "/openapi.json", timeout=30)
-            assert r.status_code == 200 and r.json() == build()
+        r = httpx.get(room.ingress + "/openapi.json", timeout=30)
+        assert r.status_code == 200 and r.json() == build(OPERATIONS, INGRESS)
+        r = httpx.get(room.owner + "/openapi.json", timeout=30)
+        assert r.status_code == 200 and r.json() == build(OPERATIONS, OWNER)
         listing = httpx.get(room.ingress + "/schema", timeout=30).json()["schemas"]
         assert "editing.json" in listing
         r = httpx.get(room.ingress + "/schema/editing.json", timeout=30)

@@ -1,8 +1,11 @@
-"""Request and response plumbing shared by every HTTP resource.
+"""Request and response plumbing shared by both adapters (HTTP routes and ``/mcp``).
 
-- :func:`read_json` reads a JSON body with a hard size cap, refusing an
+- :func:`read_body` reads a body with a hard size cap, refusing an
   oversized body (``limit_exceeded`` 413) from its Content-Length or as soon
-  as the streamed bytes pass the cap, without buffering it whole.
+  as the streamed bytes pass the cap, without buffering it whole;
+  :func:`read_json` parses and validates it.
+- :func:`count_request` counts a request against its bearer's rate limit
+  and :func:`retry_after` sets ``Retry-After`` from a refusal.
 - :func:`send` writes a JSON body; :func:`send_error` renders the catalogue.
 """
 
@@ -13,8 +16,8 @@ from typing import Any
 
 import falcon
 
-from .. import jsontext, schemas
-from ..errors import CommonroomError, InvalidRequest, LimitExceeded
+from . import jsontext, schemas, tokens
+from .errors import CommonroomError, InvalidRequest, LimitExceeded
 
 #: Largest request body accepted, in bytes (documents up to a few MB fit).
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -35,9 +38,20 @@ def send(resp: falcon.asgi.Response, value: Any, status: int = 200) -> None:
 def send_error(resp: Any, error: CommonroomError) -> None:
     """Render ``error`` as the seed's envelope with its status (and Retry-After)."""
     send(resp, error.to_dict(), error.status)
+    retry_after(resp, error)
+
+
+def retry_after(resp: Any, error: CommonroomError) -> None:
+    """Set ``Retry-After`` (whole seconds) when ``error`` carries ``retry_after_seconds``."""
     retry = error.recovery.get("retry_after_seconds")
     if retry is not None:
         resp.set_header("Retry-After", str(int(retry)))
+
+
+def count_request(limiter: Any, token: str | None) -> None:
+    """Count one request of ``token`` (``LimitExceeded`` 429 past the limit); no-op without either."""
+    if limiter is not None and token:
+        limiter.hit(tokens.digest(token))
 
 
 def too_large(limit: int) -> LimitExceeded:
@@ -49,12 +63,8 @@ def too_large(limit: int) -> LimitExceeded:
     )
 
 
-async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limit: int = MAX_BODY_BYTES) -> Any:
-    """The request's JSON body, validated against ``schema`` when given.
-
-    Empty body → ``{}``. Raises ``LimitExceeded`` (413) past ``limit`` bytes,
-    ``InvalidRequest`` for bad JSON or a schema failure (naming the pointer).
-    """
+async def read_body(req: falcon.asgi.Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The request's body bytes; ``LimitExceeded`` (413) past ``limit`` bytes."""
     length = req.content_length
     if length is not None and length > limit:
         raise too_large(limit)
@@ -65,7 +75,16 @@ async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limi
         if size > limit:
             raise too_large(limit)
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limit: int = MAX_BODY_BYTES) -> Any:
+    """The request's JSON body, validated against ``schema`` when given.
+
+    Empty body → ``{}``. Raises ``LimitExceeded`` (413) past ``limit`` bytes,
+    ``InvalidRequest`` for bad JSON or a schema failure (naming the pointer).
+    """
+    raw = await read_body(req, limit=limit)
     if not raw.strip():
         body: Any = {}
     else:

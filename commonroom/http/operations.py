@@ -1,0 +1,151 @@
+"""HTTP routes derived from the operation table (:mod:`commonroom.operations`).
+
+:func:`operation_routes` turns every operation served on a listener into a
+Falcon resource: path parameters, query parameters (typed by the input
+schema: an integer is ASCII digits only, with its bounds; an object is
+JSON text) and the JSON body become the operation's one input object,
+which is validated against the operation's input schema before the
+engine is called through the :class:`~commonroom.operations.runner.Runner`.
+A failure names the parameter (``details.parameter``) or the body's JSON
+pointer (``details.pointer``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import falcon
+import falcon.asgi
+
+from .. import jsontext, schemas
+from ..bundle import bundle
+from ..errors import InvalidRequest
+from ..operations import Operation, Table
+from ..operations.runner import Runner
+from ..wire import read_json, send
+
+#: Longest integer accepted in a path or query parameter (digits).
+MAX_INTEGER_DIGITS = 18
+_DIGITS = re.compile(r"[0-9]{1,%d}" % MAX_INTEGER_DIGITS)
+_REQUIRED = re.compile(r"^'([^']+)' is a required property$")
+
+
+def _kind(schema: Any) -> str:
+    """``integer``, ``string`` or ``json``: how a parameter's text is read."""
+    if isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind == "integer":
+            return "integer"
+        if kind == "string" or (kind is None and "enum" in schema and all(isinstance(v, str) for v in schema["enum"])):
+            return "string"
+    return "json"
+
+
+class Binding:
+    """How one operation's input is read from an HTTP request."""
+
+    def __init__(self, op: Operation):
+        assert op.http is not None
+        self.op = op
+        self.http = op.http
+        schema = bundle(op.input)
+        self.properties: dict[str, Any] = schema.get("properties", {})
+        self.path = {wire: self.http.prop(wire) for wire in self.http.path_params()}
+        in_path = set(self.path.values())
+        self.query = {} if self.http.has_body else {
+            self.http.wire(prop): prop for prop in self.properties if prop not in in_path}
+        self.kinds = {prop: _kind(self.properties.get(prop)) for prop in [*self.path.values(), *self.query.values()]}
+
+    def parameter(self, wire: str, raw: str) -> Any:
+        """One path or query parameter's value (``InvalidRequest`` naming it)."""
+        prop = self.http.prop(wire)
+        kind = self.kinds[prop]
+        if kind == "integer":
+            if not _DIGITS.fullmatch(raw):
+                raise InvalidRequest(f"{wire} must be an integer (ASCII digits, at most {MAX_INTEGER_DIGITS}), "
+                                     f"not {raw!r}", details={"parameter": wire})
+            return int(raw)
+        if kind == "json":
+            try:
+                return jsontext.loads(raw)
+            except jsontext.NotJson:
+                raise InvalidRequest(f"{wire} must be JSON, e.g. {{\"heading\": [\"Design\"]}}",
+                                     details={"parameter": wire}) from None
+        return raw
+
+    async def values(self, req: falcon.asgi.Request, params: dict[str, str]) -> dict[str, Any]:
+        """The validated input object of this request."""
+        values: dict[str, Any] = {}
+        if self.http.has_body:
+            body = await read_json(req)
+            if not isinstance(body, dict):
+                schemas.validate(self.op.input, body)  # raises: the input is an object
+            clash = sorted(set(body) & set(self.path.values()))
+            if clash:
+                raise InvalidRequest(f"request body is invalid at /{clash[0]}: it is given in the path",
+                                     details={"pointer": "/" + clash[0], "reason": "given in the path"})
+            values.update(body)
+        else:
+            for wire, prop in self.query.items():
+                raw = req.params.get(wire)
+                if isinstance(raw, list):
+                    raw = raw[-1]
+                if raw is None or (raw == "" and self.kinds[prop] == "json"):
+                    continue
+                values[prop] = self.parameter(wire, raw)
+        for wire, prop in self.path.items():
+            values[prop] = self.parameter(wire, params[wire])
+        self.validate(values)
+        return values
+
+    def validate(self, values: dict[str, Any]) -> None:
+        """Check ``values`` against the input schema; a parameter's failure names it."""
+        try:
+            schemas.validate(self.op.input, values)
+        except InvalidRequest as exc:
+            pointer = exc.details.get("pointer", "")
+            prop = pointer.split("/")[1] if pointer.count("/") >= 1 and pointer else None
+            if prop is None:
+                missing = _REQUIRED.match(exc.details.get("reason", ""))
+                prop = missing.group(1) if missing else None
+            wires = {**{p: w for w, p in self.query.items()}, **{p: w for w, p in self.path.items()}}
+            if prop in wires:
+                wire = wires[prop]
+                reason = exc.details.get("reason", "")
+                raise InvalidRequest(f"parameter {wire} is invalid: {reason}",
+                                     details={"parameter": wire, "reason": reason}) from None
+            raise
+
+
+class OperationResource:
+    """A Falcon resource: the operations sharing one path, by HTTP method."""
+
+    def __init__(self, runner: Runner, ops: list[Operation]):
+        self.runner = runner
+        self.bindings = {op.http.method: Binding(op) for op in ops if op.http is not None}
+        self.public = all(b.http.public for b in self.bindings.values())
+        for method in self.bindings:
+            setattr(self, f"on_{method.lower()}", self._responder(method))
+
+    def _responder(self, method: str) -> Any:
+        binding = self.bindings[method]
+        op, status, runner = binding.op, binding.http.status, self.runner
+
+        async def responder(req: falcon.asgi.Request, resp: falcon.asgi.Response, **params: str) -> None:
+            values = await binding.values(req, params)
+            result = await runner.run(op, req.context.get("actor"), values)
+            send(resp, result, status)
+
+        responder.__name__ = f"on_{method.lower()}"
+        responder.__doc__ = op.summary
+        return responder
+
+
+def operation_routes(table: Table, listener: str, runner: Runner) -> dict[str, OperationResource]:
+    """path → resource for every operation of ``table`` served on ``listener``."""
+    by_path: dict[str, list[Operation]] = {}
+    for op in table.http(listener):
+        assert op.http is not None
+        by_path.setdefault(op.http.path, []).append(op)
+    return {path: OperationResource(runner, ops) for path, ops in by_path.items()}

@@ -1,0 +1,55 @@
+"""Running operations: reads on the event loop, every write on the one writer thread.
+
+The room is the single writer of its sidecar. :class:`Runner` keeps one
+thread for every state change, so the event loop never waits on SQLite's
+``BEGIN IMMEDIATE`` or on fsync: streams, heartbeats and reads keep
+flowing while a commit syncs. Read-only operations are served from the
+engine's caches on the loop itself (a thread hop would cost more than
+they do). Events a write emits are handed to the hub from the writer
+thread (``Hub.publish`` defers to the loop), and the write's answer
+reaches the loop after them, so a caller that observes sees its own
+event no later than its answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .spec import Operation
+
+
+class Runner:
+    """Runs :class:`Operation` calls for one engine (see the module docstring)."""
+
+    def __init__(self, engine: Any):
+        self.engine = engine
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commonroom-writer")
+
+    async def run(self, op: Operation, actor: Any, values: dict[str, Any]) -> Any:
+        """The engine's answer to ``op`` with the validated input ``values``.
+
+        Raises whatever the engine raises (``CommonroomError`` subclasses).
+        """
+        if op.read_only:
+            return op.bind(self.engine, actor, values)
+        return await self.write(op.bind, self.engine, actor, values)
+
+    async def write(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn(*args)`` on the writer thread and await its result."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, fn, *args)
+
+    def close(self) -> None:
+        """Finish queued writes, close the writer thread's connection, stop the thread."""
+        try:
+            self._writer.submit(self._close_connection).result(timeout=30)
+        except Exception:  # shutting down: the engine closes its own connection next
+            pass
+        self._writer.shutdown(wait=True)
+
+    def _close_connection(self) -> None:
+        db = getattr(getattr(self.engine, "store", None), "db", None)
+        if db is not None and not db.is_closed():
+            db.close()

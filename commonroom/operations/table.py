@@ -1,0 +1,159 @@
+"""Every operation of the room, declared once (see :mod:`commonroom.operations.spec`).
+
+Adding an operation is one entry here (plus its engine method and, if
+new, its schemas in ``schema/``): the HTTP route, the MCP tool, both
+OpenAPI documents, the docs tables and the parity tests follow from it.
+"""
+
+from __future__ import annotations
+
+from .spec import BOTH, INGRESS, OWNER, Arg, Http, Mcp, Operation, Table
+
+_PAGE = ("limit", "cursor")
+
+OPERATIONS = Table([
+    # -- the room ---------------------------------------------------------
+    Operation(
+        "join", "Redeem an invitation (single use) for a session", "join",
+        "join#JoinRequest", "join#JoinResult", "session", args=("invitation", "client"), actor=False,
+        errors=("unauthorized", "invitation_expired", "invitation_revoked", "invitation_redeemed"),
+        read_only=False, http=Http("POST", "/workspace/join", 201, (INGRESS,), public=True)),
+    Operation(
+        "session_get", "The calling session", "session_info", "common#NoArguments", "common#Session",
+        "session", http=Http("GET", "/workspace/session", listeners=(INGRESS,))),
+    Operation(
+        "workspace_status", "Room status: workspace, file, head version, counts, last event id",
+        "room_status", "common#NoArguments", "room#RoomStatus", "room", capability="read",
+        http=Http("GET", "/workspace/room"),
+        mcp=Mcp("Room status", "The room: workspace id, file name, head version, participant and live "
+                "session counts. Needs read.")),
+    Operation(
+        "participants_list", "Participants, paged", "participants", "common#PageInput",
+        "room#ParticipantsPage", "room", args=_PAGE, capability="read",
+        http=Http("GET", "/workspace/participants"),
+        mcp=Mcp("List participants", "People and agents in the room, in join order, with their live "
+                "session counts. Needs read.")),
+    Operation(
+        "workspace_history", "Events still in the ring, paged", "history", "common#PageInput",
+        "events#HistoryPage", "room", args=_PAGE, capability="read",
+        http=Http("GET", "/workspace/history"),
+        mcp=Mcp("Room history", "The room's recent events (commits, proposals, leases, joins), oldest "
+                "first, page by page; history_lost says events after your cursor were already dropped "
+                "from the ring. Needs read.")),
+    # -- the document and its versions -----------------------------------
+    Operation(
+        "document_read", "The head document, or one region of it", "document",
+        "editing#DocumentReadInput", "room#Document", "document", args=("region",), capability="read",
+        errors=("invalid_region",), http=Http("GET", "/workspace/document"),
+        mcp=Mcp("Read the document", "The head version of the markdown document, or one region of it (a "
+                "heading path or a line range): text, version number and content hash. Use the version as "
+                "base_version when you propose. Needs read.")),
+    Operation(
+        "document_write", "Replace the document or a region if the head is expected_version", "write",
+        "editing#WriteRequest", "editing#VersionInfo", "document",
+        args=("expected_version", "text", "region", Arg("summary", "")), capability="write",
+        errors=("stale_version", "lease_conflict", "invalid_region"), read_only=False,
+        http=Http("PUT", "/workspace/document"),
+        mcp=Mcp("Write directly", "Replace the document or a region at once, committing a new version, if "
+                "the head is still expected_version (else stale_version with the diff). Prefer proposals "
+                "when others review. Needs write.", destructive=True)),
+    Operation(
+        "versions_list", "Versions, newest first", "versions", "common#PageInput", "editing#VersionsPage",
+        "document", args=_PAGE, capability="read", http=Http("GET", "/workspace/versions"),
+        mcp=Mcp("List versions", "Committed versions, newest first: number, author, time, summary, "
+                "source. Needs read.")),
+    Operation(
+        "version_get", "One version, with its text", "version", "editing#VersionGetInput",
+        "editing#VersionInfo", "document", args=("number",), capability="read",
+        errors=("version_not_found",), http=Http("GET", "/workspace/versions/{number}"),
+        mcp=Mcp("Get a version", "One committed version with the whole document text as it was then. "
+                "Needs read.")),
+    Operation(
+        "versions_diff", "Unified diff between two versions", "diff", "editing#VersionsDiffInput",
+        "editing#Diff", "document", args=("from_version", "to_version"), capability="read",
+        errors=("version_not_found",),
+        http=Http("GET", "/workspace/diff", aliases={"from": "from_version", "to": "to_version"}),
+        mcp=Mcp("Diff two versions", "Unified diff from from_version to to_version (default: the head). "
+                "Needs read.")),
+    # -- leases -----------------------------------------------------------
+    Operation(
+        "leases_list", "Live leases (read or lease)", "leases", "common#NoArguments", "editing#LeaseList",
+        "leases", capability="read", http=Http("GET", "/workspace/leases"),
+        mcp=Mcp("List leases", "The live leases in the room: who holds which region, until when. Needs "
+                "read or lease.")),
+    Operation(
+        "lease_acquire", "Lease a region for a TTL", "acquire_lease", "editing#LeaseRequest",
+        "editing#Lease", "leases", args=("region", "ttl_seconds"), capability="lease",
+        errors=("lease_conflict", "invalid_region"), read_only=False,
+        http=Http("POST", "/workspace/leases", 201),
+        mcp=Mcp("Lease a region", "Reserve a region for your session for ttl_seconds (default 300, at most "
+                "3600) before a long edit; others' commits to it are refused while it lasts. A "
+                "lease_conflict result names the other lease. Needs lease.")),
+    Operation(
+        "lease_renew", "Renew a lease of this session", "renew_lease", "editing#LeaseRenewInput",
+        "editing#Lease", "leases", args=("lease_id", "ttl_seconds"), capability="lease",
+        errors=("not_found",), read_only=False, http=Http("POST", "/workspace/leases/{lease_id}/renew"),
+        mcp=Mcp("Renew a lease", "Extend one of your live leases to now + ttl_seconds. Needs lease.",
+                idempotent=True)),
+    Operation(
+        "lease_release", "Release a lease of this session", "release_lease", "editing#LeaseIdInput",
+        "editing#Lease", "leases", args=("lease_id",), capability="lease", errors=("not_found",),
+        read_only=False, http=Http("DELETE", "/workspace/leases/{lease_id}"),
+        mcp=Mcp("Release a lease", "Release one of your live leases when you are done. Needs lease.")),
+    # -- proposals --------------------------------------------------------
+    Operation(
+        "proposals_list", "Proposals, oldest first", "proposals", "editing#ProposalsListInput",
+        "editing#ProposalsPage", "proposals", args=("status", "limit", "cursor"), capability="read",
+        http=Http("GET", "/workspace/proposals"),
+        mcp=Mcp("List proposals", "Proposals, oldest first, optionally only those with a status (open, "
+                "approved, rejected, withdrawn). Needs read.")),
+    Operation(
+        "proposal_create", "Propose text for a region as seen at base_version", "create_proposal",
+        "editing#ProposalRequest", "editing#Proposal", "proposals",
+        args=("base_version", "region", "text", Arg("summary", "")), capability="propose",
+        errors=("stale_version", "invalid_region"), read_only=False,
+        http=Http("POST", "/workspace/proposals", 201),
+        mcp=Mcp("Propose a change", "Propose replacement text for a region as you read it at base_version. "
+                "If the document moved on, the server rebases cleanly or answers stale_version with the "
+                "diff and the changes since: read again, redo the edit and propose again. Needs propose.")),
+    Operation(
+        "proposal_get", "One proposal", "proposal", "editing#ProposalIdInput", "editing#Proposal",
+        "proposals", args=("proposal_id",), capability="read", errors=("proposal_not_found",),
+        http=Http("GET", "/workspace/proposals/{proposal_id}"),
+        mcp=Mcp("Get a proposal", "One proposal with its text, region, base version and status. Needs "
+                "read.")),
+    Operation(
+        "proposal_approve", "Approve: commit the next version", "approve_proposal",
+        "editing#ProposalIdInput", "editing#ApproveResult", "proposals", args=("proposal_id",),
+        capability="approve", errors=("proposal_not_found", "proposal_conflict", "lease_conflict"),
+        read_only=False, http=Http("POST", "/workspace/proposals/{proposal_id}/approve"),
+        mcp=Mcp("Approve a proposal", "Commit an open proposal as the next version. Needs approve.")),
+    Operation(
+        "proposal_reject", "Reject a proposal", "reject_proposal", "editing#ProposalRejectInput",
+        "editing#Proposal", "proposals", args=("proposal_id", "reason"), capability="approve",
+        errors=("proposal_not_found",), read_only=False,
+        http=Http("POST", "/workspace/proposals/{proposal_id}/reject"),
+        mcp=Mcp("Reject a proposal", "Reject an open proposal, with an optional reason. Needs approve.")),
+    Operation(
+        "proposal_withdraw", "Withdraw your own proposal", "withdraw_proposal", "editing#ProposalIdInput",
+        "editing#Proposal", "proposals", args=("proposal_id",), capability="propose",
+        errors=("proposal_not_found",), read_only=False,
+        http=Http("POST", "/workspace/proposals/{proposal_id}/withdraw"),
+        mcp=Mcp("Withdraw a proposal", "Withdraw your own open proposal. Needs propose.")),
+    # -- the operator (owner port) ----------------------------------------
+    Operation(
+        "invitation_create", "Make an invitation (owner token)", "invite", "owner#InviteRequest",
+        "owner#InviteResult", "owner",
+        args=("participant", "capabilities", Arg("transport", "loopback"),
+              Arg("expires_in_seconds", keyword="expires_in_seconds"),
+              Arg("session_ttl_seconds", keyword="session_ttl_seconds")),
+        actor=False, errors=("transport_unavailable",), read_only=False,
+        http=Http("POST", "/owner/invitations", 201, (OWNER,))),
+    Operation(
+        "revoke", "Revoke an invitation or a session (owner token)", "revoke", "owner#RevokeRequest",
+        "owner#RevokeResult", "owner",
+        args=(Arg("invitation", keyword="invitation_ref"), Arg("session", keyword="session_id")),
+        actor=False, errors=("not_found",), read_only=False, http=Http("POST", "/owner/revoke", 200, (OWNER,))),
+])
+
+__all__ = ["OPERATIONS", "BOTH", "INGRESS", "OWNER"]

@@ -1,0 +1,64 @@
+"""The composition root: one room's parts wired inside the worker.
+
+:func:`build_room` makes the engine (fed to the live hub by its one write
+path, ``publish=hub.publish``), the :class:`~commonroom.operations.runner.Runner`
+(reads on the loop, writes on the one writer thread), and both Falcon
+apps with their routes derived from the operation table: the owner port
+(operator routes, ``/workspace/observe``) and the session ingress
+(session routes, ``/workspace/observe``, ``/mcp``). Each app is wrapped in
+:class:`commonroom.live.guard.StreamGuard` (bounded writes for event
+streams); the ingress counts requests per bearer (``commonroom.limits``).
+SIGTERM ends the streams at once (``commonroom.live.stopping``), and the
+shutdown hooks close the hub, the writer thread, then the engine.
+
+Nothing here is HTTP- or MCP-specific: ``http/`` and ``mcp/`` never
+import each other; this module imports both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from .engine import Engine
+from .http.app import create_app
+from .limits import RateLimiter
+from .live.guard import StreamGuard
+from .live.hub import Hub
+from .live.sse import LiveSettings, ObserveResource
+from .live.stopping import end_streams_on_sigterm
+from .mcp import mcp_routes
+from .operations import INGRESS, OPERATIONS, OWNER, Table
+from .operations.runner import Runner
+
+
+def live_routes(engine: Engine, hub: Hub, settings: LiveSettings) -> dict[str, Any]:
+    """The routes that read the hub (both listeners)."""
+    return {"/workspace/observe": ObserveResource(engine, hub, settings)}
+
+
+def build_room(document: Path, owner_token_hash: str, *,
+               table: Table = OPERATIONS) -> tuple[Engine, Any, Any, list[Callable]]:
+    """``(engine, owner_app, ingress_app, shutdown_hooks)`` for ``document``.
+
+    ``table`` is the operation table both apps and the MCP tools are
+    derived from (tests pass their own).
+    """
+    settings = LiveSettings.from_env()
+    hub = Hub(queue_size=settings.queue_size)
+    engine = Engine.open(document, publish=hub.publish, background_file=True)
+    runner = Runner(engine)
+    owner_app = create_app(engine, OWNER, owner_token_hash,
+                           extra_routes=live_routes(engine, hub, settings), runner=runner, table=table)
+    ingress_app = create_app(engine, INGRESS,
+                             extra_routes={**live_routes(engine, hub, settings),
+                                           **mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
+                                                        runner=runner, table=table)},
+                             limiter=RateLimiter(), runner=runner, table=table)
+    end_streams_on_sigterm(hub.close_nowait)
+    return (
+        engine,
+        StreamGuard(owner_app, settings.write_timeout_seconds),
+        StreamGuard(ingress_app, settings.write_timeout_seconds),
+        [hub.close, runner.close, engine.close],
+    )
