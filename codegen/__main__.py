@@ -7,12 +7,14 @@ Usage::
 
 What it writes:
 
-- ``generated/models/``: pydantic v2 models, one module per schema file, made by
+- ``generated/types/``: ``TypedDict`` types, one module per schema file, made by
   datamodel-code-generator (version pinned in pyproject.toml; no timestamps).
-- ``generated/registry.py``: every schema file embedded as data (sorted keys),
-  the source of the validator registry in ``commonroom.schemas``.
+  The engine's answers are annotated with them; they cost nothing at run time
+  (see docs/decisions.md for why there are no pydantic models).
 - ``generated/__init__.py``.
 
+The schema files themselves are not copied: they ship as the package data
+of ``commonroom.schema`` and are read with ``commonroom.schemas.load_all()``.
 Nothing in ``generated/`` is edited by hand.
 """
 
@@ -42,7 +44,19 @@ def schema_files(schema_dir: Path = SCHEMA_DIR) -> list[Path]:
     return files
 
 
-def _models(schema_dir: Path, out_dir: Path) -> None:
+def _types(files: list[Path], out_dir: Path) -> None:
+    # The generator reads every file of its input directory, and schema/ also
+    # holds the package's __init__.py: give it a directory of the JSON only
+    # (named schema/, which the generated headers mention).
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "schema"
+        source.mkdir()
+        for path in files:
+            shutil.copyfile(path, source / path.name)
+        _generate(source, out_dir)
+
+
+def _generate(schema_dir: Path, out_dir: Path) -> None:
     cmd = [
         sys.executable,
         "-m",
@@ -54,9 +68,11 @@ def _models(schema_dir: Path, out_dir: Path) -> None:
         "--output",
         str(out_dir),
         "--output-model-type",
-        "pydantic_v2.BaseModel",
+        "typing.TypedDict",
         "--target-python-version",
         "3.11",
+        "--use-schema-description",
+        "--use-field-description",
         "--disable-timestamp",
         "--formatters",
         "builtin",
@@ -67,27 +83,15 @@ def _models(schema_dir: Path, out_dir: Path) -> None:
         raise SystemExit(f"datamodel-codegen failed ({done.returncode})")
 
 
-def _registry(files: list[Path]) -> str:
-    data = {path.name: json.loads(path.read_text("utf-8")) for path in files}
-    body = json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False)
-    return (
-        HEADER
-        + '"""Every schema file under schema/, as data (file name -> schema)."""\n\n'
-        + "import json\n\n"
-        + f"SCHEMAS = json.loads(r'''{body}''')\n"
-    )
-
-
 def generate(out_dir: Path, schema_dir: Path = SCHEMA_DIR) -> None:
     """Write the whole ``generated/`` tree into ``out_dir`` (replaced)."""
     files = schema_files(schema_dir)
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
-    _models(schema_dir, out_dir / "models")
-    (out_dir / "registry.py").write_text(_registry(files), "utf-8")
+    _types(files, out_dir / "types")
     (out_dir / "__init__.py").write_text(
-        HEADER + '"""Models and schemas generated from schema/."""\n', "utf-8"
+        HEADER + '"""Types generated from schema/ (``generated.types``)."""\n', "utf-8"
     )
 
 

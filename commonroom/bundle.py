@@ -19,7 +19,7 @@ import copy
 from functools import lru_cache
 from typing import Any
 
-from generated.registry import SCHEMAS
+from .schemas import load_all
 
 ANNOTATIONS = frozenset({"description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly"})
 #: Keywords dropped from inlined schemas (they only make sense at a file's root).
@@ -27,7 +27,7 @@ ROOT_ONLY = ("$schema", "$id", "$defs", "definitions")
 
 
 def _resolve(file: str, pointer: str) -> Any:
-    node: Any = SCHEMAS[file]
+    node: Any = load_all()[file]
     for part in filter(None, pointer.split("/")):
         part = part.replace("~1", "/").replace("~0", "~")
         node = node[int(part)] if isinstance(node, list) else node[part]
@@ -77,6 +77,6 @@ def bundle(name: str) -> dict[str, Any]:
     """
     file, _, definition = name.partition("#")
     file = file if file.endswith(".json") else file + ".json"
-    if file not in SCHEMAS:
+    if file not in load_all():
         raise KeyError(name)
     return copy.deepcopy(_bundled(file, definition))

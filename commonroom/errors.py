@@ -120,49 +120,107 @@ class CommonroomError(Exception):
         return EXIT_CODES[self.code]
 
 
-def _make(name: str, code: str, doc: str) -> type[CommonroomError]:
-    return type(name, (CommonroomError,), {"code": code, "__doc__": doc})
+class Unauthorized(CommonroomError):
+    """Missing or unknown bearer (401)."""
+
+    code = "unauthorized"
 
 
-Unauthorized = _make("Unauthorized", "unauthorized", "Missing or unknown bearer (401).")
-PermissionDenied = _make(
-    "PermissionDenied", "permission_denied", "The session lacks a capability (403)."
-)
-InvitationExpired = _make(
-    "InvitationExpired", "invitation_expired", "The invitation's expires_at passed (403)."
-)
-InvitationRevoked = _make(
-    "InvitationRevoked", "invitation_revoked", "The invitation was revoked (403)."
-)
-InvitationRedeemed = _make(
-    "InvitationRedeemed", "invitation_redeemed", "The invitation was used already (403)."
-)
-UnsupportedVersion = _make(
-    "UnsupportedVersion", "unsupported_version", "A protocol version other than 1 (400)."
-)
-SessionExpired = _make("SessionExpired", "session_expired", "The session's TTL passed (401).")
-LeaseConflict = _make(
-    "LeaseConflict", "lease_conflict", "Another session leases the region (409)."
-)
-StaleVersion = _make(
-    "StaleVersion", "stale_version", "The base or expected version is not the head (409)."
-)
-ProposalNotFound = _make("ProposalNotFound", "proposal_not_found", "No such proposal (404).")
-ProposalConflict = _make(
-    "ProposalConflict", "proposal_conflict", "The region changed irreconcilably (409)."
-)
-InvalidRegion = _make(
-    "InvalidRegion", "invalid_region", "A region that does not resolve, or twice (400)."
-)
-VersionNotFound = _make("VersionNotFound", "version_not_found", "No such version (404).")
-TransportUnavailable = _make(
-    "TransportUnavailable", "transport_unavailable", "The transport cannot be dialled (503)."
-)
-LimitExceeded = _make(
-    "LimitExceeded", "limit_exceeded", "Rate limit (429) or oversized body (413)."
-)
-InvalidRequest = _make("InvalidRequest", "invalid_request", "Malformed input (400).")
-NotFound = _make("NotFound", "not_found", "An unknown route or record (404).")
+class PermissionDenied(CommonroomError):
+    """The session lacks a capability (403)."""
+
+    code = "permission_denied"
+
+
+class InvitationExpired(CommonroomError):
+    """The invitation's expires_at passed (403)."""
+
+    code = "invitation_expired"
+
+
+class InvitationRevoked(CommonroomError):
+    """The invitation was revoked (403)."""
+
+    code = "invitation_revoked"
+
+
+class InvitationRedeemed(CommonroomError):
+    """The invitation was used already (403)."""
+
+    code = "invitation_redeemed"
+
+
+class UnsupportedVersion(CommonroomError):
+    """A protocol version other than 1 (400)."""
+
+    code = "unsupported_version"
+
+
+class SessionExpired(CommonroomError):
+    """The session's TTL passed (401)."""
+
+    code = "session_expired"
+
+
+class LeaseConflict(CommonroomError):
+    """Another session leases the region (409)."""
+
+    code = "lease_conflict"
+
+
+class StaleVersion(CommonroomError):
+    """The base or expected version is not the head (409)."""
+
+    code = "stale_version"
+
+
+class ProposalNotFound(CommonroomError):
+    """No such proposal (404)."""
+
+    code = "proposal_not_found"
+
+
+class ProposalConflict(CommonroomError):
+    """The region changed irreconcilably (409)."""
+
+    code = "proposal_conflict"
+
+
+class InvalidRegion(CommonroomError):
+    """A region that does not resolve, or twice (400)."""
+
+    code = "invalid_region"
+
+
+class VersionNotFound(CommonroomError):
+    """No such version (404)."""
+
+    code = "version_not_found"
+
+
+class TransportUnavailable(CommonroomError):
+    """The transport cannot be dialled (503)."""
+
+    code = "transport_unavailable"
+
+
+class LimitExceeded(CommonroomError):
+    """Rate limit (429) or oversized body (413)."""
+
+    code = "limit_exceeded"
+
+
+class InvalidRequest(CommonroomError):
+    """Malformed input (400)."""
+
+    code = "invalid_request"
+
+
+class NotFound(CommonroomError):
+    """An unknown route or record (404)."""
+
+    code = "not_found"
+
 
 #: code → class, for clients that rebuild errors from the wire.
 BY_CODE: dict[str, type[CommonroomError]] = {

@@ -84,7 +84,7 @@ def merge3_text(base: str, ours: str, theirs: str) -> MergeResult:
             out.extend(mid[1][region[1]: region[2]])
         elif what == "b":
             out.extend(mid[2][region[1]: region[2]])
-        else:  # conflict
+        elif len(region) == 7:  # conflict
             _, zs, ze, as_, ae, bs, be = region
             conflicts.append({
                 "base": mid[0][zs:ze],

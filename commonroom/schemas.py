@@ -1,4 +1,10 @@
-"""Validators built from ``generated.registry`` (the files under ``schema/``).
+"""The wire schemas (``schema/*.json``) and validators built from them.
+
+:func:`load_all` reads the schema files, which ship as the package data of
+``commonroom.schema`` (``pyproject.toml`` maps the top-level ``schema/``
+directory there, in editable and regular installs alike); every reader
+(validation here, ``mcp/bundle.py``, ``http/openapi.py``, the tests) goes
+through it.
 
 ``validate(name, instance)`` checks a request body at the boundary and raises
 :class:`~commonroom.errors.InvalidRequest` naming the JSON pointer that
@@ -8,7 +14,9 @@ failed. ``name`` is ``"<file>"`` for a whole file (``"invitation"``) or
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
+from importlib.resources import files
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -16,11 +24,25 @@ from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from generated.registry import SCHEMAS
-
 from .errors import InvalidRequest
 
 BASE = "https://commonroom.invalid/schema/"
+#: The package whose data files are ``schema/*.json``.
+PACKAGE = "commonroom.schema"
+
+
+def _sorted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return dict(sorted(pairs, key=lambda pair: pair[0]))
+
+
+@lru_cache(maxsize=1)
+def load_all() -> dict[str, dict[str, Any]]:
+    """Every schema file, by file name (``"room.json"``), keys sorted at every level.
+
+    Read once and shared: callers must not change what they get (copy first).
+    """
+    found = sorted((f for f in files(PACKAGE).iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
+    return {f.name: json.loads(f.read_text("utf-8"), object_pairs_hook=_sorted) for f in found}
 
 
 @lru_cache(maxsize=1)
@@ -28,7 +50,7 @@ def registry() -> Registry:
     """All schema files, addressable as ``BASE + file name``."""
     resources = [
         (BASE + name, Resource.from_contents(schema, default_specification=DRAFT202012))
-        for name, schema in SCHEMAS.items()
+        for name, schema in load_all().items()
     ]
     return Registry().with_resources(resources)
 
@@ -43,7 +65,7 @@ def _uri(name: str) -> str:
 def validator(name: str) -> Draft202012Validator:
     """A compiled validator for ``name`` (see module docstring); KeyError if unknown."""
     file = name.partition("#")[0]
-    if (file if file.endswith(".json") else file + ".json") not in SCHEMAS:
+    if (file if file.endswith(".json") else file + ".json") not in load_all():
         raise KeyError(name)
     return Draft202012Validator({"$ref": _uri(name)}, registry=registry())
 

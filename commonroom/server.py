@@ -19,7 +19,7 @@ import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import peewee as pw
 from gunicorn.app.base import BaseApplication
@@ -138,7 +138,7 @@ def raise_nofile() -> str | None:
     return None
 
 
-def serve(options: ServeOptions, out=sys.stdout) -> int:
+def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     """Run the room until SIGINT/SIGTERM; returns the exit status.
 
     Raises ``ServeError`` for a bad file, a held lock or a busy port.

@@ -49,7 +49,7 @@ def _remote(session_file: Path | None, method: str, path: str, body: Any = None)
     return client.call_json(session["transport"], method, path, body=body, token=session["token"])
 
 
-def _local(file: Path):
+def _local(file: Path) -> Engine:
     return Engine.open(require_document(file), readonly=True)
 
 

@@ -184,7 +184,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         merged_with = None
         if file_version < head.number:
             merged = merge3_text(self.version_text(file_version), text, head.text)
-            if merged.clean:
+            if merged.text is not None:  # clean
                 text, merged_with = merged.text, head.number
         row = self._commit(ctx, text, actor=OPERATOR, summary="edit made outside the room", source="external")
         ctx.emit("document.external_edit", {"version": row.number, "content_hash": row.content_hash,

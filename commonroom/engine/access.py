@@ -27,6 +27,13 @@ from ..errors import (
     SessionExpired,
     Unauthorized,
 )
+from generated.types.common import Capability
+from generated.types.common import Participant as ParticipantWire
+from generated.types.common import Session as SessionWire
+from generated.types.join import JoinResult
+from generated.types.owner import InviteResult, RevokeResult
+
+from ..store import WriteContext
 from ..store.models import Row
 from .base import Actor, EngineBase
 
@@ -58,15 +65,15 @@ def participant_name(raw: str) -> str:
     return name
 
 
-def participant_dict(row: Row, sessions: int | None = None) -> dict[str, Any]:
+def participant_dict(row: Row, sessions: int | None = None) -> ParticipantWire:
     """Wire form (schema ``common.json#/$defs/Participant``)."""
-    out: dict[str, Any] = {"id": row.id, "name": row.name, "created_at": row.created_at}
+    out: ParticipantWire = {"id": row.id, "name": row.name, "created_at": row.created_at}
     if sessions is not None:
         out["sessions"] = sessions
     return out
 
 
-def session_dict(row: Row) -> dict[str, Any]:
+def session_dict(row: Row) -> SessionWire:
     """Wire form (schema ``common.json#/$defs/Session``); never the token."""
     return {
         "id": row.id,
@@ -84,12 +91,12 @@ class AccessMixin(EngineBase):
     def invite(
         self,
         participant: str,
-        capabilities: list[str],
+        capabilities: list[Capability],
         transport: str = "loopback",
         *,
         expires_in_seconds: int = DEFAULT_INVITATION_TTL,
         session_ttl_seconds: int = DEFAULT_SESSION_TTL,
-    ) -> dict[str, Any]:
+    ) -> InviteResult:
         """Create an invitation; returns ``owner.json#/$defs/InviteResult``.
 
         ``transport`` names the transport whose hint (``transport.json``) goes
@@ -116,7 +123,7 @@ class AccessMixin(EngineBase):
         )
         invitation_id = tokens.new_id("inv_")
 
-        def create(ctx):
+        def create(ctx: WriteContext) -> None:
             Invitation.create(
                 id=invitation_id,
                 secret_hash=tokens.digest(secret),
@@ -151,7 +158,7 @@ class AccessMixin(EngineBase):
         """Record the ingress listener (``{"host", "port"[, "socket"]}``)."""
         self.store.write(lambda ctx: self.store.set_meta("ingress", json.dumps(ingress, sort_keys=True)))
 
-    def join(self, token: str, client: str | None = None) -> dict[str, Any]:
+    def join(self, token: str, client: str | None = None) -> JoinResult:
         """Redeem ``token`` (single use) and open a session.
 
         Returns ``join.json#/$defs/JoinResult`` with the bearer (shown once).
@@ -169,7 +176,7 @@ class AccessMixin(EngineBase):
         bearer = tokens.new_secret(tokens.SESSION_PREFIX)
         session_id = tokens.new_id("s_")
 
-        def redeem(ctx):
+        def redeem(ctx: WriteContext) -> Session:
             row = Invitation.get_or_none(Invitation.secret_hash == secret_hash)
             if row is None or not tokens.matches(payload["secret"], row.secret_hash):
                 raise Unauthorized("this room did not issue that invitation",
@@ -265,13 +272,13 @@ class AccessMixin(EngineBase):
             and parse_rfc3339(row.expires_at) > self.clock.now()
         )
 
-    def session_info(self, actor: Actor) -> dict[str, Any]:
+    def session_info(self, actor: Actor) -> SessionWire:
         """The caller's own session (``common.json#/$defs/Session``)."""
         Session = self.store.models.Session
         row = Session.get_by_id(actor.session_id)
         return session_dict(row)
 
-    def revoke(self, *, invitation_ref: str | None = None, session_id: str | None = None) -> dict[str, Any]:
+    def revoke(self, *, invitation_ref: str | None = None, session_id: str | None = None) -> RevokeResult:
         """Revoke an invitation (by id or whole token) or a session (by id).
 
         Operator only. Returns ``owner.json#/$defs/RevokeResult``; ``revoked``
@@ -291,7 +298,7 @@ class AccessMixin(EngineBase):
             else:
                 query = Invitation.id == ref
 
-            def revoke_invitation(ctx):
+            def revoke_invitation(ctx: WriteContext) -> RevokeResult:
                 row = Invitation.get_or_none(query)
                 if row is None:
                     raise NotFound("no such invitation", details={"invitation": ref if not ref.startswith(invitation.PREFIX) else "(token)"})
@@ -304,7 +311,7 @@ class AccessMixin(EngineBase):
 
             return self.store.write(revoke_invitation)
 
-        def revoke_session(ctx):
+        def revoke_session(ctx: WriteContext) -> RevokeResult:
             row = Session.get_or_none(Session.id == session_id)
             if row is None:
                 raise NotFound("no such session", details={"session": session_id})

@@ -12,12 +12,18 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import jsontext
+from generated.types.editing import VersionInfo
+
+from .. import jsontext, regions
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
-from ..store import Store
+from ..store import Store, WriteContext
+from ..store.models import Row
+
+if TYPE_CHECKING:
+    from .filesync import FileFollower
 
 CAPABILITIES = ("read", "observe", "propose", "lease", "write", "approve", "handoff", "message")
 DEFAULT_LIMIT = 50
@@ -136,6 +142,22 @@ class EngineBase:
     def _reconstruct(self, number: int) -> str:
         """The text of version ``number`` from the sidecar (see ``versions``)."""
         raise NotImplementedError
+
+    if TYPE_CHECKING:
+        # What one part calls on another (they are composed in ``Engine``), so
+        # each part type-checks on its own; the checker holds the parts to these.
+        follower: FileFollower = field(init=False)
+
+        def sync_external(self) -> None: ...
+        def version_text(self, number: int) -> str: ...
+        def _commit(self, ctx: WriteContext, text: str, *, actor: Actor, summary: str, source: str,
+                    proposal_id: str | None = None, new_lines: list[str] | None = None,
+                    delta: dict[str, Any] | None = None) -> Version: ...
+        def _version_info(self, row: Version) -> VersionInfo: ...
+        def _changes(self, after: int, upto: int) -> list[dict[str, Any]]: ...
+        def _shift_leases(self, delta: dict[str, Any], number: int) -> None: ...
+        def _sweep_expired(self, ctx: WriteContext) -> None: ...
+        def _check_leases(self, actor_sessions: set[str | None], span: regions.Span, text: str) -> None: ...
 
     def participant_name(self, participant_id: str | None) -> str | None:
         """A participant's name (names never change, so they are cached)."""

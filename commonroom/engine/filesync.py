@@ -98,7 +98,7 @@ class FileFollower:
         with self._cond:
             self._recent[digest] = number
             if len(self._recent) > 64:
-                oldest = min(self._recent, key=self._recent.get)
+                oldest = min(self._recent, key=self._recent.__getitem__)
                 del self._recent[oldest]
             self._submitted_number = max(self._submitted_number, number)
             if not self.background:
@@ -117,7 +117,7 @@ class FileFollower:
             with self._cond:
                 while self._pending is None and not self._closed:
                     self._cond.wait()
-                if self._pending is None and self._closed:
+                if self._pending is None:  # closed, and nothing left to write
                     return
                 number, text, _ = self._pending
                 self._pending = None

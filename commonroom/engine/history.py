@@ -17,7 +17,10 @@ are trimmed (``Store.last_event_id``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from generated.types.events import Event as EventWire
+from generated.types.events import HistoryPage
 
 from ..errors import InvalidRequest
 from ..store.db import event_dict
@@ -59,7 +62,7 @@ def event_cursor(value: Any, parameter: str = "cursor", *, legacy: bool = False)
 class HistoryMixin(EngineBase):
     """``history`` (capability ``read``) and ring lookups for the streams."""
 
-    def history(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> dict[str, Any]:
+    def history(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> HistoryPage:
         """A page of the events still in the ring after ``cursor``, oldest first.
 
         ``limit`` 1 to 200 (default 50) else ``InvalidRequest``; ``cursor``
@@ -80,7 +83,7 @@ class HistoryMixin(EngineBase):
         position = event_cursor(cursor, "cursor", legacy=True)
         after = 0 if position is None else position
         rows = list(Event.select().where(Event.id > after).order_by(Event.id).limit(size + 1))
-        events = [event_dict(r) for r in rows[:size]]
+        events = cast("list[EventWire]", [event_dict(r) for r in rows[:size]])  # store.event_dict builds the wire Event
         oldest, last = self.ring_bounds()
         more = len(rows) > size
         return {

@@ -11,7 +11,10 @@ is decided on stored lines, never by parsing the document again.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from generated.types.editing import Lease as LeaseWire
+from generated.types.editing import LeaseList
 
 from .. import regions, tokens
 from ..clock import rfc3339
@@ -133,10 +136,10 @@ class LeasesMixin(EngineBase):
                     region=row.region,
                 )
 
-    def _lease_dict(self, row: Row, text: str | None = None) -> dict[str, Any]:
+    def _lease_dict(self, row: Row, text: str | None = None) -> LeaseWire:
         head = self.head()
         span = self._lease_span(row, text if text is not None else head.text)
-        status = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= rfc3339(self.clock.now()) else "active"
+        status: Literal["active", "released", "expired"] = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= rfc3339(self.clock.now()) else "active"
         return {
             "id": row.id,
             "session_id": row.session_id,
@@ -151,7 +154,7 @@ class LeasesMixin(EngineBase):
 
     # -- operations ------------------------------------------------------------
 
-    def acquire_lease(self, actor: Actor, region: Any, ttl_seconds: Any = None) -> dict[str, Any]:
+    def acquire_lease(self, actor: Actor, region: Any, ttl_seconds: Any = None) -> LeaseWire:
         """Lease ``region`` for ``ttl_seconds`` (default 300, at most 3600).
 
         Returns ``editing.json#/$defs/Lease``. Raises ``PermissionDenied``
@@ -165,7 +168,7 @@ class LeasesMixin(EngineBase):
                                    details={"required": "session"})
         ttl = _ttl(ttl_seconds)
 
-        def acquire(ctx: WriteContext) -> dict[str, Any]:
+        def acquire(ctx: WriteContext) -> LeaseWire:
             self._sweep_expired(ctx)
             head = self.head()
             span = regions.resolve(head.text, region)
@@ -199,12 +202,12 @@ class LeasesMixin(EngineBase):
             raise InvalidRequest("the lease is no longer active", details={"lease_id": lease_id, "reason": "not_active"})
         return row
 
-    def renew_lease(self, actor: Actor, lease_id: str, ttl_seconds: Any = None) -> dict[str, Any]:
+    def renew_lease(self, actor: Actor, lease_id: str, ttl_seconds: Any = None) -> LeaseWire:
         """Extend a live lease of this session to now + TTL. ``NotFound`` / ``InvalidRequest``."""
         require(actor, "lease")
         ttl = _ttl(ttl_seconds)
 
-        def renew(ctx: WriteContext) -> dict[str, Any]:
+        def renew(ctx: WriteContext) -> LeaseWire:
             row = self._own_live_lease(actor, lease_id)
             row.expires_at = self.clock.after(ttl)
             row.save()
@@ -214,11 +217,11 @@ class LeasesMixin(EngineBase):
 
         return self.store.write(renew)
 
-    def release_lease(self, actor: Actor, lease_id: str) -> dict[str, Any]:
+    def release_lease(self, actor: Actor, lease_id: str) -> LeaseWire:
         """Release a live lease of this session (the operator may release any)."""
         require(actor, "lease")
 
-        def release(ctx: WriteContext) -> dict[str, Any]:
+        def release(ctx: WriteContext) -> LeaseWire:
             row = self._own_live_lease(actor, lease_id)
             row.released_at = self.clock.stamp()
             row.save()
@@ -228,7 +231,7 @@ class LeasesMixin(EngineBase):
 
         return self.store.write(release)
 
-    def leases(self, actor: Actor) -> dict[str, Any]:
+    def leases(self, actor: Actor) -> LeaseList:
         """Live leases in the room (``LeaseList``). Needs ``read`` or ``lease``."""
         if "lease" not in actor.capabilities:
             require(actor, "read")

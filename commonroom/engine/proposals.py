@@ -15,7 +15,10 @@ hunks; a change touching a region another session leases is
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
+
+from generated.types.editing import ApproveResult, ProposalsPage, ProposalStatus, VersionInfo
+from generated.types.editing import Proposal as ProposalWire
 
 from .. import regions, tokens
 from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, ProposalNotFound, StaleVersion
@@ -44,6 +47,7 @@ def region_diff(base_text: str, head_text: str, span: regions.Span, base: int, h
     keep = []
     for h in hunks:
         m = _HUNK.match(h[0])
+        assert m is not None  # unified_diff writes every hunk header so
         start = int(m.group(1))
         count = int(m.group(2)) if m.group(2) is not None else 1
         end = start + count - 1
@@ -61,10 +65,10 @@ def _conflict_hunks(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ProposalsMixin(EngineBase):
     """Create, list, get, approve, reject, withdraw proposals; direct writes."""
 
-    def _proposal_dict(self, row: Row) -> dict[str, Any]:
+    def _proposal_dict(self, row: Row) -> ProposalWire:
         return {
             "id": row.id,
-            "status": row.status,
+            "status": cast("ProposalStatus", row.status),  # the sidecar holds only these
             "author": (self.participant_name(row.participant_id) or "?") if row.participant_id else "operator",
             "session_id": row.session_id,
             "base_version": row.base_version,
@@ -100,7 +104,7 @@ class ProposalsMixin(EngineBase):
         )
 
     def create_proposal(self, actor: Actor, base_version: int, region: Any, text: str,
-                        summary: str = "") -> dict[str, Any]:
+                        summary: str = "") -> ProposalWire:
         """Propose ``text`` for ``region`` at ``base_version`` (``Proposal``).
 
         Needs ``propose``. Raises ``VersionNotFound``, ``InvalidRegion``, or
@@ -113,13 +117,13 @@ class ProposalsMixin(EngineBase):
         at_head = base_version == self.head().number
         span = regions.resolve(base_text, region, line_count=len(self.head_lines()) if at_head else None)
 
-        def create(ctx: WriteContext) -> dict[str, Any]:
+        def create(ctx: WriteContext) -> ProposalWire:
             head = self.head()
             stored_base, start, end, replacement, rebased_from = base_version, span.start, span.end, text, None
             if head.number != base_version:
                 ours = regions.replace_span(base_text, span, text)
                 merged = merge3_text(base_text, ours, head.text)
-                if not merged.clean:
+                if merged.text is None:  # not clean
                     raise self._stale(base_version, base_text, span, merged.conflicts)
                 h = hunk(self.head_lines(), regions.lines_of(merged.text))
                 stored_base, rebased_from = head.number, base_version
@@ -149,7 +153,7 @@ class ProposalsMixin(EngineBase):
         return self.store.write(create)
 
     def proposals(self, actor: Actor, status: str | None = None, limit: Any = None,
-                  cursor: str | None = None) -> dict[str, Any]:
+                  cursor: str | None = None) -> ProposalsPage:
         """Proposals oldest first, optionally by ``status`` (``ProposalsPage``). Needs ``read``."""
         Proposal = self.store.models.Proposal
         require(actor, "read")
@@ -171,7 +175,7 @@ class ProposalsMixin(EngineBase):
         last = rows[size - 1] if len(rows) > size else None
         return {"proposals": page, "next_cursor": encode_cursor([last.created_at, last.id]) if last else None}
 
-    def proposal(self, actor: Actor, proposal_id: str) -> dict[str, Any]:
+    def proposal(self, actor: Actor, proposal_id: str) -> ProposalWire:
         """One proposal. Needs ``read``; ``ProposalNotFound``."""
         require(actor, "read")
         return self._proposal_dict(self._get_proposal(proposal_id))
@@ -181,7 +185,7 @@ class ProposalsMixin(EngineBase):
             raise InvalidRequest(f"proposal {row.id} is {row.status}, not open",
                                  details={"status": row.status, "reason": "not_open"}, proposal_id=row.id)
 
-    def approve_proposal(self, actor: Actor, proposal_id: str) -> dict[str, Any]:
+    def approve_proposal(self, actor: Actor, proposal_id: str) -> ApproveResult:
         """Commit an open proposal as version N+1 (``ApproveResult``).
 
         Needs ``approve``. Raises ``ProposalNotFound``, ``InvalidRequest``
@@ -195,7 +199,7 @@ class ProposalsMixin(EngineBase):
         require(actor, "approve")
         self.sync_external()
 
-        def approve(ctx: WriteContext) -> dict[str, Any]:
+        def approve(ctx: WriteContext) -> ApproveResult:
             row = self._get_proposal(proposal_id)
             self._require_open(row)
             self._sweep_expired(ctx)
@@ -209,7 +213,7 @@ class ProposalsMixin(EngineBase):
                 base_text = self.version_text(row.base_version)
                 ours = regions.replace_span(base_text, regions.Span(row.start_line, row.end_line), row.text)
                 merged = merge3_text(base_text, ours, head.text)
-                if not merged.clean:
+                if merged.text is None:  # not clean
                     raise ProposalConflict(
                         f"proposal {row.id} no longer applies: its region changed since version {row.base_version}",
                         details={"hunks": _conflict_hunks(merged.conflicts), "base_version": row.base_version},
@@ -246,18 +250,18 @@ class ProposalsMixin(EngineBase):
         return Actor(kind="session", capabilities=frozenset(), session_id=row.session_id,
                      participant_id=row.participant_id, participant_name=self.participant_name(row.participant_id))
 
-    def reject_proposal(self, actor: Actor, proposal_id: str, reason: str | None = None) -> dict[str, Any]:
+    def reject_proposal(self, actor: Actor, proposal_id: str, reason: str | None = None) -> ProposalWire:
         """Reject an open proposal. Needs ``approve``."""
         require(actor, "approve")
         return self._decide(actor, proposal_id, "rejected", reason)
 
-    def withdraw_proposal(self, actor: Actor, proposal_id: str) -> dict[str, Any]:
+    def withdraw_proposal(self, actor: Actor, proposal_id: str) -> ProposalWire:
         """Withdraw an open proposal: its author (any of their sessions) or the operator."""
         require(actor, "propose")
         return self._decide(actor, proposal_id, "withdrawn", None)
 
-    def _decide(self, actor: Actor, proposal_id: str, status: str, reason: str | None) -> dict[str, Any]:
-        def decide(ctx: WriteContext) -> dict[str, Any]:
+    def _decide(self, actor: Actor, proposal_id: str, status: str, reason: str | None) -> ProposalWire:
+        def decide(ctx: WriteContext) -> ProposalWire:
             row = self._get_proposal(proposal_id)
             if status == "withdrawn" and actor.kind == "session" and row.participant_id != actor.participant_id:
                 raise PermissionDenied("only the proposal's author can withdraw it",
@@ -275,7 +279,7 @@ class ProposalsMixin(EngineBase):
         return self.store.write(decide)
 
     def write(self, actor: Actor, expected_version: Any, text: str, region: Any = None,
-              summary: str = "") -> dict[str, Any]:
+              summary: str = "") -> VersionInfo:
         """Replace the document or a region, if the head is ``expected_version``.
 
         Needs ``write``. Returns the new ``VersionInfo`` (the head's when the
@@ -289,7 +293,7 @@ class ProposalsMixin(EngineBase):
             raise InvalidRequest("expected_version must be an integer", details={"pointer": "/expected_version"})
         self.sync_external()
 
-        def commit(ctx: WriteContext) -> dict[str, Any]:
+        def commit(ctx: WriteContext) -> VersionInfo:
             head = self.head()
             if expected_version != head.number:
                 if not 1 <= expected_version <= head.number:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, cast
 
 import peewee as pw
+
+from generated.types.room import Document, ParticipantsPage, RoomStatus
 
 from .. import PROTOCOL, PROTOCOL_VERSION, regions
 from ..clock import rfc3339
@@ -19,7 +21,7 @@ class ReadingMixin(EngineBase):
         Session = self.store.models.Session
         return Session.revoked_at.is_null() & (Session.expires_at > rfc3339(self.clock.now()))
 
-    def room_status(self, actor: Actor) -> dict[str, Any]:
+    def room_status(self, actor: Actor) -> RoomStatus:
         """``room.json#/$defs/RoomStatus``. Needs ``read``."""
         models = self.store.models
         Participant, Session = models.Participant, models.Session
@@ -35,7 +37,7 @@ class ReadingMixin(EngineBase):
             "last_event_id": self.store.last_event_id(),
         }
 
-    def document(self, actor: Actor, region: Any = None) -> dict[str, Any]:
+    def document(self, actor: Actor, region: Any = None) -> Document:
         """The head document or one region of it, ``room.json#/$defs/Document``.
 
         With ``region`` (``editing.json#/$defs/Region``) the text is that
@@ -52,7 +54,7 @@ class ReadingMixin(EngineBase):
         return {"text": "".join(lines), "version": head.number, "content_hash": head.hash,
                 "region": span.region, "lines": [span.start, span.end]}
 
-    def participants(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> dict[str, Any]:
+    def participants(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> ParticipantsPage:
         """A page of participants in join order, ``room.json#/$defs/ParticipantsPage``.
 
         ``limit`` 1 to 200 (default 50), else ``InvalidRequest``; ``cursor``
@@ -74,12 +76,13 @@ class ReadingMixin(EngineBase):
                 | ((Participant.created_at == after[0]) & (Participant.id > after[1]))
             )
         rows = list(query.limit(size + 1))
-        counts = dict(
+        counts: dict[str, int] = dict(cast(
+            "Iterable[tuple[str, int]]",  # .tuples(): peewee's stubs keep the model type
             Session.select(Session.participant, pw.fn.COUNT(Session.id))
             .where(self._live_sessions() & Session.participant.in_([r.id for r in rows[:size]]))
             .group_by(Session.participant)
             .tuples()
-        )
+        ))
         page = [participant_dict(r, counts.get(r.id, 0)) for r in rows[:size]]
         next_cursor = (
             encode_cursor([rows[size - 1].created_at, rows[size - 1].id]) if len(rows) > size else None

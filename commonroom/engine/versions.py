@@ -15,7 +15,9 @@ After the SQLite commit the file on disk follows the head atomically
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
+
+from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
 
 from .. import regions
 from ..errors import InvalidRequest, VersionNotFound
@@ -161,7 +163,7 @@ class VersionsMixin(EngineBase):
             lines = apply_hunk(lines, row.delta)
         return "".join(lines)
 
-    def _version_info(self, row: Row) -> dict[str, Any]:
+    def _version_info(self, row: Row) -> VersionInfo:
         return {
             "number": row.number,
             "author": self.participant_name(row.participant_id),
@@ -170,7 +172,7 @@ class VersionsMixin(EngineBase):
             "created_at": row.created_at,
             "summary": row.summary,
             "content_hash": row.content_hash,
-            "source": row.source,
+            "source": cast("VersionSource", row.source),  # the sidecar holds only these
             "proposal_id": row.proposal_id,
         }
 
@@ -190,7 +192,7 @@ class VersionsMixin(EngineBase):
                         "created_at": info["created_at"], "source": info["source"]})
         return out
 
-    def versions(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> dict[str, Any]:
+    def versions(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> VersionsPage:
         """Newest first, ``editing.json#/$defs/VersionsPage``. Needs ``read``.
 
         ``limit`` 1 to 200 (default 50) else ``InvalidRequest``.
@@ -210,7 +212,7 @@ class VersionsMixin(EngineBase):
         next_cursor = encode_cursor(rows[size - 1].number) if len(rows) > size else None
         return {"versions": page, "next_cursor": next_cursor}
 
-    def version(self, actor: Actor, number: Any) -> dict[str, Any]:
+    def version(self, actor: Actor, number: Any) -> VersionInfo:
         """One version with its ``text``. Needs ``read``; ``VersionNotFound``."""
         Version = self.store.models.Version
         require(actor, "read")
@@ -219,7 +221,7 @@ class VersionsMixin(EngineBase):
         row = Version.get_by_id(number)
         return {**self._version_info(row), "text": text}
 
-    def diff(self, actor: Actor, from_version: Any, to_version: Any = None) -> dict[str, Any]:
+    def diff(self, actor: Actor, from_version: Any, to_version: Any = None) -> Diff:
         """Unified diff between two versions (``to`` defaults to the head). Needs ``read``."""
         require(actor, "read")
         if from_version in (None, ""):

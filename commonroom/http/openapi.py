@@ -23,16 +23,16 @@ from typing import Any
 import falcon
 import falcon.asgi
 
-from generated.registry import SCHEMAS
-
 from .. import PROTOCOL_VERSION, __version__
 from ..bundle import bundle
 from ..errors import STATUS, NotFound
+from ..schemas import load_all
 from ..operations import INGRESS, OWNER, Operation, Table
 from ..wire import dumps, send
 from .operations import Binding
 
 _PREFIX = "#/components/schemas/"
+SCHEMAS = load_all()
 #: Tags of the table's concerns, in the order the documents list them.
 TAGS: dict[str, str] = {
     "session": "Joining and the calling session",

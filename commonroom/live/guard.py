@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 log = logging.getLogger("commonroom.live")
 
@@ -85,7 +85,8 @@ class StreamGuard:
         self._watches: set[_Watch] = set()
         self._sweeper: asyncio.Task | None = None
 
-    async def __call__(self, scope, receive, send) -> None:  # noqa: D102 - ASGI
+    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:  # noqa: D102 - ASGI
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

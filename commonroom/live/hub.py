@@ -121,7 +121,7 @@ class Subscription:
         self._waiter = waiter
         timer = None
         coarse = timeout is not None and timeout >= COARSE_TIMEOUT
-        if coarse:  # heartbeat-sized waits share the hub's ticker instead of a timer each
+        if coarse and timeout is not None:  # heartbeat-sized waits share the hub's ticker instead of a timer each
             self.hub._wait_until(self, loop.time() + timeout, loop)
         elif timeout is not None:
             timer = loop.call_later(timeout, _wake, waiter)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..protocol import SKILLS_EXTENSION as EXTENSION
 from .dispatch import CATALOG_TTL_MS
@@ -106,6 +106,10 @@ def _mime(relative: str) -> str:
     return "text/plain"
 
 
+def _reader(text: str) -> Callable[[Context], str]:
+    return lambda ctx: text
+
+
 def register_skills(registry: Registry, root: Path = SKILLS_DIR) -> list[Skill]:
     """Serve each skill's files as resources and add ``skills/list`` and ``skills/get``."""
     skills = load_skills(root)
@@ -119,7 +123,7 @@ def register_skills(registry: Registry, root: Path = SKILLS_DIR) -> list[Skill]:
                 name=skill.name if is_main else f"{skill.name}/{relative}",
                 description=skill.meta["description"] if is_main else None,
                 mime_type=_mime(relative),
-                read=lambda ctx, text=text: text,
+                read=_reader(text),
                 cache_scope="public", ttl_ms=CATALOG_TTL_MS,
             )
 
@@ -129,7 +133,8 @@ def register_skills(registry: Registry, root: Path = SKILLS_DIR) -> list[Skill]:
         return {"skills": [s.to_wire() for s in skills], "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}
 
     def skills_get(ctx: Context) -> dict[str, Any]:
-        skill = by_uri.get(ctx.params.get("uri"))
+        uri = ctx.params.get("uri")
+        skill = by_uri.get(uri) if isinstance(uri, str) else None
         if skill is None:
             raise invalid_params("Unknown skill", {"uri": ctx.params.get("uri")})
         return {"skill": skill.to_wire(), "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}

@@ -1,13 +1,14 @@
-"""The schema pipeline: ``python -m codegen --check`` and a round trip of every model.
+"""The schema pipeline: ``python -m codegen --check`` and a round trip of every type.
 
 - ``--check`` passes on the tree, and fails (exit 1, naming the files) when a
   copy of ``schema/`` is changed, a schema is added, or a generated file is
   edited or removed. An untouched copy passes (so the failures are real).
-- Every module under ``generated.models`` imports, and every top-level shape
+- Every module under ``generated.types`` imports, and every top-level shape
   of every schema file (the file itself when it describes a value, and each of
-  its ``$defs``) validates a synthesised sample with both its pydantic model
-  and ``commonroom.schemas``; the model dumps the sample back unchanged, and
-  both sides refuse an unexpected property where the schema forbids one.
+  its ``$defs``) validates a synthesised sample with both its generated
+  ``TypedDict`` (checked at run time by pydantic, strictly) and
+  ``commonroom.schemas``; the sample comes back unchanged, and both sides
+  refuse an unexpected property where the schema forbids one.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from typing import Any
 
 import pydantic
 import pytest
+import typing_extensions
 
-import generated.models
+import generated.types
 from commonroom import schemas
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,9 +72,8 @@ def test_check_fails_when_a_schema_is_touched(tree_copy):
     path.write_text(json.dumps(schema, indent=2), "utf-8")
     done = check_copy(tree_copy)
     assert done.returncode == 1
-    assert "models/room.py" in done.stderr
-    assert "registry.py" in done.stderr
-    assert "models/common.py" not in done.stderr
+    assert "types/room.py" in done.stderr
+    assert "types/common.py" not in done.stderr
     assert not list((tree_copy / "generated").rglob("*.tmp")), "--check must write nothing"
 
 
@@ -83,19 +84,19 @@ def test_check_fails_when_a_schema_is_added(tree_copy):
     }), "utf-8")
     done = check_copy(tree_copy)
     assert done.returncode == 1
-    assert "models/extra.py" in done.stderr
+    assert "types/extra.py" in done.stderr
 
 
 def test_check_fails_when_a_generated_file_is_edited(tree_copy):
-    model = tree_copy / "generated" / "models" / "join.py"
-    model.write_text(model.read_text("utf-8") + "\n# hand edit\n", "utf-8")
+    module = tree_copy / "generated" / "types" / "join.py"
+    module.write_text(module.read_text("utf-8") + "\n# hand edit\n", "utf-8")
     done = check_copy(tree_copy)
     assert done.returncode == 1
-    assert "models/join.py" in done.stderr
+    assert "types/join.py" in done.stderr
 
 
 def test_check_fails_when_a_generated_file_is_missing(tree_copy):
-    (tree_copy / "generated" / "models" / "error.py").unlink()
+    (tree_copy / "generated" / "types" / "error.py").unlink()
     done = check_copy(tree_copy)
     assert done.returncode == 1
     assert "error.py" in done.stderr
@@ -249,33 +250,32 @@ def _class_name(text: str) -> str:
 def shapes() -> list[tuple[str, str | None]]:
     """``(file, def)`` for every top-level shape of every schema file (def None: the file)."""
     out: list[tuple[str, str | None]] = []
-    for path in sorted(SCHEMA_DIR.glob("*.json")):
-        schema = json.loads(path.read_text("utf-8"))
+    for file, schema in schemas.load_all().items():
         if _describes_a_value(schema):
-            out.append((path.name, None))
-        out.extend((path.name, name) for name in schema.get("$defs", {}))
+            out.append((file, None))
+        out.extend((file, name) for name in schema.get("$defs", {}))
     return out
 
 
-def model_for(file: str, definition: str | None) -> Any:
-    module = importlib.import_module("generated.models." + Path(file).stem.replace("-", "_"))
+def type_for(file: str, definition: str | None) -> Any:
+    module = importlib.import_module("generated.types." + Path(file).stem.replace("-", "_"))
     if definition is None:
-        title = json.loads((SCHEMA_DIR / file).read_text("utf-8")).get("title", Path(file).stem)
-        name = _class_name(title)
+        name = _class_name(schemas.load_all()[file].get("title", Path(file).stem))
     else:
         name = _class_name(definition)
-    model = getattr(module, name, None)
-    assert model is not None, f"{module.__name__} has no model {name} for {file}#{definition}"
-    return model
+    value = getattr(module, name, None)
+    assert value is not None, f"{module.__name__} has no type {name} for {file}#{definition}"
+    return value
 
 
-def test_every_generated_model_module_imports():
-    names = [m.name for m in pkgutil.iter_modules(generated.models.__path__)]
+def test_every_generated_type_module_imports():
+    names = [m.name for m in pkgutil.iter_modules(generated.types.__path__)]
     stems = sorted(p.stem.replace("-", "_") for p in SCHEMA_DIR.glob("*.json"))
-    assert sorted(names) == stems, "one model module per schema file"
+    assert sorted(names) == stems, "one type module per schema file"
+    assert sorted(Path(f).stem.replace("-", "_") for f in schemas.load_all()) == stems
     for name in names:
-        module = importlib.import_module(f"generated.models.{name}")
-        assert any(isinstance(v, type) and issubclass(v, pydantic.BaseModel) for v in vars(module).values())
+        module = importlib.import_module(f"generated.types.{name}")
+        assert any(typing_extensions.is_typeddict(v) for v in vars(module).values()), name
 
 
 @pytest.mark.parametrize("full", [False, True], ids=["required", "full"])
@@ -290,19 +290,19 @@ def test_round_trip(file, definition, full):
     assert schemas.errors_of(name, sample) == [], f"synthesised sample for {name}: {sample!r}"
     schemas.validate(name, sample)
 
-    adapter = pydantic.TypeAdapter(model_for(file, definition))
-    value = adapter.validate_python(sample)
+    adapter = pydantic.TypeAdapter(type_for(file, definition))
+    value = adapter.validate_python(sample, strict=True)
     dumped = adapter.dump_python(value, mode="json", by_alias=True, exclude_unset=True)
     assert dumped == sample
     assert schemas.errors_of(name, dumped) == []
 
     if isinstance(sample, dict) and schemas.errors_of(name, {**sample, "zz_unexpected": 1}):
         with pytest.raises(pydantic.ValidationError):
-            adapter.validate_python({**sample, "zz_unexpected": 1})
+            adapter.validate_python({**sample, "zz_unexpected": 1}, strict=True)
     if isinstance(sample, dict):
         assert schemas.errors_of(name, [sample])
         with pytest.raises(pydantic.ValidationError):
-            adapter.validate_python([sample])
+            adapter.validate_python([sample], strict=True)
 
 
 def test_round_trip_covers_the_foundation_shapes():
@@ -314,8 +314,9 @@ def test_round_trip_covers_the_foundation_shapes():
         assert shape in covered
 
 
-def test_models_and_validators_agree_on_a_bad_timestamp():
-    bad = {"id": "p_1", "name": "alice", "created_at": "2026-01-02T03:04:05Z"}
+def test_types_and_validators_agree_on_a_wrong_type():
+    """A type cannot carry a pattern (a bad timestamp is the validator's alone), but a wrong type is caught by both."""
+    bad = {"id": "p_1", "name": 7, "created_at": "2026-01-02T03:04:05.123456+00:00"}
     assert schemas.errors_of("common#Participant", bad)
     with pytest.raises(pydantic.ValidationError):
-        model_for("common.json", "Participant").model_validate(bad)
+        pydantic.TypeAdapter(type_for("common.json", "Participant")).validate_python(bad, strict=True)

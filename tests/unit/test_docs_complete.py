@@ -18,7 +18,7 @@ from commonroom import errors
 from commonroom.cli.main import app as ce_app
 from commonroom.mcp import build_registry
 from commonroom.mcp.resources import Subscriptions
-from generated.registry import SCHEMAS
+from commonroom.schemas import load_all
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -59,7 +59,7 @@ def test_every_error_code_is_documented():
 
 
 def test_every_event_type_is_documented():
-    types = SCHEMAS["events.json"]["$defs"]["EventType"]["enum"]
+    types = load_all()["events.json"]["$defs"]["EventType"]["enum"]
     text = _docs("protocol.md")
     missing = [t for t in types if f"`{t}`" not in text]
     assert not missing, f"docs/protocol.md lacks event types {missing}"

@@ -12,7 +12,6 @@ from commonroom.mcp.headers import decode_value
 from commonroom.mcp.jsonrpc import JsonRpcError
 from commonroom.mcp.skills import frontmatter
 from commonroom.mcp.transport import host_allowed, origin_allowed, split_host
-from generated.registry import SCHEMAS
 
 
 @pytest.mark.parametrize("raw,value", [
