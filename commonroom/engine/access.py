@@ -34,7 +34,8 @@ from generated.types.join import JoinResult
 from generated.types.owner import InviteResult, RevokeResult
 
 from ..store import WriteContext
-from ..store.models import Row
+from ..store.models import Participant as ParticipantRow
+from ..store.models import Session as SessionRow
 from .base import Actor, EngineBase
 
 DEFAULT_INVITATION_TTL = 24 * 3600
@@ -65,7 +66,7 @@ def participant_name(raw: str) -> str:
     return name
 
 
-def participant_dict(row: Row, sessions: int | None = None) -> ParticipantWire:
+def participant_dict(row: ParticipantRow, sessions: int | None = None) -> ParticipantWire:
     """Wire form (schema ``common.json#/$defs/Participant``)."""
     out: ParticipantWire = {"id": row.id, "name": row.name, "created_at": row.created_at}
     if sessions is not None:
@@ -73,7 +74,7 @@ def participant_dict(row: Row, sessions: int | None = None) -> ParticipantWire:
     return out
 
 
-def session_dict(row: Row) -> SessionWire:
+def session_dict(row: SessionRow) -> SessionWire:
     """Wire form (schema ``common.json#/$defs/Session``); never the token."""
     return {
         "id": row.id,

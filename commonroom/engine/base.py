@@ -20,7 +20,6 @@ from .. import jsontext, regions
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
-from ..store.models import Row
 
 if TYPE_CHECKING:
     from .filesync import FileFollower

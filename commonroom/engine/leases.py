@@ -20,7 +20,7 @@ from .. import regions, tokens
 from ..clock import rfc3339
 from ..errors import InvalidRequest, LeaseConflict, NotFound, PermissionDenied
 from ..store import WriteContext
-from ..store.models import Row
+from ..store.models import Lease as LeaseRow
 from .base import Actor, EngineBase, require
 
 DEFAULT_TTL = 300
@@ -47,7 +47,7 @@ class LeasesMixin(EngineBase):
             'SELECT 1 FROM "lease" WHERE "released_at" IS NULL AND "expired_at" IS NULL LIMIT 1'
         ).fetchone() is not None
 
-    def _live_lease_rows(self) -> list[Row]:
+    def _live_lease_rows(self) -> list[LeaseRow]:
         models = self.store.models
         Session, Lease = models.Session, models.Lease
         if not self._any_open_lease():
@@ -65,7 +65,7 @@ class LeasesMixin(EngineBase):
             )
         )
 
-    def _lease_span(self, row: Row, text: str) -> regions.Span:
+    def _lease_span(self, row: LeaseRow, text: str) -> regions.Span:
         """The lease's lines at the head (kept current by :meth:`_shift_leases`)."""
         count = len(self.head_lines()) if text is self.head().text else len(regions.lines_of(text))
         start = min(row.start_line, count + 1)
@@ -136,7 +136,7 @@ class LeasesMixin(EngineBase):
                     region=row.region,
                 )
 
-    def _lease_dict(self, row: Row, text: str | None = None) -> LeaseWire:
+    def _lease_dict(self, row: LeaseRow, text: str | None = None) -> LeaseWire:
         head = self.head()
         span = self._lease_span(row, text if text is not None else head.text)
         status: Literal["active", "released", "expired"] = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= rfc3339(self.clock.now()) else "active"
@@ -193,7 +193,7 @@ class LeasesMixin(EngineBase):
 
         return self.store.write(acquire)
 
-    def _own_live_lease(self, actor: Actor, lease_id: str) -> Row:
+    def _own_live_lease(self, actor: Actor, lease_id: str) -> LeaseRow:
         Lease = self.store.models.Lease
         row = Lease.get_or_none(Lease.id == lease_id)
         if row is None or (actor.kind == "session" and row.session_id != actor.session_id):

@@ -24,7 +24,7 @@ from .. import regions, tokens
 from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, ProposalNotFound, StaleVersion
 from ..merge import merge3_text, unified_diff
 from ..store import WriteContext
-from ..store.models import Row
+from ..store.models import Proposal as ProposalRow
 from .base import OPERATOR, Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
 from .versions import hunk
 
@@ -65,7 +65,7 @@ def _conflict_hunks(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ProposalsMixin(EngineBase):
     """Create, list, get, approve, reject, withdraw proposals; direct writes."""
 
-    def _proposal_dict(self, row: Row) -> ProposalWire:
+    def _proposal_dict(self, row: ProposalRow) -> ProposalWire:
         return {
             "id": row.id,
             "status": cast("ProposalStatus", row.status),  # the sidecar holds only these
@@ -84,7 +84,7 @@ class ProposalsMixin(EngineBase):
             "rebased_from": row.rebased_from,
         }
 
-    def _get_proposal(self, proposal_id: str) -> Row:
+    def _get_proposal(self, proposal_id: str) -> ProposalRow:
         # raw SQL: peewee builds the SELECT of every column anew on each call (~0.25 ms, on every approval)
         Proposal = self.store.models.Proposal
         row = next(iter(Proposal.raw('SELECT * FROM "proposal" WHERE "id" = ?', proposal_id)), None)
@@ -180,7 +180,7 @@ class ProposalsMixin(EngineBase):
         require(actor, "read")
         return self._proposal_dict(self._get_proposal(proposal_id))
 
-    def _require_open(self, row: Row) -> None:
+    def _require_open(self, row: ProposalRow) -> None:
         if row.status != "open":
             raise InvalidRequest(f"proposal {row.id} is {row.status}, not open",
                                  details={"status": row.status, "reason": "not_open"}, proposal_id=row.id)
@@ -244,7 +244,7 @@ class ProposalsMixin(EngineBase):
 
         return self.store.write(approve)
 
-    def _author_of(self, row: Row) -> Actor:
+    def _author_of(self, row: ProposalRow) -> Actor:
         if row.participant_id is None:
             return OPERATOR
         return Actor(kind="session", capabilities=frozenset(), session_id=row.session_id,

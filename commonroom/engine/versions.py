@@ -23,7 +23,7 @@ from .. import regions
 from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
-from ..store.models import Row
+from ..store.models import Version as VersionRow
 from .base import Actor, EngineBase, content_hash, decode_cursor, encode_cursor, parse_limit, require
 
 CHECKPOINT_EVERY = 64
@@ -69,7 +69,7 @@ class VersionsMixin(EngineBase):
         proposal_id: str | None = None,
         new_lines: list[str] | None = None,
         delta: dict[str, Any] | None = None,
-    ) -> Row:
+    ) -> VersionRow:
         """Append version N+1 with ``text`` inside the caller's transaction.
 
         Emits ``version.committed``; after the commit the head cache moves
@@ -163,7 +163,7 @@ class VersionsMixin(EngineBase):
             lines = apply_hunk(lines, row.delta)
         return "".join(lines)
 
-    def _version_info(self, row: Row) -> VersionInfo:
+    def _version_info(self, row: VersionRow) -> VersionInfo:
         return {
             "number": row.number,
             "author": self.participant_name(row.participant_id),

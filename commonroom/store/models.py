@@ -27,146 +27,166 @@ class JSONField(pw.TextField):
         return None if value is None else json.loads(value)
 
 
+class _Row(pw.Model):
+    """The base of the sidecar's model templates: no database of their own."""
+
+    class Meta:
+        legacy_table_names = False
+
+
+class Meta(_Row):
+    """Key/value facts about the room: schema_version, workspace_id, ingress."""
+
+    key = pw.TextField(primary_key=True)
+    value = pw.TextField()
+
+class Participant(_Row):
+    """A person or agent, named by the invitation that admitted them."""
+
+    id = pw.TextField(primary_key=True)
+    name = pw.TextField(unique=True)
+    created_at = pw.TextField()
+
+class Invitation(_Row):
+    """An invitation: single use; the secret is stored only as its hash."""
+
+    id = pw.TextField(primary_key=True)
+    secret_hash = pw.TextField(unique=True)
+    participant_name = pw.TextField()
+    capabilities = JSONField()
+    transport = JSONField()
+    session_ttl_seconds = pw.IntegerField()
+    created_at = pw.TextField()
+    expires_at = pw.TextField()
+    redeemed_at = pw.TextField(null=True)
+    revoked_at = pw.TextField(null=True)
+    session_id = pw.TextField(null=True)
+
+class Session(_Row):
+    """A redeemed invitation: a bearer (hash only) plus a public id."""
+
+    id = pw.TextField(primary_key=True)
+    token_hash = pw.TextField(unique=True)
+    participant = pw.ForeignKeyField(Participant, backref="sessions", on_delete="CASCADE")
+    invitation_id = pw.TextField()
+    capabilities = JSONField()
+    client = pw.TextField(null=True)
+    created_at = pw.TextField()
+    expires_at = pw.TextField(index=True)
+    revoked_at = pw.TextField(null=True)
+
+class Version(_Row):
+    """Version N of the document and who made it, and how.
+
+    Either ``content`` (a checkpoint: the whole text) or ``delta``
+    (one hunk against version N-1: ``{"start": s, "end": e, "lines":
+    [...]}``, replace lines s..e, 1-based inclusive) is set; see
+    ``commonroom.engine.versions``.
+    """
+
+    number = pw.IntegerField(primary_key=True)
+    content = pw.TextField(null=True)
+    delta = JSONField(null=True)
+    content_hash = pw.TextField()
+    participant_id = pw.TextField(null=True)
+    session_id = pw.TextField(null=True)
+    created_at = pw.TextField()
+    summary = pw.TextField()
+    source = pw.TextField()  # initial | proposal | write | external
+    proposal_id = pw.TextField(null=True)
+
+class Lease(_Row):
+    """A region reserved for one session until ``expires_at``."""
+
+    id = pw.TextField(primary_key=True)
+    session_id = pw.TextField(index=True)
+    participant_id = pw.TextField()
+    region = JSONField(null=True)
+    start_line = pw.IntegerField()
+    end_line = pw.IntegerField()
+    version = pw.IntegerField()
+    acquired_at = pw.TextField()
+    expires_at = pw.TextField(index=True)
+    released_at = pw.TextField(null=True)
+    expired_at = pw.TextField(null=True)
+
+class Proposal(_Row):
+    """A replacement of a region as seen at ``base_version``."""
+
+    id = pw.TextField(primary_key=True)
+    status = pw.TextField(index=True)  # open | approved | rejected | withdrawn
+    participant_id = pw.TextField(null=True)
+    session_id = pw.TextField(null=True)
+    base_version = pw.IntegerField()
+    region = JSONField(null=True)
+    start_line = pw.IntegerField()
+    end_line = pw.IntegerField()
+    text = pw.TextField()
+    summary = pw.TextField()
+    created_at = pw.TextField()
+    decided_at = pw.TextField(null=True)
+    decided_by = pw.TextField(null=True)
+    reason = pw.TextField(null=True)
+    committed_version = pw.IntegerField(null=True)
+    rebased_from = pw.IntegerField(null=True)
+
+class Event(_Row):
+    """One row of the ring (newest 2,000). Ids are AUTOINCREMENT: never reused."""
+
+    id = AutoIncrementField()
+    type = pw.TextField()
+    created_at = pw.TextField()
+    participant_id = pw.TextField(null=True)
+    session_id = pw.TextField(null=True)
+    payload = JSONField()
+
+
+#: The templates, in creation order (a foreign key's target comes first).
+TEMPLATES: tuple[type[pw.Model], ...] = (Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event)
+
+
 class Models:
     """The sidecar's model classes, bound to one database and to nothing else.
 
-    ``Models(db)`` defines ``Meta``, ``Participant``, ``Invitation``,
-    ``Session``, ``Version``, ``Lease``, ``Proposal`` and ``Event`` as new
-    classes whose ``_meta.database`` is ``db`` (foreign keys point at the
-    sibling classes of the same instance); ``all`` lists them in creation
-    order. Building one costs a few class definitions (done once per
-    :class:`~commonroom.store.db.Store`). Raises nothing.
+    The classes above are templates: typed, but bound to no database.
+    ``Models(db)`` subclasses each of them for ``db`` (same table name; the
+    foreign key of ``Session.participant`` points at the sibling
+    ``Participant`` of the same instance), so every
+    :class:`~commonroom.store.db.Store` has its own classes and two stores
+    in one process never share a binding, while engine code keeps the
+    templates' static types (``store.models.Lease`` is a ``type[Lease]``).
+    ``all`` lists them in creation order. Raises nothing.
     """
 
-    Meta: type[pw.Model]
-    Participant: type[pw.Model]
-    Invitation: type[pw.Model]
-    Session: type[pw.Model]
-    Version: type[pw.Model]
-    Lease: type[pw.Model]
-    Proposal: type[pw.Model]
-    Event: type[pw.Model]
+    Meta: type[Meta]
+    Participant: type[Participant]
+    Invitation: type[Invitation]
+    Session: type[Session]
+    Version: type[Version]
+    Lease: type[Lease]
+    Proposal: type[Proposal]
+    Event: type[Event]
     all: tuple[type[pw.Model], ...]
 
     def __init__(self, db: pw.Database):
-        bound = db
-
-        class BaseModel(pw.Model):
-            class Meta:
-                database = bound
-                legacy_table_names = False
-
-        class Meta(BaseModel):
-            """Key/value facts about the room: schema_version, workspace_id, ingress."""
-
-            key = pw.TextField(primary_key=True)
-            value = pw.TextField()
-
-        class Participant(BaseModel):
-            """A person or agent, named by the invitation that admitted them."""
-
-            id = pw.TextField(primary_key=True)
-            name = pw.TextField(unique=True)
-            created_at = pw.TextField()
-
-        class Invitation(BaseModel):
-            """An invitation: single use; the secret is stored only as its hash."""
-
-            id = pw.TextField(primary_key=True)
-            secret_hash = pw.TextField(unique=True)
-            participant_name = pw.TextField()
-            capabilities = JSONField()
-            transport = JSONField()
-            session_ttl_seconds = pw.IntegerField()
-            created_at = pw.TextField()
-            expires_at = pw.TextField()
-            redeemed_at = pw.TextField(null=True)
-            revoked_at = pw.TextField(null=True)
-            session_id = pw.TextField(null=True)
-
-        class Session(BaseModel):
-            """A redeemed invitation: a bearer (hash only) plus a public id."""
-
-            id = pw.TextField(primary_key=True)
-            token_hash = pw.TextField(unique=True)
-            participant = pw.ForeignKeyField(Participant, backref="sessions", on_delete="CASCADE")
-            invitation_id = pw.TextField()
-            capabilities = JSONField()
-            client = pw.TextField(null=True)
-            created_at = pw.TextField()
-            expires_at = pw.TextField(index=True)
-            revoked_at = pw.TextField(null=True)
-
-        class Version(BaseModel):
-            """Version N of the document and who made it, and how.
-
-            Either ``content`` (a checkpoint: the whole text) or ``delta``
-            (one hunk against version N-1: ``{"start": s, "end": e, "lines":
-            [...]}``, replace lines s..e, 1-based inclusive) is set; see
-            ``commonroom.engine.versions``.
-            """
-
-            number = pw.IntegerField(primary_key=True)
-            content = pw.TextField(null=True)
-            delta = JSONField(null=True)
-            content_hash = pw.TextField()
-            participant_id = pw.TextField(null=True)
-            session_id = pw.TextField(null=True)
-            created_at = pw.TextField()
-            summary = pw.TextField()
-            source = pw.TextField()  # initial | proposal | write | external
-            proposal_id = pw.TextField(null=True)
-
-        class Lease(BaseModel):
-            """A region reserved for one session until ``expires_at``."""
-
-            id = pw.TextField(primary_key=True)
-            session_id = pw.TextField(index=True)
-            participant_id = pw.TextField()
-            region = JSONField(null=True)
-            start_line = pw.IntegerField()
-            end_line = pw.IntegerField()
-            version = pw.IntegerField()
-            acquired_at = pw.TextField()
-            expires_at = pw.TextField(index=True)
-            released_at = pw.TextField(null=True)
-            expired_at = pw.TextField(null=True)
-
-        class Proposal(BaseModel):
-            """A replacement of a region as seen at ``base_version``."""
-
-            id = pw.TextField(primary_key=True)
-            status = pw.TextField(index=True)  # open | approved | rejected | withdrawn
-            participant_id = pw.TextField(null=True)
-            session_id = pw.TextField(null=True)
-            base_version = pw.IntegerField()
-            region = JSONField(null=True)
-            start_line = pw.IntegerField()
-            end_line = pw.IntegerField()
-            text = pw.TextField()
-            summary = pw.TextField()
-            created_at = pw.TextField()
-            decided_at = pw.TextField(null=True)
-            decided_by = pw.TextField(null=True)
-            reason = pw.TextField(null=True)
-            committed_version = pw.IntegerField(null=True)
-            rebased_from = pw.IntegerField(null=True)
-
-        class Event(BaseModel):
-            """One row of the ring (newest 2,000). Ids are AUTOINCREMENT: never reused."""
-
-            id = AutoIncrementField()
-            type = pw.TextField()
-            created_at = pw.TextField()
-            participant_id = pw.TextField(null=True)
-            session_id = pw.TextField(null=True)
-            payload = JSONField()
-
-        self.Meta, self.Participant, self.Invitation, self.Session = Meta, Participant, Invitation, Session
-        self.Version, self.Lease, self.Proposal, self.Event = Version, Lease, Proposal, Event
-        self.all = (Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event)
+        bound: dict[str, type[pw.Model]] = {}
+        for template in TEMPLATES:
+            meta = type("Meta", (), {"database": db, "table_name": template._meta.table_name})
+            attrs: dict[str, object] = {"Meta": meta, "__module__": __name__, "__doc__": template.__doc__}
+            if template is Session:
+                attrs["participant"] = pw.ForeignKeyField(bound["Participant"], backref="sessions",
+                                                          on_delete="CASCADE")
+            bound[template.__name__] = type(template.__name__, (template,), attrs)
+        self.Meta = bound["Meta"]  # type: ignore[assignment]
+        self.Participant = bound["Participant"]  # type: ignore[assignment]
+        self.Invitation = bound["Invitation"]  # type: ignore[assignment]
+        self.Session = bound["Session"]  # type: ignore[assignment]
+        self.Version = bound["Version"]  # type: ignore[assignment]
+        self.Lease = bound["Lease"]  # type: ignore[assignment]
+        self.Proposal = bound["Proposal"]  # type: ignore[assignment]
+        self.Event = bound["Event"]  # type: ignore[assignment]
+        self.all = tuple(bound[t.__name__] for t in TEMPLATES)
 
 
-#: The static type of a row of any sidecar model: each store defines its own
-#: classes, so engine code annotates rows with this.
+#: The static type of a row of any sidecar model (prefer the template's own type).
 Row = pw.Model
