@@ -65,6 +65,11 @@ def _scalar_text(value: Any) -> str | None:
     return None
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def mcp_headers(message: dict[str, Any], param_headers: dict[str, str] | None = None) -> dict[str, str]:
     """The standard MCP headers for one outgoing message.
 
@@ -77,8 +82,8 @@ def mcp_headers(message: dict[str, Any], param_headers: dict[str, str] | None = 
     adds ``Mcp-Param-*``. Values are encoded with
     :func:`commonroom.protocol.encode_header_value`.
     """
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    params = _object(message.get("params"))
+    meta = _object(params.get("_meta"))
     version = meta.get(META_VERSION)
     headers = {
         "Content-Type": JSON_TYPE,
@@ -92,7 +97,7 @@ def mcp_headers(message: dict[str, Any], param_headers: dict[str, str] | None = 
         if field_name and isinstance(params.get(field_name), str):
             headers[NAME_HEADER] = encode_header_value(params[field_name])
     if param_headers and method == "tools/call":
-        arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        arguments = _object(params.get("arguments"))
         for argument, name in param_headers.items():
             text = _scalar_text(arguments.get(argument))
             if text is not None:
@@ -192,7 +197,7 @@ class Bridge:
             log.info("stdin: dropping a message without a method (the room sends no requests): %.200s", line)
             return None
         if method == "notifications/cancelled":
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            params = _object(message.get("params"))
             self.cancel(params.get("requestId"))
             return None
         if len(line) > MAX_BODY_BYTES:
@@ -226,19 +231,20 @@ class Bridge:
         """``x-mcp-header`` annotations of the called tool (listed once, lazily)."""
         if message.get("method") != "tools/call":
             return None
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = _object(message.get("params"))
         if self._tool_headers is None:
             self._tool_headers = {}
-            meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-            self._learn_tools(meta)
-        return self._tool_headers.get(params.get("name")) if isinstance(params.get("name"), str) else None
+            self._learn_tools(_object(params.get("_meta")), self._tool_headers)
+        name = params.get("name")
+        return self._tool_headers.get(name) if isinstance(name, str) else None
 
-    def _learn_tools(self, meta: dict[str, Any]) -> None:
-        listing = {"jsonrpc": "2.0", "id": "ce-mcp-tools", "method": "tools/list", "params": {"_meta": meta}}
+    def _learn_tools(self, meta: dict[str, Any], known: dict[str, dict[str, str]]) -> None:
+        params: dict[str, Any] = {"_meta": meta}
+        listing = {"jsonrpc": "2.0", "id": "ce-mcp-tools", "method": "tools/list", "params": params}
         cursor = None
         for _ in range(50):
             if cursor is not None:
-                listing["params"]["cursor"] = cursor
+                params["cursor"] = cursor
             try:
                 response = client.request(self.transport, "POST", self.path, token=self.token,
                                           raw_body=json.dumps(listing).encode("utf-8"),
@@ -249,7 +255,7 @@ class Bridge:
             for tool in result.get("tools") or []:
                 mirrored = mirrored_arguments(tool.get("inputSchema")) if isinstance(tool, dict) else {}
                 if mirrored:
-                    self._tool_headers[tool["name"]] = mirrored
+                    known[tool["name"]] = mirrored
             cursor = result.get("nextCursor")
             if not cursor:
                 return

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from typing import Any, Final
 
 # -- the commonroom HTTP protocol ------------------------------------------------
 
 #: ``protocol`` of join payloads and of ``GET /workspace/room`` (seed protocol.txt).
-COMMONROOM_PROTOCOL = "commonroom"
+COMMONROOM_PROTOCOL: Final = "commonroom"
 #: ``version`` of the commonroom protocol.
-COMMONROOM_PROTOCOL_VERSION = "1"
+COMMONROOM_PROTOCOL_VERSION: Final = "1"
 #: The ``Host`` header the byte client sends (the room accepts it on any port).
 BYTE_CLIENT_HOST = "commonroom"
 #: Largest request body the room accepts, in bytes (HTTP and ``POST /mcp``);

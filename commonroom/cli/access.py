@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 from .. import client, invitation
 from ..errors import InvalidRequest
@@ -39,7 +42,7 @@ def invite_command(
     (``transport_unavailable``) and changes nothing.
     """
     document = require_document(file)
-    body = {
+    body: dict[str, Any] = {
         "participant": participant,
         "capabilities": [c.strip() for c in cap.split(",") if c.strip()],
         "expires_in_seconds": parse_duration(expires, "--expires"),
@@ -47,18 +50,29 @@ def invite_command(
         "transport": transport,
     }
 
-    def offline(engine):
-        from .. import schemas
-
-        schemas.validate("owner#InviteRequest", body)
-        return engine.invite(body["participant"], body["capabilities"], transport,
-                             expires_in_seconds=body["expires_in_seconds"],
-                             session_ttl_seconds=body["session_ttl_seconds"])
-
-    result = operator_write(document, "POST", "/owner/invitations", body, offline)
+    result = operator_write(document, "POST", "/owner/invitations", body, offline("invitation_create", body))
     print(result["token"])
     print(f"invitation {result['invitation_id']} for {result['participant']} "
           f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
+
+
+def offline(operation: str, body: dict[str, Any]) -> Callable[["Engine"], Any]:
+    """The offline path of an owner operation: the same declaration the owner port serves.
+
+    The body is validated against the operation's input schema, then the
+    operation's engine method runs on the sidecar (under the writer lock,
+    see :func:`~commonroom.cli.common.operator_write`).
+    """
+    from .. import schemas
+    from ..operations import OPERATIONS
+
+    op = OPERATIONS[operation]
+
+    def run(engine: "Engine") -> Any:
+        schemas.validate(op.input, body)
+        return op.bind(engine, None, body)
+
+    return run
 
 
 @handled
@@ -78,13 +92,7 @@ def revoke_command(
         raise InvalidRequest("give exactly one of --invitation ID_OR_TOKEN or --session ID",
                              details={"option": "--invitation/--session"})
 
-    def offline(engine):
-        from .. import schemas
-
-        schemas.validate("owner#RevokeRequest", body)
-        return engine.revoke(invitation_ref=invitation_ref, session_id=session)
-
-    emit(operator_write(document, "POST", "/owner/revoke", body, offline))
+    emit(operator_write(document, "POST", "/owner/revoke", body, offline("revoke", body)))
 
 
 @handled

@@ -24,7 +24,7 @@ import unicodedata
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import IO, Annotated, Any, Callable, Optional
 
 import typer
 
@@ -126,7 +126,7 @@ def printable(line: str) -> str:
 class Follower:
     """The reconnecting loop of ``ce observe`` (one session, one room)."""
 
-    def __init__(self, session: dict[str, Any], since: int | None, out=sys.stdout):
+    def __init__(self, session: dict[str, Any], since: int | None, out: IO[str] = sys.stdout):
         self.session = session
         self.transport = session["transport"]
         self.token = session["token"]

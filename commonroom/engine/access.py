@@ -177,7 +177,7 @@ class AccessMixin(EngineBase):
         bearer = tokens.new_secret(tokens.SESSION_PREFIX)
         session_id = tokens.new_id("s_")
 
-        def redeem(ctx: WriteContext) -> Session:
+        def redeem(ctx: WriteContext) -> SessionRow:
             row = Invitation.get_or_none(Invitation.secret_hash == secret_hash)
             if row is None or not tokens.matches(payload["secret"], row.secret_hash):
                 raise Unauthorized("this room did not issue that invitation",

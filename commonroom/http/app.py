@@ -49,7 +49,8 @@ class Authenticate:
         self.owner_token_hash = owner_token_hash
         self.limiter = limiter
 
-    async def process_resource(self, req, resp, resource, params) -> None:  # noqa: D102
+    async def process_resource(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, resource: Any,
+                               params: dict[str, Any]) -> None:  # noqa: D102
         req.context.actor = None
         req.context.limiter = self.limiter
         if resource is None or getattr(resource, "public", False):
@@ -65,18 +66,20 @@ class Authenticate:
         count_request(self.limiter, token)
 
 
-async def _commonroom_error(req, resp, error: CommonroomError, params) -> None:
+async def _commonroom_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: CommonroomError,
+                            params: dict[str, Any]) -> None:
     send_error(resp, error)
 
 
-async def _http_error(req, resp, error: falcon.HTTPError, params) -> None:
+async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: falcon.HTTPError,
+                      params: dict[str, Any]) -> None:
     if error.status_code == 404:
         send_error(resp, NotFound(f"no route {req.method} {req.path}", details={"path": req.path}))
         return
     wrapped = InvalidRequest(error.title or "bad request", details={"description": error.description or ""})
     send_error(resp, wrapped)
     resp.status = error.status_code
-    for name, value in (error.headers or {}).items():
+    for name, value in dict(error.headers or {}).items():
         resp.set_header(name, value)
 
 
@@ -130,7 +133,8 @@ class RoomASGI:
         self.owner_port = owner_port
         self.on_shutdown = on_shutdown or []
 
-    async def __call__(self, scope, receive, send) -> None:  # noqa: D102
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any],
+                       send: Callable[..., Any]) -> None:  # noqa: D102
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
@@ -138,7 +142,7 @@ class RoomASGI:
         app = self.owner_app if server[1] == self.owner_port else self.ingress_app
         await app(scope, receive, send)
 
-    async def _lifespan(self, receive, send) -> None:
+    async def _lifespan(self, receive: Callable[..., Any], send: Callable[..., Any]) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":

@@ -250,7 +250,7 @@ def _mcp() -> dict[str, Any]:
     def error(text: str) -> dict[str, Any]:
         return {"description": text, "content": rpc}
 
-    optional_bearer = [{}, {"bearer": []}]
+    optional_bearer: list[dict[str, list[str]]] = [{}, {"bearer": []}]
     return {
         "post": {"operationId": "mcp_post", "summary": "MCP 2026-07-28 (JSON-RPC 2.0; see docs/mcp.md)",
                  "tags": ["mcp"], "security": [{"bearer": []}],

@@ -92,8 +92,9 @@ def check_request(message: dict[str, Any], headers: Mapping[str, str],
         if name_header is not None:
             name_param = optional_name_params[method]
 
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
+    raw = message.get("params")
+    params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    meta = params.get("_meta")
     if not isinstance(meta, dict):
         raise invalid_params("params._meta is required", {"missing": "params._meta"}, status=400)
     for key in (META_VERSION, META_CAPABILITIES):

@@ -28,7 +28,7 @@ CACHE_KEYS: dict[str, Callable[[Context, Any], Any]] = {
 }
 
 
-def annotations(op: Operation) -> dict[str, Any]:
+def tool_annotations(op: Operation) -> dict[str, Any]:
     """MCP ``ToolAnnotations`` of ``op`` (hints only)."""
     assert op.mcp is not None
     out: dict[str, Any] = {"title": op.mcp.title, "readOnlyHint": op.read_only, "openWorldHint": False}
@@ -68,4 +68,4 @@ def register_tools(registry: Registry, table: Table = OPERATIONS) -> None:
         assert op.mcp is not None
         registry.add_tool(op.name, title=op.mcp.title, description=op.mcp.description,
                           input_schema=input_schema(op), output_schema=output_schema(op),
-                          annotations=annotations(op), handler=_handler(op), cache_key=CACHE_KEYS.get(op.name))
+                          annotations=tool_annotations(op), handler=_handler(op), cache_key=CACHE_KEYS.get(op.name))

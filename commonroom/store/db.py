@@ -164,7 +164,7 @@ class Store:
     def _trim(self, newest: int) -> None:
         self.db.execute_sql('DELETE FROM "event" WHERE "id" <= ?', (newest - RING_SIZE,))
 
-    def insert(self, model: type, **values: Any) -> Any:
+    def insert(self, model: type[pw.Model], **values: Any) -> Any:
         """``INSERT`` one row of ``model`` (inside :meth:`write`); returns the rowid.
 
         Same columns and conversions as ``model.create`` (each field's
@@ -183,12 +183,13 @@ class Store:
         params = [fields[name].db_value(value) for name, value in values.items()]
         return self.db.execute_sql(sql, params).lastrowid
 
-    def update(self, model: type, key: Any, **values: Any) -> None:
+    def update(self, model: type[pw.Model], key: Any, **values: Any) -> None:
         """``UPDATE`` the row of ``model`` whose primary key is ``key`` (inside :meth:`write`)."""
         fields = model._meta.fields
         sets = ", ".join(f'"{fields[name].column_name}" = ?' for name in values)
         params = [fields[name].db_value(value) for name, value in values.items()]
         pk = model._meta.primary_key
+        assert isinstance(pk, pw.Field), f"{model.__name__} has a primary key"
         self.db.execute_sql(
             f'UPDATE "{model._meta.table_name}" SET {sets} WHERE "{pk.column_name}" = ?', [*params, pk.db_value(key)]
         )

@@ -12,6 +12,7 @@ strings. JSON columns hold text. Secrets appear only as ``*_hash`` columns
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import peewee as pw
 from playhouse.sqlite_ext import AutoIncrementField
@@ -20,10 +21,10 @@ from playhouse.sqlite_ext import AutoIncrementField
 class JSONField(pw.TextField):
     """JSON stored as compact text."""
 
-    def db_value(self, value):  # noqa: D102 - peewee hook
+    def db_value(self, value: Any) -> str | None:  # noqa: D102 - peewee hook
         return None if value is None else json.dumps(value, separators=(",", ":"), sort_keys=True)
 
-    def python_value(self, value):  # noqa: D102 - peewee hook
+    def python_value(self, value: str | None) -> Any:  # noqa: D102 - peewee hook
         return None if value is None else json.loads(value)
 
 
@@ -68,6 +69,7 @@ class Session(_Row):
     id = pw.TextField(primary_key=True)
     token_hash = pw.TextField(unique=True)
     participant = pw.ForeignKeyField(Participant, backref="sessions", on_delete="CASCADE")
+    participant_id: str  # the foreign key's column, as peewee exposes it (no field of its own)
     invitation_id = pw.TextField()
     capabilities = JSONField()
     client = pw.TextField(null=True)
