@@ -155,7 +155,15 @@ def request(
 
 def call_json(transport: dict[str, Any], method: str, path: str, **kwargs: Any) -> Any:
     """``request`` then the JSON body; a non-2xx answer raises its ``CommonroomError``."""
-    response = request(transport, method, path, **kwargs)
+    return answer_json(request(transport, method, path, **kwargs))
+
+
+def answer_json(response: Response) -> Any:
+    """The JSON body of an answer; a non-2xx answer raises its ``CommonroomError``.
+
+    ``InvalidRequest`` when the body is not JSON or a non-2xx body is not an
+    error envelope.
+    """
     try:
         value = response.json()
     except ValueError:

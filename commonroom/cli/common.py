@@ -140,9 +140,11 @@ def operator_write(document: Path, method: str, path: str, body: Any,
         if endpoint is not None:
             hint, token = endpoint
             try:
-                return client.call_json(hint, method, path, body=body, token=token)
-            except TransportUnavailable as exc:
+                response = client.request(hint, method, path, body=body, token=token)
+            except TransportUnavailable as exc:  # not dialled, or no answer: the room did not answer
                 unreachable = exc
+            else:
+                return client.answer_json(response)  # the room's own errors are raised as they are
         fd = files.try_lock()
         if fd is not None:
             try:
