@@ -29,8 +29,10 @@ Tree::
     ├── TransportUnavailable    transport_unavailable 503
     ├── LimitExceeded           limit_exceeded        429 (413 for a body)
     ├── InvalidRequest          invalid_request       400
-    └── NotFound                not_found             404 (routes and records
-                                                      the seed names no code for)
+    ├── NotFound                not_found             404 (routes and records
+    │                                                 the seed names no code for)
+    └── MethodNotAllowed        method_not_allowed    405 (ours: a route asked with
+                                                      a method it does not serve)
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ STATUS: dict[str, int] = {
     "limit_exceeded": 429,
     "invalid_request": 400,
     "not_found": 404,
+    "method_not_allowed": 405,
 }
 
 #: code → distinct non-zero exit status of ``ce`` (1 is a generic failure).
@@ -222,6 +225,17 @@ class NotFound(CommonroomError):
     code = "not_found"
 
 
+class MethodNotAllowed(CommonroomError):
+    """A route that exists, asked with a method it does not serve (405; ``Allow`` says which)."""
+
+    code = "method_not_allowed"
+
+
+def body_too_large(limit: int) -> LimitExceeded:
+    """The 413 ``limit_exceeded`` for a request body over ``limit`` bytes (HTTP, ``/mcp``, ``ce mcp``)."""
+    return LimitExceeded(f"request body is larger than {limit} bytes", details={"limit_bytes": limit}, status=413)
+
+
 #: code → class, for clients that rebuild errors from the wire.
 BY_CODE: dict[str, type[CommonroomError]] = {
     cls.code: cls
@@ -236,6 +250,7 @@ BY_CODE: dict[str, type[CommonroomError]] = {
         LeaseConflict,
         StaleVersion,
         ProposalNotFound,
+        MethodNotAllowed,
         ProposalConflict,
         InvalidRegion,
         VersionNotFound,

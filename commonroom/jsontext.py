@@ -1,6 +1,10 @@
 """Parsing JSON from the wire, refusing what the room could not store or echo.
 
-``json.loads`` accepts two things that later break a room: escaped lone
+``json.loads`` accepts things that later break a room: the non-standard
+constants ``NaN``, ``Infinity`` and ``-Infinity`` (and numbers such as
+``1e400`` that overflow to them), which strict JSON parsers reject when
+echoed back; integers of any length (Python refuses to convert more than
+4,300 digits, so ``json.loads`` itself raises past that); escaped lone
 surrogates (``"\\ud800"``), which decode to a ``str`` that cannot be encoded
 as UTF-8 (SQLite, the file, every response would fail), and nesting so deep
 that parsing or validating it exhausts the interpreter's recursion limit.
@@ -12,11 +16,14 @@ JSON-RPC parse error (MCP).
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
 #: Deepest array/object nesting accepted.
 MAX_DEPTH = 64
+#: Most digits (sign included) of an integer literal: every 64-bit integer fits.
+MAX_INTEGER_DIGITS = 20
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -29,7 +36,8 @@ def loads(data: bytes | str) -> Any:
     """Parse ``data`` (UTF-8 bytes or str); raise :class:`NotJson` if unacceptable."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
-        value = json.loads(raw.decode("utf-8") if isinstance(data, bytes) else data)
+        value = json.loads(raw.decode("utf-8") if isinstance(data, bytes) else data,
+                           parse_constant=_constant, parse_int=_integer, parse_float=_float)
     except UnicodeDecodeError as exc:
         raise NotJson(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
@@ -44,6 +52,28 @@ def loads(data: bytes | str) -> Any:
         except UnicodeEncodeError:
             raise NotJson("a \\u escape is a lone UTF-16 surrogate, not a character") from None
     return value
+
+
+def _constant(name: str) -> Any:
+    raise NotJson(f"{name} is not JSON (strict JSON has no NaN or Infinity)")
+
+
+def _integer(text: str) -> int:
+    if len(text) > MAX_INTEGER_DIGITS:
+        raise NotJson(f"an integer of {len(text)} characters is longer than {MAX_INTEGER_DIGITS}")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise NotJson(f"{text[:40]} is too large for a number")
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Compact strict JSON text (non-ASCII kept); ``ValueError`` for NaN or Infinity."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _depth(value: Any) -> int:

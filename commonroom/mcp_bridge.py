@@ -46,6 +46,7 @@ from .protocol import (
     METHOD_HEADER,
     NAME_HEADER,
     PARSE_ERROR,
+    ROOM_ERROR,
     VERSION_HEADER,
     encode_header_value,
     mirrored_arguments,
@@ -203,8 +204,8 @@ class Bridge:
         if len(line) > MAX_BODY_BYTES:
             # the room refuses it (413) before reading it: say so here, with the id
             if request_id is not None:
-                self.write(error_message(request_id, INVALID_REQUEST, "Request body too large",
-                                         {"limit_bytes": MAX_BODY_BYTES, "bytes": len(line)}))
+                refusal = errors.body_too_large(MAX_BODY_BYTES)
+                self.write(error_message(request_id, ROOM_ERROR, refusal.message, refusal.to_dict()))
             return None
         thread = threading.Thread(target=self.forward, args=(message, line), daemon=True,
                                   name=f"mcp-{method}-{request_id}")

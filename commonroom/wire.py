@@ -17,13 +17,13 @@ from typing import Any
 import falcon
 
 from . import jsontext, schemas, tokens
-from .errors import CommonroomError, InvalidRequest, LimitExceeded
+from .errors import CommonroomError, InvalidRequest, LimitExceeded, body_too_large
 from .protocol import MAX_BODY_BYTES  # largest request body accepted, in bytes
 
 
 def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON (non-ASCII kept as is)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return jsontext.dumps(value).encode("utf-8")
 
 
 def send(resp: falcon.asgi.Response, value: Any, status: int = 200) -> None:
@@ -37,6 +37,9 @@ def send_error(resp: Any, error: CommonroomError) -> None:
     """Render ``error`` as the seed's envelope with its status (and Retry-After)."""
     send(resp, error.to_dict(), error.status)
     retry_after(resp, error)
+    allowed = error.details.get("allowed") if error.code == "method_not_allowed" else None
+    if isinstance(allowed, list):
+        resp.set_header("Allow", ", ".join(allowed))
 
 
 def retry_after(resp: Any, error: CommonroomError) -> None:
@@ -52,13 +55,7 @@ def count_request(limiter: Any, token: str | None) -> None:
         limiter.hit(tokens.digest(token))
 
 
-def too_large(limit: int) -> LimitExceeded:
-    """The 413 ``limit_exceeded`` for a body over ``limit`` bytes."""
-    return LimitExceeded(
-        f"request body is larger than {limit} bytes",
-        details={"limit_bytes": limit},
-        status=413,
-    )
+too_large = body_too_large
 
 
 async def read_body(req: falcon.asgi.Request, *, limit: int = MAX_BODY_BYTES) -> bytes:

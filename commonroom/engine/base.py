@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from generated.types.editing import VersionInfo
 
-from .. import jsontext, regions
+from .. import jsontext, numbers, regions
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
@@ -77,8 +77,11 @@ def parse_limit(value: Any, default: int = DEFAULT_LIMIT) -> int:
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
-        number = int(value.strip())
+    elif isinstance(value, str):
+        try:
+            number = numbers.natural(value)
+        except numbers.NotANumber:
+            number = None
     if number is None or not 1 <= number <= 200:
         raise InvalidRequest(
             f"limit must be an integer from 1 to 200, not {value!r}",

@@ -22,6 +22,7 @@ from typing import Any, cast
 from generated.types.events import Event as EventWire
 from generated.types.events import HistoryPage
 
+from .. import numbers
 from ..errors import InvalidRequest
 from ..store.db import event_dict
 from .base import Actor, EngineBase, decode_cursor, parse_limit, require
@@ -32,18 +33,23 @@ REPLAY_PAGE = 200
 
 def event_cursor(value: Any, parameter: str = "cursor", *, legacy: bool = False) -> int | None:
     """The event id in a cursor: a non-negative decimal integer as text
-    (surrounding blanks ignored); ``None`` for ``None`` or blank.
+    (ASCII digits only, :func:`commonroom.numbers.natural`); ``None`` for
+    ``None`` (an empty string is refused, not "no cursor").
 
     ``legacy`` also accepts the opaque cursor history issued before (base64
     JSON ``{"after": N}``), so a page fetched before an upgrade can be
     followed on. Anything else is ``InvalidRequest`` with
     ``details.parameter = parameter``.
     """
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if value is None:
         return None
-    text = value.strip() if isinstance(value, str) else ""
-    if text.isascii() and text.isdigit():
-        return int(text)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= numbers.MAX_SAFE:
+        return value
+    text = value if isinstance(value, str) else ""
+    try:
+        return numbers.natural(text)
+    except numbers.NotANumber:
+        pass
     if legacy:
         try:
             position = decode_cursor(text)

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
 
-from .. import regions
+from .. import numbers, regions
 from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
@@ -236,6 +236,9 @@ class VersionsMixin(EngineBase):
 def _version_number(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, str):
+        try:
+            return numbers.natural(value)
+        except numbers.NotANumber:
+            pass
     raise InvalidRequest(f"a version is a positive integer, not {value!r}", details={"parameter": "version"})

@@ -20,7 +20,7 @@ import falcon.asgi
 
 from .. import tokens
 from ..engine import OPERATOR, Engine
-from ..errors import CommonroomError, InvalidRequest, NotFound, Unauthorized
+from ..errors import CommonroomError, InvalidRequest, MethodNotAllowed, NotFound, Unauthorized
 from ..limits import RateLimiter
 from ..operations import OPERATIONS, Table
 from ..operations.runner import Runner
@@ -53,6 +53,11 @@ class Authenticate:
                                params: dict[str, Any]) -> None:  # noqa: D102
         req.context.actor = None
         req.context.limiter = self.limiter
+        if resource is not None and not getattr(resource, "handles_any_method", False):
+            allowed = allowed_methods(resource)
+            if req.method not in allowed:
+                raise MethodNotAllowed(f"{req.path} answers {', '.join(allowed)}, not {req.method}",
+                                       details={"allowed": list(allowed)})
         if resource is None or getattr(resource, "public", False):
             return
         token = bearer(req)
@@ -64,6 +69,16 @@ class Authenticate:
             return
         req.context.actor = self.engine.authenticate(token)
         count_request(self.limiter, token)
+
+
+def allowed_methods(resource: Any) -> tuple[str, ...]:
+    """The HTTP methods ``resource`` serves (its ``on_*`` responders; never OPTIONS), sorted."""
+    declared = getattr(resource, "allow", None)
+    if declared:
+        return tuple(declared)
+    names = {name[3:].upper() for name in dir(resource) if name.startswith("on_") and callable(getattr(resource, name))}
+    names.discard("OPTIONS")
+    return tuple(sorted(names))
 
 
 async def _commonroom_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: CommonroomError,
@@ -110,6 +125,8 @@ def create_app(
     app.req_options.auto_parse_qs_csv = False
     app.req_options.keep_blank_qs_values = True
     app.resp_options.secure_cookies_by_default = True
+    # every answer with a body names its own type; an empty one (202) names none
+    app.resp_options.default_media_type = None  # type: ignore[assignment]
     routes: dict[str, Any] = dict(operation_routes(table, role, runner or Runner(engine)))
     routes.update(published_routes(table, role))
     routes.update(extra_routes or {})

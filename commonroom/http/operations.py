@@ -18,16 +18,13 @@ from typing import Any
 import falcon
 import falcon.asgi
 
-from .. import jsontext, schemas
+from .. import jsontext, numbers, schemas
 from ..bundle import bundle
 from ..errors import InvalidRequest
 from ..operations import Operation, Table
 from ..operations.runner import Runner
 from ..wire import read_json, send
 
-#: Longest integer accepted in a path or query parameter (digits).
-MAX_INTEGER_DIGITS = 16
-_DIGITS = re.compile(r"[0-9]{1,%d}" % MAX_INTEGER_DIGITS)
 _REQUIRED = re.compile(r"^'([^']+)' is a required property$")
 
 
@@ -62,10 +59,10 @@ class Binding:
         prop = self.http.prop(wire)
         kind = self.kinds[prop]
         if kind == "integer":
-            if not _DIGITS.fullmatch(raw):
-                raise InvalidRequest(f"{wire} must be an integer (ASCII digits, at most {MAX_INTEGER_DIGITS}), "
-                                     f"not {raw!r}", details={"parameter": wire})
-            return int(raw)
+            try:
+                return numbers.natural(raw)
+            except numbers.NotANumber as exc:
+                raise InvalidRequest(f"{wire} {exc}", details={"parameter": wire}) from None
         if kind == "json":
             try:
                 return jsontext.loads(raw)
@@ -133,8 +130,10 @@ class OperationResource:
         op, status, runner = binding.op, binding.http.status, self.runner
 
         async def responder(req: falcon.asgi.Request, resp: falcon.asgi.Response, **params: str) -> None:
+            actor = req.context.get("actor")
+            op.authorize(actor)
             values = await binding.values(req, params)
-            result = await runner.run(op, req.context.get("actor"), values)
+            result = await runner.run(op, actor, values)
             send(resp, result, status)
 
         responder.__name__ = f"on_{method.lower()}"

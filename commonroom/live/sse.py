@@ -39,13 +39,13 @@ Settings (environment of ``ce serve``): ``COMMONROOM_HEARTBEAT_SECONDS``
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import falcon
 
+from .. import jsontext
 from ..engine import Actor, Engine, require
 from ..engine.history import event_cursor
 from .hub import Hub
@@ -93,13 +93,13 @@ HEARTBEAT_FRAME = Frame(HEARTBEAT_BYTES)
 
 def event_bytes(event: dict[str, Any]) -> bytes:
     """``id:``/``event:``/``data:`` lines of one event (compact JSON, one line)."""
-    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    data = jsontext.dumps(event)
     return f"id: {event['id']}\nevent: {event['type']}\ndata: {data}\n\n".encode("utf-8")
 
 
 def resync_frame(reason: str, last_event_id: int) -> Frame:
     """``event: resync`` with ``{"reason", "last_event_id"}`` (no id line)."""
-    data = json.dumps({"reason": reason, "last_event_id": last_event_id}, separators=(",", ":"))
+    data = jsontext.dumps({"reason": reason, "last_event_id": last_event_id})
     return Frame(f"event: resync\ndata: {data}\n\n".encode())
 
 

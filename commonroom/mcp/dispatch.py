@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import base64
 import inspect
-import json
 import logging
 from collections import OrderedDict
 from typing import Any, Mapping
 
 from jsonschema.exceptions import best_match
 
-from .. import __version__
+from .. import __version__, jsontext, schemas
 from ..errors import CommonroomError, InvalidRequest
 from ..protocol import ROOM_ERROR  # noqa: F401  (a room refusal outside tools; re-exported)
 from .headers import check_param_headers
@@ -62,9 +61,7 @@ INSTRUCTIONS = (
 )
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON text (non-ASCII kept)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+dumps = jsontext.dumps
 
 
 def room_error(error: CommonroomError) -> JsonRpcError:
@@ -128,6 +125,14 @@ class Dispatcher:
         self.runner = runner
         self._encoded: OrderedDict[Any, bytes] = OrderedDict()
         self._encoded_bytes = 0
+        #: method → its params schema (``schema/mcp.json``); -32602 when they do not match.
+        self.params_schemas: dict[str, str] = {
+            "server/discover": "mcp#DiscoverParams", "tools/list": "mcp#ListParams",
+            "tools/call": "mcp#ToolCallParams", "resources/list": "mcp#ListParams",
+            "resources/read": "mcp#UriParams", "resources/templates/list": "mcp#ListParams",
+            "prompts/list": "mcp#ListParams", "prompts/get": "mcp#PromptGetParams",
+            **{m.name: m.params_schema for m in registry.methods.values() if m.params_schema},
+        }
         self.core = {
             "server/discover": self.discover,
             "tools/list": self.tools_list,
@@ -147,7 +152,14 @@ class Dispatcher:
                      headers: Mapping[str, str]) -> dict[str, Any] | Stream | Encoded:
         """The result of one checked request (raises ``JsonRpcError``)."""
         method = message["method"]
-        params = message.get("params") or {}
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise invalid_params("params must be an object", {"field": "params"})
+        schema = self.params_schemas.get(method)
+        if schema is not None:
+            _check_params(schema, params)
         ctx = Context(engine=self.engine, actor=actor, method=method, params=params,
                       registry=self.registry, runner=self.runner, request_id=message.get("id"), headers=headers)
         try:
@@ -212,6 +224,8 @@ class Dispatcher:
         check_param_headers(tool.input_schema, arguments, ctx.headers)
         ctx.arguments = arguments
         try:
+            if tool.authorize is not None:
+                tool.authorize(ctx)
             _validate_arguments(tool.validator, arguments)
             value = await _call(tool.handler, ctx)
         except CommonroomError as exc:
@@ -322,6 +336,17 @@ def contents_of(uri: str, entry: Any, value: Any) -> list[dict[str, Any]]:
 def _no_cursor(ctx: Context) -> None:
     if ctx.params.get("cursor") is not None:
         raise invalid_params("unknown cursor: every list is one page", {"field": "cursor"})
+
+
+def _check_params(schema: str, params: dict[str, Any]) -> None:
+    """-32602 naming the pointer when ``params`` do not match ``schema`` (``"mcp#ToolCallParams"``)."""
+    error = best_match(schemas.validator(schema).iter_errors(params))
+    if error is None:
+        return
+    pointer = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
+    pointer = "" if pointer == "/" else pointer
+    raise invalid_params(f"Invalid params at {pointer or '/'}: {error.message}",
+                         {"pointer": "/params" + pointer, "reason": error.message})
 
 
 def _validate_arguments(validator: Any, arguments: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ tool arguments annotated ``x-mcp-header`` in the tool's ``inputSchema``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from .. import protocol
@@ -131,14 +132,15 @@ def mcp_header_properties(input_schema: dict[str, Any]) -> dict[str, str]:
     return protocol.mirrored_arguments(input_schema)
 
 
+_INTEGER = re.compile(r"-?[0-9]{1,20}")
+
+
 def _same(header_value: str, argument: Any) -> bool:
     if isinstance(argument, bool):
         return header_value == ("true" if argument else "false")
     if isinstance(argument, int):
-        try:
-            return int(header_value) == argument
-        except ValueError:
-            return False
+        # integers are compared numerically: ASCII digits with an optional sign, bounded
+        return bool(_INTEGER.fullmatch(header_value)) and int(header_value) == argument
     return header_value == str(argument)
 
 

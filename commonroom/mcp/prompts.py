@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import numbers
 from ..errors import InvalidRegion, InvalidRequest
 from .registry import Context, Registry
 from .resources import DOCUMENT
@@ -30,10 +31,10 @@ def _text(text: str) -> dict[str, Any]:
 
 
 def _int_arg(ctx: Context, name: str) -> int:
-    raw = str(ctx.arguments.get(name, "")).strip()
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-        raise InvalidRequest(f"{name} must be a positive integer, not {raw!r}", details={"parameter": name})
-    return int(raw)
+    try:
+        return numbers.natural(str(ctx.arguments.get(name, "")), minimum=1)
+    except numbers.NotANumber as exc:
+        raise InvalidRequest(f"{name} {exc}", details={"parameter": name}) from None
 
 
 def review_proposal(ctx: Context) -> list[dict[str, Any]]:

@@ -53,7 +53,7 @@ API
     PromptMessage dicts, a dict with ``messages`` (and ``description``), or
     ``Raw({...})``.
 
-``registry.add_method(method, handler, *, name_param=None, name_required=True)``
+``registry.add_method(method, handler, *, name_param=None, name_required=True, params_schema=None)``
     A whole JSON-RPC method (extensions: ``skills/list``; later
     ``tasks/get``, ``subscriptions/listen``). ``handler(ctx)`` returns the
     result dict (``resultType`` and serverInfo are added) or a
@@ -157,6 +157,7 @@ class Tool:
     title: str | None = None
     validator: Draft202012Validator | None = field(default=None, repr=False)
     cache_key: Callable[[Context, Any], Any] | None = field(default=None, repr=False)
+    authorize: Callable[[Context], None] | None = field(default=None, repr=False)
 
     def descriptor(self) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list``."""
@@ -263,6 +264,7 @@ class Method:
     handler: Callable[[Context], Any]
     name_param: str | None = None
     name_required: bool = True
+    params_schema: str | None = None
 
 
 class Registry:
@@ -281,12 +283,15 @@ class Registry:
     def add_tool(self, name: str, *, description: str, input_schema: dict[str, Any],
                  handler: Callable[[Context], Any], output_schema: dict[str, Any] | None = None,
                  annotations: dict[str, Any] | None = None, title: str | None = None,
-                 cache_key: Callable[[Context, Any], Any] | None = None) -> Tool:
+                 cache_key: Callable[[Context, Any], Any] | None = None,
+                 authorize: Callable[[Context], None] | None = None) -> Tool:
         """Register a tool (``ValueError`` for a duplicate or a non-object schema).
 
         ``cache_key(ctx, value)`` (optional) names a successful value whose
         encoded result may be reused while the key is the same (the handler
         still runs every time; only the JSON encoding is cached).
+        ``authorize(ctx)`` (optional) runs before the arguments are validated
+        and may raise ``CommonroomError`` (an ``isError`` result).
         """
         self._unique(name, self.tools, "tool")
         if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
@@ -295,7 +300,7 @@ class Registry:
             raise ValueError(f"tool {name!r}: outputSchema must have type object")
         Draft202012Validator.check_schema(input_schema)
         tool = Tool(name, description, input_schema, handler, output_schema, annotations, title,
-                    Draft202012Validator(input_schema), cache_key)
+                    Draft202012Validator(input_schema), cache_key, authorize)
         self.tools[name] = tool
         return tool
 
@@ -332,10 +337,16 @@ class Registry:
         return prompt
 
     def add_method(self, method: str, handler: Callable[[Context], Any], *,
-                   name_param: str | None = None, name_required: bool = True) -> Method:
-        """Register a whole JSON-RPC method (an extension's)."""
+                   name_param: str | None = None, name_required: bool = True,
+                   params_schema: str | None = None) -> Method:
+        """Register a whole JSON-RPC method (an extension's).
+
+        ``params_schema`` names the schema its params must match
+        (``"mcp#UriParams"``); the dispatcher answers -32602 otherwise,
+        before ``handler`` runs.
+        """
         self._unique(method, self.methods, "method")
-        entry = Method(method, handler, name_param, name_required)
+        entry = Method(method, handler, name_param, name_required, params_schema)
         self.methods[method] = entry
         return entry
 

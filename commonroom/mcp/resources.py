@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine import require
+from .. import numbers
 from ..errors import InvalidRequest
 from .jsonrpc import invalid_params
 from .registry import Context, Registry
@@ -94,12 +95,12 @@ def _document(ctx: Context) -> list[dict[str, Any]]:
 
 
 def _version(ctx: Context) -> list[dict[str, Any]]:
-    raw = ctx.variables.get("number", "")
-    if not raw.isdigit() or not raw.isascii() or int(raw) < 1:
-        raise InvalidRequest(f"version number must be a positive integer, not {raw!r}",
-                             details={"parameter": "number"})
-    version = ctx.engine.version(ctx.actor, int(raw))
-    meta = {"commonroom/version": version.get("number", int(raw))}
+    try:
+        number = numbers.natural(ctx.variables.get("number", ""), minimum=1)
+    except numbers.NotANumber as exc:
+        raise InvalidRequest(f"version number {exc}", details={"parameter": "number"}) from None
+    version = ctx.engine.version(ctx.actor, number)
+    meta = {"commonroom/version": version.get("number", number)}
     if "content_hash" in version:
         meta["commonroom/content_hash"] = version["content_hash"]
     return [{"uri": ctx.uri, "mimeType": "text/markdown", "text": version.get("text", ""), "_meta": meta}]
@@ -138,8 +139,8 @@ def register_resources(registry: Registry, subscriptions: Subscriptions) -> None
         subscriptions.remove(ctx.actor.session_id, uri)
         return {}
 
-    registry.add_method("resources/subscribe", subscribe)
-    registry.add_method("resources/unsubscribe", unsubscribe)
+    registry.add_method("resources/subscribe", subscribe, params_schema="mcp#UriParams")
+    registry.add_method("resources/unsubscribe", unsubscribe, params_schema="mcp#UriParams")
 
 
 def _subscribable(ctx: Context) -> str:

@@ -139,7 +139,7 @@ def register_skills(registry: Registry, root: Path = SKILLS_DIR) -> list[Skill]:
             raise invalid_params("Unknown skill", {"uri": ctx.params.get("uri")})
         return {"skill": skill.to_wire(), "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}
 
-    registry.add_method("skills/list", skills_list)
-    registry.add_method("skills/get", skills_get, name_param="uri", name_required=False)
+    registry.add_method("skills/list", skills_list, params_schema="mcp#ListParams")
+    registry.add_method("skills/get", skills_get, name_param="uri", name_required=False, params_schema="mcp#UriParams")
     registry.add_extension(EXTENSION, {})
     return skills

@@ -62,10 +62,18 @@ def _handler(op: Operation) -> Callable[[Context], Any]:
     return handler
 
 
+def _authorize(op: Operation) -> Callable[[Context], None]:
+    def authorize(ctx: Context) -> None:
+        op.authorize(ctx.actor)
+
+    return authorize
+
+
 def register_tools(registry: Registry, table: Table = OPERATIONS) -> None:
     """Add a tool for every operation of ``table`` with an MCP binding."""
     for op in table.tools():
         assert op.mcp is not None
         registry.add_tool(op.name, title=op.mcp.title, description=op.mcp.description,
                           input_schema=input_schema(op), output_schema=output_schema(op),
-                          annotations=tool_annotations(op), handler=_handler(op), cache_key=CACHE_KEYS.get(op.name))
+                          annotations=tool_annotations(op), handler=_handler(op), cache_key=CACHE_KEYS.get(op.name),
+                          authorize=_authorize(op))

@@ -109,10 +109,23 @@ def _forbidden(resp: falcon.asgi.Response, reason: str) -> None:
     _send(resp, error_response(None, JsonRpcError(-32600, "Forbidden", {"reason": reason})), 403)
 
 
+class NullId(JsonRpcError):
+    """A request whose id is null: MCP forbids it (it is not a notification either)."""
+
+    def __init__(self) -> None:
+        super().__init__(-32600, "Invalid Request", status=400, data=
+                         {"reason": "a request id is a string or an integer, never null; "
+                                    "a notification has no id member"})
+
+
 class McpEndpoint:
     """The ``/mcp`` Falcon resource. ``public``: it authenticates by itself."""
 
     public = True
+    #: ``Allow`` of every 405 it answers (DELETE is answered, always 405).
+    allow = ("GET", "POST")
+    #: Any other method is answered here (a JSON-RPC 405), not by the app.
+    handles_any_method = True
 
     def __init__(self, engine: Any, dispatcher: Dispatcher, subscriptions: Any = None, hub: Any = None,
                  *, extra_hosts: frozenset[str] = frozenset(), heartbeat_seconds: float = 15.0,
@@ -173,7 +186,10 @@ class McpEndpoint:
                 raise method_not_found(message["method"])
             result = await self.dispatcher.handle(message, actor, headers)
         except JsonRpcError as exc:
-            _send(resp, error_response(message.get("id") if message else None, exc), exc.status)
+            if isinstance(exc, NullId):  # the id it sent, null, is the one it gets back
+                _send(resp, {"jsonrpc": "2.0", "id": None, "error": exc.to_dict()}, exc.status)
+            else:
+                _send(resp, error_response(message.get("id") if message else None, exc), exc.status)
             return
         if isinstance(result, HubStream):
             self._stream(req, resp, result, actor, request_id)
@@ -228,8 +244,9 @@ class McpEndpoint:
     async def _read(self, req: falcon.asgi.Request) -> dict[str, Any]:
         try:
             raw = await read_body(req)
-        except LimitExceeded:
-            raise JsonRpcError(-32600, "Request body too large", {"limit_bytes": MAX_BODY_BYTES}, status=413) from None
+        except LimitExceeded as exc:
+            # the same error object a 429 carries: a room refusal (-31000) with limit_exceeded as data
+            raise JsonRpcError(ROOM_ERROR, exc.message, exc.to_dict(), status=413) from None
         try:
             message = jsontext.loads(raw)
         except jsontext.NotJson as exc:
@@ -242,6 +259,8 @@ class McpEndpoint:
             raise invalid_request("clients send requests and notifications only, not responses")
         if not isinstance(message["method"], str):
             raise invalid_request("method must be a string")
+        if "id" in message and message["id"] is None:
+            raise NullId()
         if message.get("id") is not None and not is_request_id(message["id"]):
             raise invalid_request("id must be a string or an integer")
         return message
@@ -272,6 +291,12 @@ class McpEndpoint:
     async def on_delete(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         """No sessions to end: 405."""
         self._not_allowed(resp)
+
+    async def on_put(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        """405 (as every method but GET and POST)."""
+        self._not_allowed(resp)
+
+    on_patch = on_options = on_head = on_put
 
     @staticmethod
     def _not_allowed(resp: falcon.asgi.Response) -> None:

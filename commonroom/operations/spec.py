@@ -114,7 +114,9 @@ class Operation:
     adapters add ``invalid_request``, ``unauthorized``,
     ``session_expired``, ``permission_denied`` and ``limit_exceeded``
     where they apply). ``read_only`` operations run on the event loop;
-    the others on the room's one writer thread. ``streams``: the answer
+    the others on the room's one writer thread. ``also`` names capabilities
+    that stand in for ``capability`` (``leases_list``: read or lease).
+    ``streams``: the answer
     is an event stream, not one JSON body. ``tag`` groups operations by
     concern (OpenAPI tags, docs).
     """
@@ -127,6 +129,7 @@ class Operation:
     tag: str
     args: tuple[str | Arg, ...] = ()
     capability: str | None = None
+    also: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     read_only: bool = True
     actor: bool = True
@@ -138,6 +141,21 @@ class Operation:
         unknown = [code for code in self.errors if code not in STATUS]
         if unknown:
             raise ValueError(f"operation {self.name}: unknown error codes {unknown}")
+
+    def authorize(self, actor: Any) -> None:
+        """``PermissionDenied`` unless ``actor`` holds the capability (or one of ``also``).
+
+        The adapters call it before they read the input, so a caller without
+        the capability learns nothing about the input's shape (the engine
+        method checks again, with its own finer rules such as "the author").
+        """
+        if self.capability is None or actor is None:
+            return
+        if any(cap in actor.capabilities for cap in self.also):
+            return
+        from ..engine.base import require
+
+        require(actor, self.capability)
 
     def arguments(self, values: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """``(positional, keyword)`` engine arguments from the input object."""

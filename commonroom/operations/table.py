@@ -83,7 +83,7 @@ OPERATIONS = Table([
     # -- leases -----------------------------------------------------------
     Operation(
         "leases_list", "Live leases (read or lease)", "leases", "common#NoArguments", "editing#LeaseList",
-        "leases", capability="read", http=Http("GET", "/workspace/leases"),
+        "leases", capability="read", also=("lease",), http=Http("GET", "/workspace/leases"),
         mcp=Mcp("List leases", "The live leases in the room: who holds which region, until when. Needs "
                 "read or lease.")),
     Operation(

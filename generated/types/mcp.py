@@ -7,7 +7,7 @@ from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 MCP: TypeAlias = Any
 """
-The JSON-RPC 2.0 envelope of POST /mcp (MCP 2026-07-28; the methods' params and results are the official schema's, see docs/mcp.md). Tool arguments and results are the operations' own schemas.
+The JSON-RPC 2.0 envelope of POST /mcp (MCP 2026-07-28) and the params of every method the room serves, validated before a method runs (-32602 otherwise); results follow the official schema (docs/mcp.md). Tool arguments and results are the operations' own schemas.
 """
 
 
@@ -40,3 +40,58 @@ class JsonRpcAnswer(TypedDict):
     id: NotRequired[str | int | None]
     result: NotRequired[dict[str, Any]]
     error: NotRequired[Error]
+
+
+class RequestMeta(TypedDict):
+    """
+    Request metadata (protocol version, client capabilities, …); checked against the headers.
+    """
+
+
+class ListParams(TypedDict):
+    """
+    tools/list, resources/list, resources/templates/list, prompts/list, skills/list.
+    """
+
+    field_meta: NotRequired[RequestMeta]
+    cursor: NotRequired[str]
+    """
+    Every list is one page: a cursor is refused (-32602).
+    """
+
+
+class DiscoverParams(TypedDict):
+    """
+    server/discover.
+    """
+
+    field_meta: NotRequired[RequestMeta]
+
+
+class ToolCallParams(TypedDict):
+    """
+    tools/call: the tool's name and its arguments (validated against its inputSchema).
+    """
+
+    field_meta: NotRequired[RequestMeta]
+    name: str
+    arguments: NotRequired[dict[str, Any] | None]
+
+
+class UriParams(TypedDict):
+    """
+    resources/read, resources/subscribe, resources/unsubscribe, skills/get.
+    """
+
+    field_meta: NotRequired[RequestMeta]
+    uri: str
+
+
+class PromptGetParams(TypedDict):
+    """
+    prompts/get: arguments are strings.
+    """
+
+    field_meta: NotRequired[RequestMeta]
+    name: str
+    arguments: NotRequired[dict[str, Any] | None]
