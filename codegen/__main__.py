@@ -54,6 +54,28 @@ def _types(files: list[Path], out_dir: Path) -> None:
         for path in files:
             shutil.copyfile(path, source / path.name)
         _generate(source, out_dir)
+    for module in sorted(out_dir.glob("*.py")):
+        _typeddict_from_typing_extensions(module)
+
+
+def _typeddict_from_typing_extensions(module: Path) -> None:
+    """Import ``TypedDict`` from ``typing_extensions`` in every module.
+
+    The generator does so only for closed types; on Python 3.11 pydantic
+    (the round-trip test) accepts ``typing_extensions.TypedDict`` only.
+    """
+    lines = module.read_text("utf-8").splitlines(keepends=True)
+    out: list[str] = []
+    for line in lines:
+        names = [n.strip() for n in line.split("import", 1)[1].split(",")] if line.startswith("from typing import ") else []
+        if "TypedDict" in names:
+            rest = [n for n in names if n != "TypedDict"]
+            if rest:
+                out.append("from typing import " + ", ".join(rest) + "\n")
+            out.append("\nfrom typing_extensions import TypedDict\n")
+            continue
+        out.append(line)
+    module.write_text("".join(out), "utf-8")
 
 
 def _generate(schema_dir: Path, out_dir: Path) -> None:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias
+
+from typing_extensions import TypedDict
 
 MCP: TypeAlias = Any
 """
@@ -42,18 +44,11 @@ class JsonRpcAnswer(TypedDict):
     error: NotRequired[Error]
 
 
-class RequestMeta(TypedDict):
-    """
-    Request metadata (protocol version, client capabilities, …); checked against the headers.
-    """
-
-
 class ListParams(TypedDict):
     """
-    tools/list, resources/list, resources/templates/list, prompts/list, skills/list.
+    tools/list, resources/list, resources/templates/list, prompts/list, skills/list. _meta (checked against the headers first) and other members are allowed.
     """
 
-    field_meta: NotRequired[RequestMeta]
     cursor: NotRequired[str]
     """
     Every list is one page: a cursor is refused (-32602).
@@ -62,36 +57,31 @@ class ListParams(TypedDict):
 
 class DiscoverParams(TypedDict):
     """
-    server/discover.
+    server/discover. _meta (checked against the headers first) and other members are allowed.
     """
-
-    field_meta: NotRequired[RequestMeta]
 
 
 class ToolCallParams(TypedDict):
     """
-    tools/call: the tool's name and its arguments (validated against its inputSchema).
+    tools/call: the tool's name and its arguments (validated against its inputSchema). _meta (checked against the headers first) and other members are allowed.
     """
 
-    field_meta: NotRequired[RequestMeta]
     name: str
     arguments: NotRequired[dict[str, Any] | None]
 
 
 class UriParams(TypedDict):
     """
-    resources/read, resources/subscribe, resources/unsubscribe, skills/get.
+    resources/read, resources/subscribe, resources/unsubscribe, skills/get. _meta (checked against the headers first) and other members are allowed.
     """
 
-    field_meta: NotRequired[RequestMeta]
     uri: str
 
 
 class PromptGetParams(TypedDict):
     """
-    prompts/get: arguments are strings.
+    prompts/get: arguments are strings. _meta (checked against the headers first) and other members are allowed.
     """
 
-    field_meta: NotRequired[RequestMeta]
     name: str
     arguments: NotRequired[dict[str, Any] | None]

@@ -64,14 +64,18 @@ def test_ids_echoed(mcp, request_id):
     assert r.json()["id"] == request_id
 
 
-@pytest.mark.parametrize("form", ["missing", "null"])
-def test_notification_gets_202_and_empty_body(mcp, form):
+def test_notification_gets_202_and_empty_body(mcp):
     body = mcp.body("notifications/cancelled", {"requestId": 1}, id=None)
-    if form == "null":
-        body["id"] = None
     r = mcp.post("notifications/cancelled", body=body, headers={"Mcp-Method": None, "MCP-Protocol-Version": None})
     assert r.status_code == 202
     assert r.content == b""
+
+
+def test_a_null_id_is_not_a_notification(mcp):
+    body = mcp.body("notifications/cancelled", {"requestId": 1}, id=None)
+    body["id"] = None
+    r = mcp.post("notifications/cancelled", body=body, headers={"Mcp-Method": None, "MCP-Protocol-Version": None})
+    assert r.status_code == 400 and r.json()["id"] is None and r.json()["error"]["code"] == -32600
 
 
 def test_unknown_notification_also_202(mcp):

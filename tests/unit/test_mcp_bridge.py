@@ -134,4 +134,5 @@ def test_a_line_over_the_room_limit_is_answered_here_with_its_id():
                       "params": {"name": "document_write", "arguments": {"text": "x" * MAX_BODY_BYTES}}})
     assert bridge.handle_line(big.encode()) is None
     answer = json.loads(out.getvalue())
-    assert answer["id"] == 7 and answer["error"]["code"] == -32600
+    assert answer["id"] == 7 and answer["error"]["code"] == -31000  # as the room answers a 413
+    assert answer["error"]["data"]["error"] == "limit_exceeded"
