@@ -275,9 +275,6 @@ def _mcp() -> dict[str, Any]:
                               "405": error("no stream without a valid bearer, Accept: text/event-stream and "
                                            "MCP-Protocol-Version 2026-07-28"),
                               "429": error("rate limit")}},
-        "delete": {"operationId": "mcp_delete", "summary": "Not used: there are no MCP sessions to end (405)",
-                   "tags": ["mcp"], "security": optional_bearer,
-                   "responses": {"403": error("Origin or Host refused"), "405": error("DELETE is not used")}},
     }
 
 

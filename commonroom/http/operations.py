@@ -87,7 +87,8 @@ class Binding:
             for wire, prop in self.query.items():
                 raw = req.params.get(wire)
                 if isinstance(raw, list):
-                    raw = raw[-1]
+                    raise InvalidRequest(f"{wire} is given {len(raw)} times; give it once",
+                                         details={"parameter": wire})
                 if raw is None or (raw == "" and self.kinds[prop] == "json"):
                     continue
                 values[prop] = self.parameter(wire, raw)

@@ -257,8 +257,8 @@ class McpEndpoint:
             raise invalid_request('not a JSON-RPC 2.0 message (jsonrpc must be "2.0")')
         if "method" not in message:
             raise invalid_request("clients send requests and notifications only, not responses")
-        if not isinstance(message["method"], str):
-            raise invalid_request("method must be a string")
+        if not isinstance(message["method"], str) or not message["method"]:
+            raise invalid_request("method must be a non-empty string")
         if "id" in message and message["id"] is None:
             raise NullId()
         if message.get("id") is not None and not is_request_id(message["id"]):

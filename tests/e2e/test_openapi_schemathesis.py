@@ -4,7 +4,8 @@ Both documents (ingress with a session holding every capability, owner
 port with the owner token) are run with all of schemathesis's checks
 (every phase: examples, coverage, fuzzing, stateful) against one real
 room process. In the suite the run is bounded (about a minute per
-listener, at least 2,000 requests in all); ``COMMONROOM_RELEASE=1`` runs
+listener, at least 2,000 requests in all; one worker: hypothesis's lambda
+descriptions are not thread-safe on Python 3.11); ``COMMONROOM_RELEASE=1`` runs
 each listener for ``COMMONROOM_SCHEMATHESIS_SECONDS`` (default 600) and
 prints the figures.
 
@@ -34,7 +35,7 @@ from tests.roomproc import start_room
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = os.environ.get("COMMONROOM_RELEASE") == "1"
-SECONDS = int(os.environ.get("COMMONROOM_SCHEMATHESIS_SECONDS", "600")) if RELEASE else 55
+SECONDS = int(os.environ.get("COMMONROOM_SCHEMATHESIS_SECONDS", "600")) if RELEASE else 60
 ALL = ["read", "observe", "propose", "lease", "approve", "write"]
 
 
@@ -52,7 +53,7 @@ def config(listener: str) -> str:
         # /mcp is JSON-RPC: a well-formed envelope can still carry unknown params
         # (400) or miss the MCP headers; GET and DELETE are 405 unless a stream is asked for.
         "[[operations]]\n"
-        'include-operation-id = ["mcp_post", "mcp_stream", "mcp_delete"]\n'
+        'include-operation-id = ["mcp_post", "mcp_stream"]\n'
         "checks.positive_data_acceptance.expected-statuses = [\"2xx\", 400, 401, 403, 404, 405, 429]\n"
     )
 
@@ -63,7 +64,7 @@ def schemathesis(tmp_path: Path, listener: str, base: str, token: str) -> tuple[
     exe = Path(sys.executable).parent / "schemathesis"
     cmd = [str(exe if exe.exists() else shutil.which("schemathesis")), "--config-file", str(cfg), "run",
            base + "/openapi.json", "-H", f"Authorization: Bearer {token}", "--checks", "all",
-           "--max-time", str(SECONDS), "--workers", "2", "--request-timeout", "20",
+           "--max-time", str(SECONDS), "--workers", "1", "--request-timeout", "20",
            "--exclude-path", "/workspace/observe", "--no-color"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=SECONDS * 3 + 120)
     return done.returncode, done.stdout + done.stderr
