@@ -11,11 +11,12 @@ For ``notes.md``::
 from __future__ import annotations
 
 import fcntl
+from contextlib import contextmanager
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .store import sidecar_path
 
@@ -117,3 +118,20 @@ def write_private(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+#: The umask ``ce serve`` (and an offline ``ce invite`` / ``ce revoke``) runs
+#: under: every file the room creates beside the document is 0600 (0700 for
+#: a folder) whatever the user's umask. SQLite gives ``-wal`` and ``-shm``
+#: the sidecar's own mode.
+PRIVATE_UMASK = 0o077
+
+
+@contextmanager
+def private_umask() -> Iterator[None]:
+    """Run the block under :data:`PRIVATE_UMASK` (the process umask; restored after)."""
+    old = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(old)

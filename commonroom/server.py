@@ -26,7 +26,8 @@ from gunicorn.app.base import BaseApplication
 
 from . import tokens
 from .clock import Clock
-from .roomfiles import RoomFiles, write_private
+from .roomfiles import RoomFiles, private_umask, write_private
+from .worker import BodyGuard, ConnectionLimits, RoomWorker
 
 log = logging.getLogger("commonroom.server")
 
@@ -50,6 +51,7 @@ class ServeOptions:
     socket: bool = False
     graceful_timeout: int = 5
     log_level: str = "warning"
+    limits: ConnectionLimits | None = None  # None: ConnectionLimits.from_env()
 
 
 def check_document(document: Path) -> None:
@@ -154,6 +156,10 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         raise ServeError(f"--host {options.host}: the loopback transport listens on loopback addresses "
                          "only (127.0.0.1, ::1, localhost); other machines reach a room through a "
                          "transport plugin")
+    try:
+        limits = options.limits or ConnectionLimits.from_env()
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
     files = RoomFiles.of(options.document)
     check_document(files.document)
     lock_fd = acquire_lock(files)
@@ -197,6 +203,9 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         warning = raise_nofile()
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
+        limits, warning = limits.fitted()
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
 
         print(f"commonroom serving {files.document}", file=out)
         print(f"  owner port:      http://127.0.0.1:{owner_port}  (token in {files.owner_token})", file=out)
@@ -210,6 +219,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             document=files.document,
             owner_port=owner_port,
             owner_token_hash=tokens.digest(owner_token),
+            limits=limits,
         )
         app = RoomApplication(config, [s.fileno() for s in listeners], options)
         try:
@@ -242,6 +252,7 @@ class WorkerConfig:
     document: Path
     owner_port: int
     owner_token_hash: str
+    limits: ConnectionLimits = ConnectionLimits()
 
 
 def build_app(config: WorkerConfig) -> Any:
@@ -252,7 +263,8 @@ def build_app(config: WorkerConfig) -> Any:
     engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
     gc.collect()
     gc.freeze()
-    return RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown)
+    return BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown),
+                     config.limits.body_timeout)
 
 
 class RoomApplication(BaseApplication):
@@ -268,7 +280,7 @@ class RoomApplication(BaseApplication):
         settings = {
             "bind": [f"fd://{fd}" for fd in self.fds],
             "workers": 1,
-            "worker_class": "asgi",
+            "worker_class": RoomWorker,  # gunicorn's asgi worker + read timeouts, connection bound
             "graceful_timeout": self.options.graceful_timeout,
             "timeout": 0,
             "keepalive": 5,
