@@ -26,7 +26,7 @@ from gunicorn.app.base import BaseApplication
 
 from . import tokens
 from .clock import Clock
-from .roomfiles import RoomFiles, private_umask, write_private
+from .roomfiles import PRIVATE_UMASK, RoomFiles, write_private
 from .worker import BodyGuard, ConnectionLimits, RoomWorker
 
 log = logging.getLogger("commonroom.server")
@@ -145,8 +145,6 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
 
     Raises ``ServeError`` for a bad file, a held lock or a busy port.
     """
-    from .engine import Engine
-
     for name, port in (("--port", options.port), ("--owner-port", options.owner_port)):
         if not 0 <= port <= 65535:
             raise ServeError(f"{name} {port}: a port is 0 to 65535 (0 picks a free one)")
@@ -162,6 +160,20 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         raise ServeError(str(exc)) from None
     files = RoomFiles.of(options.document)
     check_document(files.document)
+    # Everything the room creates beside the document is private (0600),
+    # whatever the user's umask: the lock, the sidecar (SQLite gives -wal and
+    # -shm the sidecar's mode), the state, the owner token, the socket. The
+    # document keeps its own mode (filesync.write_atomic sets it explicitly).
+    old_umask = os.umask(PRIVATE_UMASK)
+    try:
+        return _serve(options, files, limits, out)
+    finally:
+        os.umask(old_umask)
+
+
+def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, out: TextIO) -> int:
+    from .engine import Engine
+
     lock_fd = acquire_lock(files)
     arbiter_pid = os.getpid()
     listeners: list[socket.socket] = []
@@ -177,12 +189,17 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             ingress["socket"] = str(files.socket)
 
         try:
+            files.make_private()  # files an older run or another umask left readable
+        except OSError as exc:
+            raise ServeError(f"cannot make the room's files private (0600): {exc}") from None
+        try:
             engine = Engine.open(files.document)  # bootstrap before the fork
         except (pw.DatabaseError, RuntimeError) as exc:  # corrupt or newer sidecar
             raise ServeError(f"{files.sidecar}: cannot open the sidecar: {exc}") from None
         engine.set_ingress(ingress)
         workspace_id = engine.workspace_id
         engine.close()
+        files.make_private()  # and the -wal / -shm the bootstrap may have left
 
         owner_token = tokens.new_secret(tokens.OWNER_PREFIX)
         write_private(files.owner_token, owner_token + "\n")
@@ -197,9 +214,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             "owner_token_file": str(files.owner_token),
             "started_at": Clock().stamp(),
         }
-        tmp = files.state.with_name(files.state.name + ".tmp")
-        tmp.write_text(json.dumps(state, indent=2) + "\n", "utf-8")
-        os.replace(tmp, files.state)
+        write_private(files.state, json.dumps(state, indent=2) + "\n")
         warning = raise_nofile()
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
