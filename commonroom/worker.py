@@ -52,8 +52,13 @@ import resource
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
-from gunicorn.asgi.protocol import ASGIProtocol
+from gunicorn.asgi import protocol as _protocol
 from gunicorn.workers import gasgi
+
+# The stubs (types-gunicorn) do not describe the asgi worker's internals this
+# module builds on; typed as Any, checked by the tests against the pinned gunicorn.
+_ASGIProtocol: Any = getattr(_protocol, "ASGIProtocol")
+_ASGIWorker: Any = getattr(gasgi, "ASGIWorker")
 
 log = logging.getLogger("commonroom.worker")
 
@@ -137,7 +142,7 @@ def _raw_answer(status: int, body: bytes, retry: int | None = None) -> bytes:
     return head.encode("latin-1") + body
 
 
-class GuardedProtocol(ASGIProtocol):
+class GuardedProtocol(_ASGIProtocol):
     """gunicorn's HTTP/1 protocol plus a header timeout and a connection bound."""
 
     _room_timer: asyncio.TimerHandle | None = None
@@ -209,7 +214,7 @@ class GuardedProtocol(ASGIProtocol):
             self._request_ready.set()  # the connection loop sees _closed and ends
 
 
-class RoomWorker(gasgi.ASGIWorker):
+class RoomWorker(_ASGIWorker):
     """gunicorn's ``asgi`` worker serving connections with :class:`GuardedProtocol`."""
 
     def init_process(self) -> None:  # noqa: D102 - gunicorn hook
@@ -221,7 +226,7 @@ class RoomWorker(gasgi.ASGIWorker):
         self.room_header_timeouts = 0
         # gasgi creates its servers with ``lambda: ASGIProtocol(self)``, a
         # module-level name: this process's servers use the subclass.
-        gasgi.ASGIProtocol = GuardedProtocol  # type: ignore[misc]
+        setattr(gasgi, "ASGIProtocol", GuardedProtocol)
         super().init_process()
 
 
