@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as _dt
 import json
 import re
 from typing import Any
 
 from . import PROTOCOL, PROTOCOL_VERSION, schemas
+from .clock import parse_rfc3339
 from .errors import InvalidRequest, UnsupportedVersion
 
 PREFIX = "commonroom://join/"
@@ -89,6 +91,11 @@ def decode(token: str) -> dict[str, Any]:
             f"{exc.details.get('reason')}",
             details={**exc.details, "reason": "shape"},
         ) from None
+    try:
+        parse_rfc3339(payload["expires_at"])
+    except ValueError:
+        raise InvalidRequest("invitation token is broken: /expires_at: not a date and time",
+                             details={"pointer": "/expires_at", "reason": "shape"}) from None
     payload["version"] = PROTOCOL_VERSION
     return payload
 
@@ -98,6 +105,15 @@ def _is_version_one(value: Any) -> bool:
     if isinstance(value, bool):
         return False
     return value == PROTOCOL_VERSION or (isinstance(value, (int, float)) and value == 1)
+
+
+def expired(payload: dict[str, Any], now: _dt.datetime | None = None) -> bool:
+    """Whether the invitation's ``expires_at`` has passed (``now`` defaults to the wall clock).
+
+    A decoded payload's ``expires_at`` is a valid RFC 3339 stamp (the schema checks it).
+    """
+    moment = now or _dt.datetime.now(_dt.timezone.utc)
+    return parse_rfc3339(payload["expires_at"]) <= moment
 
 
 def masked(payload: dict[str, Any]) -> dict[str, Any]:

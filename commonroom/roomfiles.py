@@ -6,16 +6,28 @@ For ``notes.md``::
     notes.md.commonroom.lock    the writer lock (flock) held by the running room
     notes.md.commonroom.json    where the running room listens (no secrets)
     notes.md.commonroom.owner   the owner token, mode 0600 (the operator's key)
+
+All of them are private to the user (0600) whatever the umask:
+``ce serve`` runs under :data:`PRIVATE_UMASK` and makes the existing ones
+private at start (:meth:`RoomFiles.make_private`).
+
+``ce`` sends the owner token only to a room it has verified
+(:meth:`RoomFiles.verified_owner`): the state and owner-token files are
+this user's own regular files that nobody else can write (the token file
+nobody else can read), the state's pid holds the writer lock, and the
+owner port it names is a listener on 127.0.0.1 held open by that pid.
 """
 
 from __future__ import annotations
 
 import fcntl
+from contextlib import contextmanager
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .store import sidecar_path
 
@@ -71,11 +83,11 @@ class RoomFiles:
         The one lock of a document: ``ce serve`` holds it for the life of the
         room, and ``ce invite`` / ``ce revoke`` hold it while they write the
         sidecar offline, so there is never a second writer. An exclusive
-        ``flock`` on ``<file>.commonroom.lock`` (created 0644 if missing);
+        ``flock`` on ``<file>.commonroom.lock`` (created 0600 if missing);
         keep the fd open while writing and give it to :meth:`release_lock`.
         Raises ``OSError`` when the lock file cannot be opened.
         """
-        fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -88,12 +100,179 @@ class RoomFiles:
         """Release a lock taken by :meth:`try_lock` (closing its fd)."""
         os.close(fd)
 
+    def private_paths(self) -> list[Path]:
+        """Every file the room keeps beside the document (some may not exist)."""
+        wal = [self.sidecar.with_name(self.sidecar.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+        return [self.sidecar, *wal, self.lock, self.state, self.owner_token, self.socket]
+
+    def make_private(self) -> None:
+        """chmod 0600 every existing room file (``OSError`` if one cannot be)."""
+        for path in self.private_paths():
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                raise PermissionError(f"{path} is a symbolic link; the room keeps its own files")
+            if st.st_mode & 0o077:
+                os.chmod(path, 0o600)
+
+    def verified_owner(self) -> tuple[dict[str, Any], str] | None:
+        """``(state, owner_token)`` of the room holding the writer lock, verified.
+
+        None when no room is announced (no state file, or its pid is gone).
+        Raises :class:`RoomNotVerified` (nothing is sent anywhere) when:
+
+        - the state file or the owner-token file is not a regular file owned
+          by this user, or others can write the state file, or others can read
+          or write the token file (checked on the opened file, symlinks refused);
+        - the state does not name its owner port as ``http://127.0.0.1:PORT``;
+        - the pid it names does not hold the writer lock (``/proc/locks``);
+        - nothing listens on 127.0.0.1:PORT, or the listening socket is not
+          one of that pid's open files (``/proc/net/tcp``, ``/proc/PID/fd``).
+
+        The last two checks need Linux's ``/proc``; elsewhere the file checks
+        and the loopback address are what is verified.
+        """
+        try:
+            text = _read_own_file(self.state, secret=False)
+        except FileNotFoundError:
+            return None
+        try:
+            state = json.loads(text)
+        except ValueError:
+            raise RoomNotVerified(f"its state file {self.state} is not JSON") from None
+        if not isinstance(state, dict):
+            raise RoomNotVerified(f"its state file {self.state} is not a room's state")
+        pid = state.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or not _alive(pid):
+            return None
+        port = state.get("owner_port")
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+            raise RoomNotVerified(f"its state file {self.state} names no owner port")
+        if state.get("owner_url") != f"http://127.0.0.1:{port}":
+            raise RoomNotVerified(f"its state file names the owner address {state.get('owner_url')!r}, "
+                                  f"not the loopback address http://127.0.0.1:{port} the room listens on")
+        holders = lock_holders(self.lock)
+        if holders is not None and pid not in holders:
+            raise RoomNotVerified(f"pid {pid} named by its state file does not hold the writer lock {self.lock}")
+        listening = listens_on_loopback(pid, port)
+        if listening is False:
+            raise RoomNotVerified(f"127.0.0.1:{port} is not a listener of pid {pid}, the room holding the lock")
+        try:
+            token = _read_own_file(self.owner_token, secret=True).strip()
+        except FileNotFoundError:
+            raise RoomNotVerified(f"its owner token {self.owner_token} is missing") from None
+        if not token:
+            raise RoomNotVerified(f"its owner token {self.owner_token} is empty")
+        return state, token
+
     def read_owner_token(self) -> str | None:
         """The owner token, if this user can read the file."""
         try:
             return self.owner_token.read_text("utf-8").strip() or None
         except OSError:
             return None
+
+
+class RoomNotVerified(Exception):
+    """The announced room failed a check: its owner token must not be sent."""
+
+
+def _read_own_file(path: Path, *, secret: bool) -> str:
+    """The text of ``path``, a regular file of this user others cannot write (or, if
+    ``secret``, read). ``FileNotFoundError`` when absent; :class:`RoomNotVerified` otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise RoomNotVerified(f"{path} cannot be opened by this user ({exc.strerror or exc}; "
+                              "a symbolic link is refused)") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RoomNotVerified(f"{path} is not a regular file")
+        if st.st_uid != os.geteuid():
+            raise RoomNotVerified(f"{path} belongs to uid {st.st_uid}, not to this user (uid {os.geteuid()})")
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & (0o077 if secret else 0o022):
+            who = "others can read or write it" if secret else "others can write it"
+            raise RoomNotVerified(f"{path} has mode {mode:04o}: {who}")
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > 1 << 20:
+                raise RoomNotVerified(f"{path} is too large to be a room file")
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise RoomNotVerified(f"{path} is not UTF-8") from None
+
+
+def lock_holders(lock: Path) -> set[int] | None:
+    """Pids holding a ``flock`` on ``lock`` (Linux ``/proc/locks``); None where unknown."""
+    try:
+        inode = os.stat(lock).st_ino
+    except OSError:
+        return set()
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    holders: set[int] = set()
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 22167 fe:00:2146786 0 EOF" ("->" marks a waiter)
+        if len(fields) < 6 or fields[1] != "FLOCK" or "->" in fields:
+            continue
+        try:
+            if int(fields[5].rsplit(":", 1)[1]) == inode:
+                holders.add(int(fields[4]))
+        except (ValueError, IndexError):
+            continue
+    return holders
+
+
+def listens_on_loopback(pid: int, port: int) -> bool | None:
+    """Whether ``pid`` holds the socket listening on 127.0.0.1:``port`` (Linux ``/proc``).
+
+    None where ``/proc`` cannot tell (another system).
+    """
+    try:
+        with open("/proc/net/tcp", encoding="ascii") as f:
+            table = f.read().splitlines()[1:]
+    except OSError:
+        return None
+    wanted = f"0100007F:{port:04X}" if socket_little_endian() else f"7F000001:{port:04X}"
+    inodes = set()
+    for line in table:
+        fields = line.split()
+        if len(fields) > 9 and fields[1] == wanted and fields[3] == "0A":  # LISTEN
+            inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return False
+    try:
+        names = sorted(os.listdir(f"/proc/{pid}/fd"), key=lambda n: int(n) if n.isdigit() else 0)
+    except OSError:
+        return None if not os.path.isdir("/proc/self/fd") else False
+    for name in names:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{name}") in inodes:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def socket_little_endian() -> bool:
+    """``/proc/net/tcp`` prints addresses in host byte order."""
+    import sys
+
+    return sys.byteorder == "little"
 
 
 def _alive(pid: int) -> bool:
@@ -117,3 +296,20 @@ def write_private(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+#: The umask ``ce serve`` (and an offline ``ce invite`` / ``ce revoke``) runs
+#: under: every file the room creates beside the document is 0600 (0700 for
+#: a folder) whatever the user's umask. SQLite gives ``-wal`` and ``-shm``
+#: the sidecar's own mode.
+PRIVATE_UMASK = 0o077
+
+
+@contextmanager
+def private_umask() -> Iterator[None]:
+    """Run the block under :data:`PRIVATE_UMASK` (the process umask; restored after)."""
+    old = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(old)

@@ -26,7 +26,8 @@ from gunicorn.app.base import BaseApplication
 
 from . import tokens
 from .clock import Clock
-from .roomfiles import RoomFiles, write_private
+from .roomfiles import PRIVATE_UMASK, RoomFiles, write_private
+from .worker import BodyGuard, ConnectionLimits, RoomWorker
 
 log = logging.getLogger("commonroom.server")
 
@@ -50,6 +51,7 @@ class ServeOptions:
     socket: bool = False
     graceful_timeout: int = 5
     log_level: str = "warning"
+    limits: ConnectionLimits | None = None  # None: ConnectionLimits.from_env()
 
 
 def check_document(document: Path) -> None:
@@ -143,8 +145,6 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
 
     Raises ``ServeError`` for a bad file, a held lock or a busy port.
     """
-    from .engine import Engine
-
     for name, port in (("--port", options.port), ("--owner-port", options.owner_port)):
         if not 0 <= port <= 65535:
             raise ServeError(f"{name} {port}: a port is 0 to 65535 (0 picks a free one)")
@@ -154,8 +154,26 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         raise ServeError(f"--host {options.host}: the loopback transport listens on loopback addresses "
                          "only (127.0.0.1, ::1, localhost); other machines reach a room through a "
                          "transport plugin")
+    try:
+        limits = options.limits or ConnectionLimits.from_env()
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
     files = RoomFiles.of(options.document)
     check_document(files.document)
+    # Everything the room creates beside the document is private (0600),
+    # whatever the user's umask: the lock, the sidecar (SQLite gives -wal and
+    # -shm the sidecar's mode), the state, the owner token, the socket. The
+    # document keeps its own mode (filesync.write_atomic sets it explicitly).
+    old_umask = os.umask(PRIVATE_UMASK)
+    try:
+        return _serve(options, files, limits, out)
+    finally:
+        os.umask(old_umask)
+
+
+def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, out: TextIO) -> int:
+    from .engine import Engine
+
     lock_fd = acquire_lock(files)
     arbiter_pid = os.getpid()
     listeners: list[socket.socket] = []
@@ -171,12 +189,17 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             ingress["socket"] = str(files.socket)
 
         try:
+            files.make_private()  # files an older run or another umask left readable
+        except OSError as exc:
+            raise ServeError(f"cannot make the room's files private (0600): {exc}") from None
+        try:
             engine = Engine.open(files.document)  # bootstrap before the fork
         except (pw.DatabaseError, RuntimeError) as exc:  # corrupt or newer sidecar
             raise ServeError(f"{files.sidecar}: cannot open the sidecar: {exc}") from None
         engine.set_ingress(ingress)
         workspace_id = engine.workspace_id
         engine.close()
+        files.make_private()  # and the -wal / -shm the bootstrap may have left
 
         owner_token = tokens.new_secret(tokens.OWNER_PREFIX)
         write_private(files.owner_token, owner_token + "\n")
@@ -191,10 +214,11 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             "owner_token_file": str(files.owner_token),
             "started_at": Clock().stamp(),
         }
-        tmp = files.state.with_name(files.state.name + ".tmp")
-        tmp.write_text(json.dumps(state, indent=2) + "\n", "utf-8")
-        os.replace(tmp, files.state)
+        write_private(files.state, json.dumps(state, indent=2) + "\n")
         warning = raise_nofile()
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+        limits, warning = limits.fitted()
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
 
@@ -210,6 +234,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             document=files.document,
             owner_port=owner_port,
             owner_token_hash=tokens.digest(owner_token),
+            limits=limits,
         )
         app = RoomApplication(config, [s.fileno() for s in listeners], options)
         try:
@@ -242,6 +267,7 @@ class WorkerConfig:
     document: Path
     owner_port: int
     owner_token_hash: str
+    limits: ConnectionLimits = ConnectionLimits()
 
 
 def build_app(config: WorkerConfig) -> Any:
@@ -252,7 +278,8 @@ def build_app(config: WorkerConfig) -> Any:
     engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
     gc.collect()
     gc.freeze()
-    return RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown)
+    return BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown),
+                     config.limits.body_timeout)
 
 
 class RoomApplication(BaseApplication):
@@ -268,7 +295,7 @@ class RoomApplication(BaseApplication):
         settings = {
             "bind": [f"fd://{fd}" for fd in self.fds],
             "workers": 1,
-            "worker_class": "asgi",
+            "worker_class": RoomWorker,  # gunicorn's asgi worker + read timeouts, connection bound
             "graceful_timeout": self.options.graceful_timeout,
             "timeout": 0,
             "keepalive": 5,

@@ -123,5 +123,16 @@ def join_command(
 @invitation_app.command("decode")
 @handled
 def decode_command(token: Annotated[str, typer.Argument(help="The commonroom://join/… token.")]) -> None:
-    """Print the invitation's payload with its secret masked."""
-    emit(invitation.masked(invitation.decode(token)))
+    """Print the invitation's payload with its secret masked, and whether it has expired.
+
+    The JSON gains ``"expired": true|false`` (checked against this machine's
+    clock); an expired invitation is also said on stderr, since the room
+    refuses it (``invitation_expired``). Decoding still succeeds (exit 0).
+    """
+    payload = invitation.decode(token)
+    shown = invitation.masked(payload)
+    shown["expired"] = invitation.expired(payload)
+    emit(shown)
+    if shown["expired"]:
+        print(f"ce invitation decode: this invitation expired at {payload['expires_at']}; "
+              "the room refuses it (invitation_expired). Ask for a new one.", file=sys.stderr)

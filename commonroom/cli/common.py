@@ -21,7 +21,7 @@ import typer
 
 from .. import client
 from ..errors import CommonroomError, InvalidRequest, TransportUnavailable
-from ..roomfiles import RoomFiles, write_private
+from ..roomfiles import RoomFiles, RoomNotVerified, private_umask, write_private
 
 
 def emit(value: Any) -> None:
@@ -93,14 +93,22 @@ def load_session(path: Path | None) -> dict[str, Any]:
 
 
 def owner_endpoint(document: Path) -> tuple[dict[str, Any], str] | None:
-    """``(transport, owner_token)`` of the room running on ``document``, or None."""
+    """``(transport, owner_token)`` of the verified room running on ``document``, or None.
+
+    None when no room is announced. Raises ``TransportUnavailable`` (and
+    sends nothing) when one is announced but fails a check of
+    :meth:`RoomFiles.verified_owner`: a state file others can write, a pid
+    that does not hold the writer lock, an owner port that is not that
+    pid's listener on 127.0.0.1. The owner token goes nowhere else.
+    """
     files = RoomFiles.of(document)
-    state = files.read_state()
-    if state is None:
+    try:
+        verified = files.verified_owner()
+    except RoomNotVerified as exc:
+        raise _room_unreachable(files, reason=str(exc)) from None
+    if verified is None:
         return None
-    token = files.read_owner_token()
-    if token is None:
-        return None
+    state, token = verified
     hint = {"type": "loopback", "address": "127.0.0.1", "port": state["owner_port"],
             "encrypted": False, "mode": "private"}
     return hint, token
@@ -116,64 +124,73 @@ def operator_write(document: Path, method: str, path: str, body: Any,
                    offline: Callable[[Any], Any], *, wait: float = LOCK_WAIT_SECONDS) -> Any:
     """One operator write: through the running room's owner port, or offline under the lock.
 
-    There is only ever one writer of the sidecar. If a room runs on
-    ``document`` (state file, live pid, owner token), the write is
-    ``method path`` with ``body`` on its owner port and the answer's JSON is
-    returned. Otherwise the writer lock ``ce serve`` takes
-    (:meth:`RoomFiles.try_lock`) is taken, ``offline(engine)`` runs on an
-    engine opened on the sidecar, its result is returned and the lock is
-    released. While the lock is held by someone else and no room answers,
-    it retries for up to ``wait`` seconds.
+    There is only ever one writer of the sidecar. The writer lock ``ce
+    serve`` takes (:meth:`RoomFiles.try_lock`) is tried first: when it is
+    free no room runs, so ``offline(engine)`` runs on an engine opened on
+    the sidecar (under the private umask, files made 0600), its result is
+    returned and the lock is released. When it is held, the room holding it
+    is verified (:func:`owner_endpoint`) and the write is ``method path``
+    with ``body`` on its owner port, with the owner token; the answer's JSON
+    is returned. While the lock is held and no room is announced yet, it
+    retries for up to ``wait`` seconds.
 
     Raises the owner port's ``CommonroomError`` as it answered, and
     ``TransportUnavailable`` (exit 23) when the lock is held but the room
-    holding it cannot be reached (its owner port refuses, or it has no state
-    or owner-token file this user can read): then nothing was written.
+    holding it cannot be reached or verified (its owner port refuses, its
+    state or owner-token file is missing, unreadable or writable by others,
+    its pid or port do not match): then nothing was written or sent.
     """
     from ..engine import Engine
 
     files = RoomFiles.of(document)
     deadline = time.monotonic() + wait
     while True:
-        endpoint = owner_endpoint(document)
-        unreachable: TransportUnavailable | None = None
+        with private_umask():
+            fd = files.try_lock()
+        if fd is not None:
+            try:
+                with private_umask():
+                    engine = Engine.open(files.document)
+                    try:
+                        return offline(engine)
+                    finally:
+                        engine.close()
+                        files.make_private()
+            finally:
+                files.release_lock(fd)
+        endpoint = owner_endpoint(document)  # the lock is held: verify who holds it
         if endpoint is not None:
             hint, token = endpoint
             try:
                 response = client.request(hint, method, path, body=body, token=token)
             except TransportUnavailable as exc:  # not dialled, or no answer: the room did not answer
-                unreachable = exc
-            else:
-                return client.answer_json(response)  # the room's own errors are raised as they are
-        fd = files.try_lock()
-        if fd is not None:
-            try:
-                engine = Engine.open(files.document)
-                try:
-                    return offline(engine)
-                finally:
-                    engine.close()
-            finally:
-                files.release_lock(fd)
-        if unreachable is not None or time.monotonic() >= deadline:
-            raise _room_unreachable(files, unreachable)
+                raise _room_unreachable(files, cause=exc) from None
+            return client.answer_json(response)  # the room's own errors are raised as they are
+        if time.monotonic() >= deadline:
+            raise _room_unreachable(files)
         time.sleep(0.05)
 
 
-def _room_unreachable(files: RoomFiles, cause: TransportUnavailable | None) -> TransportUnavailable:
+def _room_unreachable(files: RoomFiles, cause: TransportUnavailable | None = None,
+                      reason: str | None = None) -> TransportUnavailable:
     state = files.read_state() or {}
     where = state.get("owner_url")
-    if cause is not None:
+    if reason is not None:
+        why = f"it cannot be verified, so its owner token was not sent: {reason}"
+    elif cause is not None:
         why = f"its owner port {where} cannot be reached ({cause.message})"
     elif state and files.read_owner_token() is None:
         why = f"its owner token {files.owner_token} cannot be read by this user"
     else:
         why = f"another process holds the writer lock {files.lock} and no running room answers"
+    details = {"file": str(files.document), "pid": state.get("pid"), "owner_url": where,
+               "lock": str(files.lock)}
+    if reason is not None:
+        details["reason"] = reason
     return TransportUnavailable(
         f"a room is running for {files.document} but {why}; nothing was changed. "
         "Run this as the user who started the room, or stop the room and try again.",
-        details={"file": str(files.document), "pid": state.get("pid"), "owner_url": where,
-                 "lock": str(files.lock)},
+        details=details,
     )
 
 

@@ -40,6 +40,7 @@ def write_atomic(path: Path, text: str) -> FileStat | None:
         mode = 0o644
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        os.fchmod(fd, mode)  # exactly the file's mode, whatever the process umask (ce serve's is 077)
         view = memoryview(data)
         while view:
             written = os.write(fd, view)

@@ -1,0 +1,313 @@
+"""The room's gunicorn worker: read timeouts and a bound on open connections.
+
+gunicorn 27.0.1's ``asgi`` worker (pinned in ``pyproject.toml``) gives a
+slow or hostile client a lot of room (read in its source,
+``gunicorn/asgi/protocol.py`` and ``gunicorn/workers/gasgi.py``):
+
+- **No header timeout.** The first request on a connection waits for its
+  headers without limit (``_handle_connection`` arms the keep-alive timer
+  only from the second request on). 200 connections sending a header byte
+  at a time stay open for ever.
+- **The body wait is per chunk.** ``BodyReceiver._wait_for_data`` waits
+  ``cfg.timeout`` (30 s when the setting is 0, as the room sets it) for
+  *each* chunk, so a body trickling one byte every 29 s is never bounded;
+  and a wait that expires surfaces to the app as ``http.disconnect``,
+  which Falcon takes as the end of the body (a truncated body).
+- **``worker_connections`` is stored, not enforced** (its own docs: "only
+  affects the gthread and gevent worker types").
+- Falcon's ASGI app awaits the first ``http.request`` event before it
+  runs anything, and asking for it makes gunicorn write ``100 Continue``
+  and wait for the body: a ``Content-Length: 10485760`` with no body bytes
+  got no answer, and ``Expect: 100-continue`` got ``100 Continue`` for a
+  body the room then refused.
+
+What this module adds (each documented in ``docs/operator.md``, *Slow and
+oversized clients*):
+
+- :class:`RoomWorker` / :class:`GuardedProtocol`: the ``asgi`` worker
+  with a protocol subclass that closes a connection whose first request's
+  headers are not complete within ``header_timeout`` seconds (answered
+  ``408`` first), and that bounds the open connections per listener
+  (``max_connections`` on the session ingress, ``max_owner_connections``
+  on the owner port): a connection beyond the bound is answered ``503``
+  with ``Retry-After`` and closed once its headers arrive (or after at
+  most 2 s). Later requests on a kept-alive connection are bounded by
+  gunicorn's own keep-alive timer (5 s from the previous answer).
+- :class:`BodyGuard`: an ASGI wrapper that gives Falcon an empty first
+  body event (so nothing is read, and no ``100 Continue`` is written,
+  until a resource asks for the body: after authentication and after the
+  ``Content-Length`` check of :func:`commonroom.wire.read_body`), bounds the
+  whole body to ``body_timeout`` seconds from the end of the headers
+  (``408``, connection closed), and never lets the app see a body cut short
+  (a disconnect or a gunicorn wait expiry in the middle of the body aborts
+  the request instead of ending the body early).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import resource
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Mapping
+
+from gunicorn.asgi import protocol as _protocol
+from gunicorn.workers import gasgi
+
+# The stubs (types-gunicorn) do not describe the asgi worker's internals this
+# module builds on; typed as Any, checked by the tests against the pinned gunicorn.
+_ASGIProtocol: Any = getattr(_protocol, "ASGIProtocol")
+_ASGIWorker: Any = getattr(gasgi, "ASGIWorker")
+
+log = logging.getLogger("commonroom.worker")
+
+#: Longest wait for the headers of a connection already over the bound.
+REFUSE_WITHIN_SECONDS = 2.0
+#: Descriptors kept free beyond both connection bounds (sidecar, log, accept).
+RESERVED_FDS = 64
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """The room's read timeouts and connection bounds (env ``COMMONROOM_*``)."""
+
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 4096
+    max_owner_connections: int = 64
+
+    ENV = {
+        "header_timeout": "COMMONROOM_HEADER_TIMEOUT",
+        "body_timeout": "COMMONROOM_BODY_TIMEOUT",
+        "max_connections": "COMMONROOM_MAX_CONNECTIONS",
+        "max_owner_connections": "COMMONROOM_MAX_OWNER_CONNECTIONS",
+    }
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "ConnectionLimits":
+        """The limits, each overridable by its variable; ``ValueError`` names a bad one."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for field, name in cls.ENV.items():
+            raw = (env.get(name) or "").strip()
+            if not raw:
+                continue
+            kind = int if field.startswith("max_") else float
+            try:
+                value = kind(raw)
+            except ValueError:
+                value = 0
+            if not value > 0 or value != value or value == float("inf"):
+                what = "a whole number" if kind is int else "a number of seconds"
+                raise ValueError(f"{name}={raw!r}: expected {what} above 0")
+            values[field] = value
+        return cls(**values)
+
+    def fitted(self) -> tuple["ConnectionLimits", str | None]:
+        """These limits, with both bounds fitted under the open-files limit.
+
+        Returns ``(limits, warning)``; the warning says what was lowered.
+        """
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return self, None
+        room = soft - RESERVED_FDS - self.max_owner_connections
+        if self.max_connections <= room:
+            return self, None
+        lowered = max(1, room)
+        return (
+            ConnectionLimits(self.header_timeout, self.body_timeout, lowered, self.max_owner_connections),
+            f"the open-files limit is {soft}: the session ingress holds at most {lowered} connections "
+            f"(not {self.max_connections}); raise the limit (ulimit -n) to hold more",
+        )
+
+
+def _envelope(status: int, message: str, details: dict[str, Any], retry: int | None = None) -> bytes:
+    from .wire import dumps
+
+    body: dict[str, Any] = {"error": "limit_exceeded", "message": message, "details": details}
+    if retry is not None:
+        body["retry_after_seconds"] = retry
+    return dumps(body)
+
+
+_REASONS = {408: "Request Timeout", 503: "Service Unavailable"}
+
+
+def _raw_answer(status: int, body: bytes, retry: int | None = None) -> bytes:
+    extra = f"Retry-After: {retry}\r\n" if retry is not None else ""
+    head = (f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n")
+    return head.encode("latin-1") + body
+
+
+class GuardedProtocol(_ASGIProtocol):
+    """gunicorn's HTTP/1 protocol plus a header timeout and a connection bound."""
+
+    _room_timer: asyncio.TimerHandle | None = None
+    _room_listener: str | None = None
+    _room_refuse = False
+
+    def connection_made(self, transport: Any) -> None:  # noqa: D102 - asyncio
+        super().connection_made(transport)
+        worker = self.worker
+        limits: ConnectionLimits = worker.room_limits
+        sockname = transport.get_extra_info("sockname")
+        owner = isinstance(sockname, tuple) and len(sockname) >= 2 and sockname[1] == worker.room_owner_port
+        self._room_listener = "owner" if owner else "ingress"
+        counts = worker.room_connections
+        counts[self._room_listener] += 1
+        bound = limits.max_owner_connections if owner else limits.max_connections
+        self._room_refuse = counts[self._room_listener] > bound
+        if self._room_refuse:
+            worker.room_refused += 1
+        wait = min(limits.header_timeout, REFUSE_WITHIN_SECONDS) if self._room_refuse else limits.header_timeout
+        self._room_timer = worker.loop.call_later(wait, self._room_headers_late)
+
+    def _on_headers_complete(self) -> Any:  # noqa: D102 - parser callback
+        self._room_cancel_timer()
+        if self._room_refuse:
+            self._room_refuse = False
+            self._room_close(503)
+            return False
+        return super()._on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102 - asyncio
+        self._room_cancel_timer()
+        if self._room_listener is not None:
+            self.worker.room_connections[self._room_listener] -= 1
+            self._room_listener = None
+        super().connection_lost(exc)
+
+    def _room_cancel_timer(self) -> None:
+        if self._room_timer is not None:
+            self._room_timer.cancel()
+            self._room_timer = None
+
+    def _room_headers_late(self) -> None:
+        self._room_timer = None
+        if self._closed or self._current_request is not None:
+            return
+        if self._room_refuse:
+            self._room_close(503)
+        else:
+            self.worker.room_header_timeouts += 1
+            self._room_close(408)
+
+    def _room_close(self, status: int) -> None:
+        limits: ConnectionLimits = self.worker.room_limits
+        if status == 503:
+            owner = self._room_listener == "owner"
+            bound = limits.max_owner_connections if owner else limits.max_connections
+            where = "owner port" if owner else "session ingress"
+            body = _envelope(503, f"the room's {where} already holds its maximum of {bound} open connections; "
+                                  "try again shortly", {"limit": "connections", "max_connections": bound}, 1)
+            self._safe_write(_raw_answer(503, body, retry=1))
+        else:
+            seconds = limits.header_timeout
+            body = _envelope(408, f"the request headers did not arrive within {seconds:g} s",
+                             {"limit": "header_timeout", "timeout_seconds": seconds})
+            self._safe_write(_raw_answer(408, body))
+        self._close_transport()
+        if self._request_ready is not None:
+            self._request_ready.set()  # the connection loop sees _closed and ends
+
+
+class RoomWorker(_ASGIWorker):
+    """gunicorn's ``asgi`` worker serving connections with :class:`GuardedProtocol`."""
+
+    def init_process(self) -> None:  # noqa: D102 - gunicorn hook
+        config = self.app.config  # commonroom.server.WorkerConfig
+        self.room_limits = config.limits
+        self.room_owner_port = config.owner_port
+        self.room_connections = {"owner": 0, "ingress": 0}
+        self.room_refused = 0
+        self.room_header_timeouts = 0
+        # gasgi creates its servers with ``lambda: ASGIProtocol(self)``, a
+        # module-level name: this process's servers use the subclass.
+        setattr(gasgi, "ASGIProtocol", GuardedProtocol)
+        super().init_process()
+
+
+class _BodyAborted(BaseException):
+    """Ends a request whose body timed out or was cut short (not an ``Exception``:
+    Falcon's error handlers must not turn it into an answer)."""
+
+
+def _expects_body(scope: dict[str, Any]) -> bool:
+    for name, value in scope.get("headers") or ():
+        lname = name.lower()
+        if lname == b"transfer-encoding":
+            return True
+        if lname == b"content-length":
+            return value.strip() not in (b"0", b"")
+    return False
+
+
+class BodyGuard:
+    """ASGI wrapper: no body read before a resource asks, the whole body within ``timeout`` s."""
+
+    def __init__(self, app: Callable, timeout: float = 30.0):
+        self.app = app
+        self.timeout = timeout
+        self.timeouts = 0  # bodies cut off so far (for the logs and tests)
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:  # noqa: D102 - ASGI
+        if scope["type"] != "http" or not _expects_body(scope):
+            await self.app(scope, receive, send)
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        first = True
+        complete = False
+        started = False
+
+        async def guarded_receive() -> dict[str, Any]:
+            nonlocal first, complete
+            if first:
+                # Falcon awaits one event before it runs anything: an empty
+                # one, so the body (and a 100 Continue) waits for a resource.
+                first = False
+                return {"type": "http.request", "body": b"", "more_body": True}
+            if complete:
+                return await receive()  # after the body: disconnect watching
+            remaining = deadline - loop.time()
+            try:
+                if remaining <= 0:
+                    raise asyncio.TimeoutError
+                message = await asyncio.wait_for(receive(), remaining)
+            except asyncio.TimeoutError:
+                raise _BodyAborted("timeout") from None
+            if message["type"] != "http.request":
+                raise _BodyAborted("cut short")  # never a truncated body
+            if not message.get("more_body", False):
+                complete = True
+            return message
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, guarded_receive, tracked_send)
+        except _BodyAborted as aborted:
+            self.timeouts += 1
+            log.info("request body %s after %.0f s: %s %s", aborted, self.timeout,
+                     scope.get("method"), scope.get("path"))
+            if started:
+                return
+            seconds = self.timeout
+            body = _envelope(408, f"the request body did not arrive within {seconds:g} s",
+                             {"limit": "body_timeout", "timeout_seconds": seconds})
+            try:
+                await send({"type": "http.response.start", "status": 408,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode()),
+                                        (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": body})
+            except OSError:
+                pass  # the client is gone
