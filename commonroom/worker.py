@@ -123,16 +123,20 @@ class ConnectionLimits:
         )
 
 
-def _envelope(status: int, message: str, details: dict[str, Any], retry: int | None = None) -> bytes:
+def _envelope(status: int, message: str, details: dict[str, Any], retry: int | None = None,
+              code: str = "limit_exceeded") -> bytes:
     from .wire import dumps
 
-    body: dict[str, Any] = {"error": "limit_exceeded", "message": message, "details": details}
+    body: dict[str, Any] = {"error": code, "message": message, "details": details}
     if retry is not None:
         body["retry_after_seconds"] = retry
     return dumps(body)
 
 
-_REASONS = {408: "Request Timeout", 503: "Service Unavailable"}
+_REASONS = {400: "Bad Request", 408: "Request Timeout", 414: "URI Too Long",
+            431: "Request Header Fields Too Large", 501: "Not Implemented", 503: "Service Unavailable"}
+#: gunicorn's own refusals (before the app runs), as the catalogue's codes.
+_PARSER_REFUSALS = {414: ("limit_exceeded", "request_line"), 431: ("limit_exceeded", "request_headers")}
 
 
 def _raw_answer(status: int, body: bytes, retry: int | None = None) -> bytes:
@@ -184,6 +188,15 @@ class GuardedProtocol(_ASGIProtocol):
         if self._room_timer is not None:
             self._room_timer.cancel()
             self._room_timer = None
+
+    def _send_error_response(self, status: int, message: str, extra_headers: Any = ()) -> None:
+        """gunicorn's parser refusals (400, 414, 431, 501) as the room's JSON error envelope."""
+        code, limit = _PARSER_REFUSALS.get(status, ("invalid_request", None))
+        details: dict[str, Any] = {"reason": message[:200]}
+        if limit is not None:
+            details["limit"] = limit
+        status = status if status in _REASONS else 400
+        self._safe_write(_raw_answer(status, _envelope(status, message[:200], details, code=code)))
 
     def _room_headers_late(self) -> None:
         self._room_timer = None

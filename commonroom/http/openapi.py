@@ -159,6 +159,27 @@ def _body(op: Operation, binding: Binding, extra: dict[str, Any]) -> dict[str, A
     return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
+#: What the room's HTTP server answers before any route runs (commonroom/worker.py), on every route.
+SERVER_REFUSALS: dict[int, str] = {
+    408: "limit_exceeded: the headers or the body did not arrive in time",
+    414: "limit_exceeded: the request line is too long",
+    431: "limit_exceeded: the request headers are too large",
+    503: "limit_exceeded: the listener holds its maximum of open connections (Retry-After)",
+}
+
+
+def with_server_refusals(responses: dict[str, Any]) -> dict[str, Any]:
+    """``responses`` plus :data:`SERVER_REFUSALS` (a status already listed gains the text)."""
+    out = dict(responses)
+    for status, text in SERVER_REFUSALS.items():
+        key = str(status)
+        if key in out:
+            out[key] = {**out[key], "description": out[key]["description"] + "; " + text}
+        else:
+            out[key] = {"description": text, "content": {"application/json": {"schema": _ERROR}}}
+    return dict(sorted(out.items()))
+
+
 def _error_responses(statuses: dict[int, list[str]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for status, codes in statuses.items():
@@ -293,6 +314,9 @@ def build(table: Table | None = None, listener: str = INGRESS) -> dict[str, Any]
     if listener == INGRESS:
         paths["/mcp"] = _mcp()
     paths.update(_published(listener))
+    for item in paths.values():
+        for entry in item.values():
+            entry["responses"] = with_server_refusals(entry["responses"])
     schemas = components()
     schemas.update(extra)
     used_tags = {op["tags"][0] for item in paths.values() for op in item.values()}
