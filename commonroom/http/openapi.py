@@ -140,7 +140,8 @@ def _body(op: Operation, binding: Binding, extra: dict[str, Any]) -> dict[str, A
         return None
     if not binding.path:
         schema: dict[str, Any] = ref(op.input)
-        required = bool(bundle(op.input).get("required"))
+        whole = bundle(op.input)
+        required = bool(whole.get("required")) or whole.get("minProperties", 0) > 0
     else:
         file, _, definition = op.input.partition("#")
         shape = copy.deepcopy(SCHEMAS[_file(file)]["$defs"][definition])
@@ -155,7 +156,7 @@ def _body(op: Operation, binding: Binding, extra: dict[str, Any]) -> dict[str, A
         shape["description"] = f"The body of {op.http.method} {op.http.path} (the input {component_name(op.input)} without its path parameters)."  # type: ignore[union-attr]
         extra[name] = _rewrite(shape, _file(file))
         schema = {"$ref": _PREFIX + name}
-        required = bool(shape.get("required"))
+        required = bool(shape.get("required")) or shape.get("minProperties", 0) > 0
     return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 

@@ -259,6 +259,8 @@ class McpEndpoint:
             raise invalid_request("clients send requests and notifications only, not responses")
         if not isinstance(message["method"], str) or not message["method"]:
             raise invalid_request("method must be a non-empty string")
+        if "params" in message and not isinstance(message["params"], dict):
+            raise invalid_request("params must be an object (MCP names its parameters)")
         if "id" in message and message["id"] is None:
             raise NullId()
         if message.get("id") is not None and not is_request_id(message["id"]):

@@ -152,7 +152,7 @@ OPERATIONS = Table([
         args=("participant", "capabilities", Arg("transport", "loopback"),
               Arg("expires_in_seconds", keyword="expires_in_seconds"),
               Arg("session_ttl_seconds", keyword="session_ttl_seconds")),
-        actor=False, errors=("transport_unavailable",), read_only=False,
+        actor=False, errors=("invalid_request", "transport_unavailable"), read_only=False,
         http=Http("POST", "/owner/invitations", 201, (OWNER,))),
     Operation(
         "revoke", "Revoke an invitation or a session (owner token)", "revoke", "owner#RevokeRequest",

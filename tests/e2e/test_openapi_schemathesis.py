@@ -20,6 +20,7 @@ stream; the live tests cover it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -40,22 +41,37 @@ ALL = ["read", "observe", "propose", "lease", "approve", "write"]
 
 
 def config(listener: str) -> str:
-    """schemathesis.toml for ``listener``, derived from the declarations."""
-    semantic = sorted(op.name for op in OPERATIONS.http(listener)
-                      if any(STATUS[code] == 400 for code in op.errors))
-    ids = ", ".join(f'"{name}"' for name in semantic)
-    return (
+    """schemathesis.toml for ``listener``, derived from the declarations.
+
+    An operation that declares a 400 of its own may answer 400 to
+    schema-valid input; one that declares a 5xx code of the seeds
+    (``transport_unavailable`` 503) may answer it. Nothing else is relaxed.
+    """
+    blocks = [
+        # a request too long for the server is rejected too: 414 / 431 (commonroom/worker.py)
+        "[checks.negative_data_rejection]\n"
+        "expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 414, 415, 422, 428, 429, 431]\n",
         "[checks.positive_data_acceptance]\n"
-        'expected-statuses = ["2xx", 401, 403, 404, 409, 429]\n\n'
-        "[[operations]]\n"
-        f"include-operation-id = [{ids}]\n"
-        "checks.positive_data_acceptance.expected-statuses = [\"2xx\", 400, 401, 403, 404, 409, 429]\n\n"
+        'expected-statuses = ["2xx", 401, 403, 404, 409, 429]\n',
         # /mcp is JSON-RPC: a well-formed envelope can still carry unknown params
-        # (400) or miss the MCP headers; GET and DELETE are 405 unless a stream is asked for.
+        # (400) or miss the MCP headers; GET is 405 unless a stream is asked for.
         "[[operations]]\n"
         'include-operation-id = ["mcp_post", "mcp_stream"]\n'
-        "checks.positive_data_acceptance.expected-statuses = [\"2xx\", 400, 401, 403, 404, 405, 429]\n"
-    )
+        'checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 405, 429]\n',
+    ]
+    for op in OPERATIONS.http(listener):
+        statuses = sorted({STATUS[code] for code in op.errors})
+        own_400 = 400 in statuses
+        server = [s for s in statuses if s >= 500]
+        if not own_400 and not server:
+            continue
+        accepted = ["2xx", 401, 403, 404, 409, 429] + ([400] if own_400 else []) + server
+        block = (f'[[operations]]\ninclude-operation-id = "{op.name}"\n'
+                 f"checks.positive_data_acceptance.expected-statuses = {json.dumps(accepted)}\n")
+        if server:
+            block += f"checks.not_a_server_error.expected-statuses = {json.dumps(['1xx', '2xx', '3xx', '4xx'] + server)}\n"
+        blocks.append(block)
+    return "\n".join(blocks)
 
 
 def schemathesis(tmp_path: Path, listener: str, base: str, token: str) -> tuple[int, str]:
