@@ -340,7 +340,7 @@ def test_replace_span_keeps_other_lines_byte_exact(name: str):
     nl = "\r\n" if "\r\n" in text else "\n"
     assert new.encode("utf-8") == b"".join(
         [line.encode("utf-8") for line in lines[: start - 1]]
-        + [f"one\ntwo{nl}".encode()]
+        + [f"one{nl}two{nl}".encode()]  # the replacement takes the document's newline style
         + [line.encode("utf-8") for line in lines[end:]]
     )
     # replacing a span by its own text is the identity
@@ -360,7 +360,9 @@ def test_replace_span_no_final_newline():
     assert replace_span("a\nb", Span(2, 2), "B") == "a\nB"
     assert replace_span("a\nb", Span(1, 1), "A") == "A\nb"
     assert replace_span("a\nb", Span(3, 2), "c") == "a\nb\nc"
-    assert replace_span("a\r\nb", Span(3, 2), "c\r\n") == "a\r\nb\r\nc\r\n"
+    # the document keeps its missing final newline, and its CRLF style
+    assert replace_span("a\r\nb", Span(3, 2), "c\r\n") == "a\r\nb\r\nc"
+    assert replace_span("a\r\nb", Span(3, 2), "c\nd") == "a\r\nb\r\nc\r\nd"
     assert replace_span("a\nb\n", Span(1, 2), "") == ""
     assert replace_span("", Span(1, 0), "new") == "new"
     with pytest.raises(ValueError):
