@@ -486,6 +486,9 @@ def splice(lines: list[str], span: Span, replacement: str,
         if middle:
             if not kept_first:
                 middle[0] = BOM + middle[0]
+            if end == 0 and n and lines[0].startswith(BOM):  # inserted before line 1: the BOM moves up
+                middle.append(lines[0][1:])
+                end = 1
         elif end < n:
             middle = [BOM + lines[end]]
             end += 1
