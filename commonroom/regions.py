@@ -22,6 +22,14 @@ Spans
     line ``start`` (``start == n + 1`` is the end of the document). The empty
     document is ``Span(1, 0)``.
 
+Conventions
+    A document's newline style, final newline and leading BOM
+    (:class:`Conventions`) survive every write: :func:`splice` gives the
+    replacement's lines the document's style (in a mixed document a line
+    equal to one it replaces keeps that line's ending), keeps the final
+    newline (or its absence) and the BOM, so a change of those alone is no
+    change. docs/editing.md, *Document conventions*.
+
 Headings
     Found with markdown-it-py (CommonMark preset plus the GFM table rule), so
     ATX and setext headings count and ``#`` lines inside fenced or indented
@@ -360,7 +368,8 @@ def conventions_of(text: str) -> Conventions:
     crlf = text.count("\r\n")
     lf = text.count("\n") - crlf
     cr = text.count("\r") - crlf
-    return Conventions(newline_of(text), text.endswith(("\n", "\r")), bom, True,
+    newline = "\r\n" if crlf and crlf >= lf else "\r" if not lf and not crlf else "\n"  # as newline_of
+    return Conventions(newline, text.endswith(("\n", "\r")), bom, True,
                        sum(1 for k in (crlf, lf, cr) if k) > 1, False)
 
 
