@@ -3,18 +3,20 @@
 Pure functions over ``str``; no I/O, nothing raised for any ``str`` input.
 Lines are :func:`commonroom.regions.lines_of` lines (keeping their endings),
 so a CRLF line and an LF line with the same text differ, and a last line
-without a newline differs from the same line with one (as in git).
+without a newline differs from the same line with one (as in git), unless
+the merge is asked to compare normalized lines (``normalize=True``: what the
+room's rebases do; docs/editing.md, *Conventions*).
 """
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from merge3 import Merge3
 
-from commonroom.regions import lines_of
+from commonroom.regions import BOM, content_of, ending_of, lines_of
 
 __all__ = ["MergeResult", "merge3_text", "unified_diff"]
 
@@ -59,7 +61,42 @@ def _common_suffix(seqs: list[list[str]], prefix: int) -> int:
     return i
 
 
-def merge3_text(base: str, ours: str, theirs: str) -> MergeResult:
+def _key(lines: list[str]) -> list[str]:
+    """What a normalized merge compares: each line without its ending, the
+    first without a leading BOM."""
+    keys = [content_of(line) for line in lines]
+    if keys and keys[0].startswith(BOM):
+        keys[0] = keys[0][1:]
+    return keys
+
+
+def _regions(m: Merge3) -> Iterator[tuple[str, int, int, int, int, int, int]]:
+    """``merge3``'s regions with the ranges of all three sides:
+    ``(kind, base_start, base_end, ours_start, ours_end, theirs_start, theirs_end)``
+    (0-based, end exclusive); kind ``unchanged``, ``same``, ``a``, ``b`` or
+    ``conflict``. The same decisions as ``Merge3.merge_regions``."""
+    iz = ia = ib = 0
+    for zmatch, zend, amatch, aend, bmatch, bend in m.find_sync_regions():
+        if amatch - ia or bmatch - ib:
+            a, b, base = m.a[ia:amatch], m.b[ib:bmatch], m.base[iz:zmatch]
+            if a == b:
+                kind = "same"
+            elif a == base:
+                kind = "b"
+            elif b == base:
+                kind = "a"
+            else:
+                kind = "conflict"
+            yield kind, iz, zmatch, ia, amatch, ib, bmatch
+            ia, ib = amatch, bmatch
+        iz = zmatch
+        if zend > zmatch:
+            yield "unchanged", zmatch, zend, amatch, aend, bmatch, bend
+            iz, ia, ib = zend, aend, bend
+
+
+def merge3_text(base: str, ours: str, theirs: str, *, normalize: bool = False,
+                newline: str | None = None) -> MergeResult:
     """Merge the changes base→ours and base→theirs, line by line.
 
     Changes on one side only are taken; identical changes on both sides are
@@ -68,24 +105,37 @@ def merge3_text(base: str, ours: str, theirs: str) -> MergeResult:
     ``None``). Lines shared by all three at the start and the end are set
     aside before merging (they cannot conflict; this keeps large documents
     fast and the alignment local to the edits).
+
+    ``normalize``: lines compare without their endings (and the first line
+    without a leading BOM), so a change of line endings alone is no change;
+    a line that is the same on both sides (or unchanged) is then taken from
+    ``theirs`` byte for byte, and a line changed by ``ours`` alone from
+    ``ours``, with ``newline`` as its ending when given (and it has one).
+    The caller puts the final newline and the BOM it keeps
+    (``regions.conform_edges``).
     """
     seqs = [lines_of(base), lines_of(ours), lines_of(theirs)]
-    pre = _common_prefix(seqs)
-    suf = _common_suffix(seqs, pre)
+    keys = [_key(s) for s in seqs] if normalize else seqs
+    pre = _common_prefix(keys)
+    suf = _common_suffix(keys, pre)
     mid = [s[pre: len(s) - suf] for s in seqs]
-    m = Merge3(mid[0], mid[1], mid[2])
-    out: list[str] = list(seqs[0][:pre])
+    kmid = [k[pre: len(k) - suf] for k in keys]
+    m = Merge3(kmid[0], kmid[1], kmid[2])
+    out: list[str] = list(seqs[2 if normalize else 0][:pre])
     conflicts: list[dict[str, Any]] = []
-    for region in m.merge_regions():
-        what = region[0]
+    for what, zs, ze, as_, ae, bs, be in _regions(m):
         if what == "unchanged":
-            out.extend(mid[0][region[1]: region[2]])
-        elif what in ("a", "same"):
-            out.extend(mid[1][region[1]: region[2]])
+            out.extend(mid[2][bs:be] if normalize else mid[0][zs:ze])
+        elif what == "same":
+            out.extend(mid[2][bs:be] if normalize else mid[1][as_:ae])
+        elif what == "a":
+            taken = mid[1][as_:ae]
+            if newline is not None:
+                taken = [content_of(line) + newline if ending_of(line) else line for line in taken]
+            out.extend(taken)
         elif what == "b":
-            out.extend(mid[2][region[1]: region[2]])
-        elif len(region) == 7:  # conflict
-            _, zs, ze, as_, ae, bs, be = region
+            out.extend(mid[2][bs:be])
+        else:
             conflicts.append({
                 "base": mid[0][zs:ze],
                 "ours": mid[1][as_:ae],
@@ -99,7 +149,7 @@ def merge3_text(base: str, ours: str, theirs: str) -> MergeResult:
             })
     if conflicts:
         return MergeResult(False, None, conflicts)
-    out.extend(seqs[0][len(seqs[0]) - suf:])
+    out.extend(seqs[2 if normalize else 0][len(seqs[2 if normalize else 0]) - suf:])
     return MergeResult(True, "".join(out), [])
 
 

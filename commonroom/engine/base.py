@@ -115,7 +115,7 @@ class Head:
     text: str
     hash: str
     lines: list[str] | None = None
-    newline: str | None = None
+    conventions: "regions.Conventions | None" = None
 
 
 @dataclass
@@ -184,14 +184,13 @@ class EngineBase:
             head.lines = lines_of(head.text)
         return head.lines
 
-    def head_newline(self) -> str:
-        """The head's newline style (``regions.newline_of``), computed once per version."""
+    def head_conventions(self) -> regions.Conventions:
+        """The head's conventions (``regions.conventions_of``: newline style,
+        final newline, BOM), computed once per version (a few scans of the text)."""
         head = self.head()
-        if head.newline is None:
-            from ..regions import newline_of
-
-            head.newline = newline_of(head.text)
-        return head.newline
+        if head.conventions is None:
+            head.conventions = regions.conventions_of(head.text)
+        return head.conventions
 
     def _set_head(self, number: int, text: str, digest: str, lines: list[str] | None = None) -> None:
         self._head = Head(number, text, digest, lines)

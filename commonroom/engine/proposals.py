@@ -103,6 +103,24 @@ class ProposalsMixin(EngineBase):
             changes=self._changes(base, head.number),
         )
 
+    def _rebase(self, base_text: str, span: regions.Span,
+                text: str) -> tuple[list[str] | None, list[dict[str, Any]]]:
+        """``text`` for ``span`` of ``base_text``, merged three ways onto the head.
+
+        The change is made in the base's conventions, then merged comparing
+        normalized lines (a change of line endings alone is no change); the
+        lines it brings take the head's newline style and the result keeps
+        the head's final newline and BOM. ``(lines, [])`` when clean, else
+        ``(None, conflicts)``.
+        """
+        ours, _ = regions.splice(regions.lines_of(base_text), span, text, regions.conventions_of(base_text))
+        conv = self.head_conventions()
+        merged = merge3_text(base_text, "".join(ours), self.head().text, normalize=True,
+                             newline=conv.newline if conv.settled else None)
+        if merged.text is None:
+            return None, merged.conflicts
+        return regions.conform_edges(regions.lines_of(merged.text), conv), []
+
     def create_proposal(self, actor: Actor, base_version: int, region: Any, text: str,
                         summary: str = "") -> ProposalWire:
         """Propose ``text`` for ``region`` at ``base_version`` (``Proposal``).
@@ -121,11 +139,10 @@ class ProposalsMixin(EngineBase):
             head = self.head()
             stored_base, start, end, replacement, rebased_from = base_version, span.start, span.end, text, None
             if head.number != base_version:
-                ours = regions.replace_span(base_text, span, text)
-                merged = merge3_text(base_text, ours, head.text)
-                if merged.text is None:  # not clean
-                    raise self._stale(base_version, base_text, span, merged.conflicts)
-                h = hunk(self.head_lines(), regions.lines_of(merged.text))
+                merged_lines, conflicts = self._rebase(base_text, span, text)
+                if merged_lines is None:  # not clean
+                    raise self._stale(base_version, base_text, span, conflicts)
+                h = hunk(self.head_lines(), merged_lines)
                 stored_base, rebased_from = head.number, base_version
                 start, end, replacement = h["start"], h["end"], "".join(h["lines"])
             values = dict(
@@ -207,20 +224,20 @@ class ProposalsMixin(EngineBase):
             delta = None
             if row.base_version == head.number:
                 new_lines, delta = regions.splice(self.head_lines(), regions.Span(row.start_line, row.end_line),
-                                                  row.text, self.head_newline())
+                                                  row.text, self.head_conventions())
                 new_text = "".join(new_lines)
             else:
                 base_text = self.version_text(row.base_version)
-                ours = regions.replace_span(base_text, regions.Span(row.start_line, row.end_line), row.text)
-                merged = merge3_text(base_text, ours, head.text)
-                if merged.text is None:  # not clean
+                merged_lines, conflicts = self._rebase(base_text, regions.Span(row.start_line, row.end_line),
+                                                       row.text)
+                if merged_lines is None:  # not clean
                     raise ProposalConflict(
                         f"proposal {row.id} no longer applies: its region changed since version {row.base_version}",
-                        details={"hunks": _conflict_hunks(merged.conflicts), "base_version": row.base_version},
+                        details={"hunks": _conflict_hunks(conflicts), "base_version": row.base_version},
                         proposal_id=row.id, base_version=row.base_version, current_version=head.number,
                     )
-                new_text = merged.text
-                new_lines = regions.lines_of(new_text)
+                new_lines = merged_lines
+                new_text = "".join(new_lines)
             h = delta or hunk(self.head_lines(), new_lines)
             changed = regions.Span(h["start"], h["end"])
             self._check_leases({actor.session_id, row.session_id} - {None}, changed, head.text)
@@ -310,7 +327,7 @@ class ProposalsMixin(EngineBase):
                     changes=self._changes(expected_version, head.number),
                 )
             span = regions.resolve(head.text, region, line_count=len(self.head_lines()))
-            new_lines, h = regions.splice(self.head_lines(), span, text, self.head_newline())
+            new_lines, h = regions.splice(self.head_lines(), span, text, self.head_conventions())
             new_text = "".join(new_lines)
             h = h or hunk(self.head_lines(), new_lines)
             self._sweep_expired(ctx)

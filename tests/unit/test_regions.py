@@ -340,7 +340,7 @@ def test_replace_span_keeps_other_lines_byte_exact(name: str):
     nl = "\r\n" if "\r\n" in text else "\n"
     assert new.encode("utf-8") == b"".join(
         [line.encode("utf-8") for line in lines[: start - 1]]
-        + [f"one\ntwo{nl}".encode()]
+        + [f"one{nl}two{nl}".encode()]  # the replacement takes the document's newline style
         + [line.encode("utf-8") for line in lines[end:]]
     )
     # replacing a span by its own text is the identity
@@ -360,7 +360,9 @@ def test_replace_span_no_final_newline():
     assert replace_span("a\nb", Span(2, 2), "B") == "a\nB"
     assert replace_span("a\nb", Span(1, 1), "A") == "A\nb"
     assert replace_span("a\nb", Span(3, 2), "c") == "a\nb\nc"
-    assert replace_span("a\r\nb", Span(3, 2), "c\r\n") == "a\r\nb\r\nc\r\n"
+    # the document keeps its missing final newline, and its CRLF style
+    assert replace_span("a\r\nb", Span(3, 2), "c\r\n") == "a\r\nb\r\nc"
+    assert replace_span("a\r\nb", Span(3, 2), "c\nd") == "a\r\nb\r\nc\r\nd"
     assert replace_span("a\nb\n", Span(1, 2), "") == ""
     assert replace_span("", Span(1, 0), "new") == "new"
     with pytest.raises(ValueError):
@@ -380,3 +382,43 @@ def test_overlaps():
     assert overlaps(section, Span(10, 9))
     assert overlaps(Span(4, 3), Span(4, 3))
     assert not overlaps(Span(4, 3), Span(5, 4))
+
+
+# ------------------------------------------------------------ conventions (issue 9, item 10)
+
+
+def test_replacement_takes_the_document_conventions():
+    from commonroom.regions import conventions_of
+
+    # the issue's example: LF text into a CRLF document
+    text = "## A\r\na\r\n## B\r\nb\r\n"
+    assert replace_span(text, resolve(text, {"heading": ["A"]}), "## A\nnew\n") == "## A\r\nnew\r\n## B\r\nb\r\n"
+    # the same lines in another style, without BOM or final newline: identical
+    assert replace_span(text, Span(1, 4), "\ufeff## A\na\n## B\nb") == text
+    # a BOM stays in front of line 1, also when lines are inserted before it or line 1 is deleted
+    bom = "\ufeffa\nb\n"
+    assert replace_span(bom, Span(1, 0), "z\n") == "\ufeffz\na\nb\n"
+    assert replace_span(bom, Span(1, 1), "") == "\ufeffb\n"
+    assert replace_span(bom, Span(1, 2), "") == "\ufeff"
+    assert replace_span("a\nb\n", Span(1, 1), "\ufeffA\n") == "A\nb\n"
+    # no final newline is kept when the last lines are deleted
+    assert replace_span("a\nb\nc", Span(3, 3), "") == "a\nb"
+    # a document without a line ending takes the text's conventions
+    assert replace_span("", Span(1, 0), "x\r\ny\r\n") == "x\r\ny\r\n"
+    assert replace_span("one", Span(1, 1), "x\r\ny") == "x\r\ny"
+    # mixed: untouched lines keep their endings, equal lines keep theirs, new lines take the dominant style
+    mixed = "a\r\nb\nc\r\nd\r\n"
+    assert conventions_of(mixed).mixed and conventions_of(mixed).newline == "\r\n"
+    assert replace_span(mixed, Span(1, 4), "a\nb\nc\nd\n") == mixed
+    assert replace_span(mixed, Span(2, 3), "b\nnew\nc\n") == "a\r\nb\nnew\r\nc\r\nd\r\n"
+
+
+def test_merge_compares_normalized_lines():
+    from commonroom.merge import merge3_text
+
+    base = "a\nb\nc\nd\ne\n"
+    ours = "a\r\nb\r\nc\r\nd\r\nE\r\n"  # the whole document in CRLF, one line changed
+    theirs = "A\nb\nc\nd\ne\n"
+    assert not merge3_text(base, ours, theirs).clean  # as they are: every line changed
+    merged = merge3_text(base, ours, theirs, normalize=True, newline="\n")
+    assert merged.clean and merged.text == "A\nb\nc\nd\nE\n"
