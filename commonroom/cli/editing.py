@@ -28,6 +28,8 @@ lease_app = typer.Typer(help="Lease regions of the document (needs the lease cap
 SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
 HeadingOpt = Annotated[Optional[list[str]], typer.Option("--heading", help="A heading path, one title per --heading, outermost first.")]
 LinesOpt = Annotated[Optional[str], typer.Option("--lines", help="A 1-based inclusive line range: 3-10.")]
+LimitOpt = Annotated[int, typer.Option(help="Items per page, 1 to 200.")]
+CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previous page; omit for the first.")]
 
 
 def _region(heading: list[str] | None, lines: str | None) -> dict[str, Any] | None:
@@ -60,12 +62,13 @@ def _local(file: Path) -> Engine:
 def proposals_command(
     file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
     status: Annotated[Optional[str], typer.Option(help="open, approved, rejected or withdrawn.")] = None,
-    limit: Annotated[int, typer.Option(help="1 to 200.")] = 50,
+    limit: LimitOpt = 50,
+    cursor: CursorOpt = None,
 ) -> None:
-    """List proposals from the sidecar (works whether or not the room runs)."""
+    """List one page of proposals from the sidecar (works whether or not the room runs)."""
     engine = _local(file)
     try:
-        emit(engine.proposals(OPERATOR, status, limit))
+        emit(engine.proposals(OPERATOR, status, limit, cursor))
     finally:
         engine.close()
 
@@ -73,12 +76,13 @@ def proposals_command(
 @handled
 def versions_command(
     file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
-    limit: Annotated[int, typer.Option(help="1 to 200.")] = 50,
+    limit: LimitOpt = 50,
+    cursor: CursorOpt = None,
 ) -> None:
-    """List versions, newest first, from the sidecar."""
+    """List one page of versions, newest first, from the sidecar."""
     engine = _local(file)
     try:
-        emit(engine.versions(OPERATOR, limit))
+        emit(engine.versions(OPERATOR, limit, cursor))
     finally:
         engine.close()
 
@@ -143,9 +147,13 @@ def lease_release(lease_id: str, session_file: SessionOpt = None) -> None:
 
 @lease_app.command("list")
 @handled
-def lease_list(session_file: SessionOpt = None) -> None:
-    """List the live leases in the room."""
-    emit(_remote(session_file, "GET", "/workspace/leases"))
+def lease_list(limit: LimitOpt = 50, cursor: CursorOpt = None, session_file: SessionOpt = None) -> None:
+    """List one page of the live leases in the room, oldest acquired first.
+
+    Prints a LeasesPage; pass its ``next_cursor`` as ``--cursor`` for the next page.
+    """
+    query = f"?limit={limit}" + (f"&cursor={quote(cursor)}" if cursor else "")
+    emit(_remote(session_file, "GET", "/workspace/leases" + query))
 
 
 def _text(text: str | None, text_file: Path | None) -> str:

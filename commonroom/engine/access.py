@@ -15,6 +15,8 @@ from typing import Any
 import json
 import unicodedata
 
+import peewee as pw
+
 from .. import PROTOCOL, PROTOCOL_VERSION, invitation, tokens
 from ..transport import hint as transport_hint
 from ..clock import parse_rfc3339, rfc3339
@@ -35,6 +37,7 @@ from generated.types.owner import InviteResult, RevokeResult
 
 from ..store import WriteContext
 from ..store.models import Participant as ParticipantRow
+from ..store.models import participant_key
 from ..store.models import Session as SessionRow
 from .base import Actor, EngineBase
 
@@ -102,11 +105,17 @@ class AccessMixin(EngineBase):
 
         ``transport`` names the transport whose hint (``transport.json``) goes
         into the token. Operator only (the owner port or the local CLI).
+        A participant is identified by :func:`participant_key` of the name
+        (NFKC, case-folded): the invitation goes to the participant of that
+        key, and the answer's ``participant`` is the name it is shown by
+        (the name first given, :meth:`_shown_name`), which may differ from
+        ``participant`` in case or width.
         Raises ``InvalidRequest`` for an empty name or a token over 8192
         bytes, ``TransportUnavailable`` for a transport the room lacks.
         """
         Invitation = self.store.models.Invitation
         name = participant_name(participant)
+        key = participant_key(name)
         caps = sorted(set(capabilities), key=capabilities.index)
         hint = transport_hint(transport, self.ingress())
         secret = tokens.new_secret(tokens.INVITATION_PREFIX)
@@ -124,11 +133,13 @@ class AccessMixin(EngineBase):
         )
         invitation_id = tokens.new_id("inv_")
 
-        def create(ctx: WriteContext) -> None:
+        def create(ctx: WriteContext) -> str:
+            shown = self._shown_name(key) or name
             Invitation.create(
                 id=invitation_id,
                 secret_hash=tokens.digest(secret),
                 participant_name=name,
+                participant_key=key,
                 capabilities=caps,
                 transport=hint,
                 session_ttl_seconds=session_ttl_seconds,
@@ -137,18 +148,36 @@ class AccessMixin(EngineBase):
             )
             ctx.emit(
                 "invitation.created",
-                {"invitation_id": invitation_id, "participant": name, "capabilities": caps,
+                {"invitation_id": invitation_id, "participant": shown, "capabilities": caps,
                  "expires_at": expires_at},
             )
+            return shown
 
-        self.store.write(create)
+        shown = self.store.write(create)
         return {
             "invitation_id": invitation_id,
             "token": token,
-            "participant": name,
+            "participant": shown,
             "capabilities": caps,
             "expires_at": expires_at,
         }
+
+    def _shown_name(self, key: str) -> str | None:
+        """The name a participant of ``key`` is shown by: the name first given.
+
+        That is the existing participant's name, else the name of the
+        earliest invitation for ``key`` that was not revoked (None: no such
+        invitation yet). Call inside a write.
+        """
+        models = self.store.models
+        Participant, Invitation = models.Participant, models.Invitation
+        found = Participant.get_or_none(Participant.name_key == key)
+        if found is not None:
+            return found.name
+        first = (Invitation.select(Invitation.participant_name)
+                 .where((Invitation.participant_key == key) & Invitation.revoked_at.is_null())
+                 .order_by(Invitation.created_at, pw.SQL("rowid")).first())  # rowid: insertion order
+        return first.participant_name if first is not None else None
 
     def ingress(self) -> dict[str, Any] | None:
         """The room's ingress listener as last recorded by ``ce serve``."""
@@ -163,6 +192,9 @@ class AccessMixin(EngineBase):
         """Redeem ``token`` (single use) and open a session.
 
         Returns ``join.json#/$defs/JoinResult`` with the bearer (shown once).
+        The session belongs to the participant whose key the invitation's
+        name has; the first redemption for a key creates it
+        (``participant.joined``), shown by the name first given.
         Raises ``InvalidRequest`` / ``UnsupportedVersion`` for a broken token,
         ``Unauthorized`` for one this room never issued, and
         ``InvitationExpired`` / ``InvitationRevoked`` / ``InvitationRedeemed``.
@@ -193,10 +225,11 @@ class AccessMixin(EngineBase):
                 raise InvitationExpired("the invitation expired",
                                         details={"invitation_id": row.id, "expires_at": row.expires_at})
             stamp = rfc3339(now)
-            participant = Participant.get_or_none(Participant.name == row.participant_name)
+            participant = Participant.get_or_none(Participant.name_key == row.participant_key)
             if participant is None:
                 participant = Participant.create(
-                    id=tokens.new_id("p_"), name=row.participant_name, created_at=stamp
+                    id=tokens.new_id("p_"), name=self._shown_name(row.participant_key) or row.participant_name,
+                    name_key=row.participant_key, created_at=stamp,
                 )
                 ctx.emit("participant.joined", {"participant": participant_dict(participant)},
                          participant_id=participant.id)

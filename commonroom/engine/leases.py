@@ -14,14 +14,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from generated.types.editing import Lease as LeaseWire
-from generated.types.editing import LeaseList
+from generated.types.editing import LeasesPage
 
 from .. import regions, tokens
 from ..clock import rfc3339
 from ..errors import InvalidRequest, LeaseConflict, NotFound, PermissionDenied
 from ..store import WriteContext
 from ..store.models import Lease as LeaseRow
-from .base import Actor, EngineBase, require
+from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
 
 DEFAULT_TTL = 300
 MAX_TTL = 3600
@@ -47,13 +47,12 @@ class LeasesMixin(EngineBase):
             'SELECT 1 FROM "lease" WHERE "released_at" IS NULL AND "expired_at" IS NULL LIMIT 1'
         ).fetchone() is not None
 
-    def _live_lease_rows(self) -> list[LeaseRow]:
+    def _live_leases_query(self) -> Any:
+        """The query of live leases (not released, not expired, session alive)."""
         models = self.store.models
         Session, Lease = models.Session, models.Lease
-        if not self._any_open_lease():
-            return []
         now = rfc3339(self.clock.now())
-        return list(
+        return (
             Lease.select(Lease)
             .join(Session, on=(Lease.session_id == Session.id))
             .where(
@@ -64,6 +63,11 @@ class LeasesMixin(EngineBase):
                 & (Session.expires_at > now)
             )
         )
+
+    def _live_lease_rows(self) -> list[LeaseRow]:
+        if not self._any_open_lease():
+            return []
+        return list(self._live_leases_query())
 
     def _lease_span(self, row: LeaseRow, text: str) -> regions.Span:
         """The lease's lines at the head (kept current by :meth:`_shift_leases`)."""
@@ -231,10 +235,30 @@ class LeasesMixin(EngineBase):
 
         return self.store.write(release)
 
-    def leases(self, actor: Actor) -> LeaseList:
-        """Live leases in the room (``LeaseList``). Needs ``read`` or ``lease``."""
+    def leases(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> LeasesPage:
+        """A page of live leases, oldest acquired first (``editing.json#/$defs/LeasesPage``).
+
+        ``limit`` 1 to 200 (default 50), else ``InvalidRequest``; ``cursor``
+        from the previous page's ``next_cursor`` (``[acquired_at, id]`` of
+        the last lease shown, so leases ending between pages never shift
+        the next one). Needs ``read`` or ``lease``.
+        """
+        Lease = self.store.models.Lease
         if "lease" not in actor.capabilities:
             require(actor, "read")
+        size = parse_limit(limit)
+        after = decode_cursor(cursor)
+        if after is not None and not (isinstance(after, list) and len(after) == 2
+                                      and all(isinstance(x, str) for x in after)):
+            raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+        if not self._any_open_lease():
+            return {"leases": [], "next_cursor": None}
+        query = self._live_leases_query()
+        if after is not None:
+            query = query.where((Lease.acquired_at > after[0])
+                                | ((Lease.acquired_at == after[0]) & (Lease.id > after[1])))
+        rows = list(query.order_by(Lease.acquired_at, Lease.id).limit(size + 1))
         head = self.head()
-        rows = sorted(self._live_lease_rows(), key=lambda r: (r.acquired_at, r.id))
-        return {"leases": [self._lease_dict(r, head.text) for r in rows]}
+        page = [self._lease_dict(r, head.text) for r in rows[:size]]
+        last = rows[size - 1] if len(rows) > size else None
+        return {"leases": page, "next_cursor": encode_cursor([last.acquired_at, last.id]) if last else None}

@@ -11,7 +11,15 @@ URI                                           mimeType            engine call
 ``commonroom://workspace/leases``             application/json    ``leases``
 ``commonroom://workspace/participants``       application/json    ``participants``
 ``commonroom://workspace/versions/{number}``  text/markdown       ``version`` (template)
+``<list URI>?cursor={cursor}``                application/json    the next page (templates)
 ============================================  ==================  ======================
+
+Every list is paged (docs/protocol.md): the three list resources
+(proposals, leases, participants) read the first page of up to
+:data:`PAGE` items with ``next_cursor``; the template
+``<list URI>?cursor={cursor}`` reads the page after that cursor, so a
+client follows ``next_cursor`` by reading a URI, as a tool caller passes it
+to ``proposals_list`` / ``leases_list`` / ``participants_list``.
 
 Reads are workspace state: ``cacheScope: "private"``, ``ttlMs: 0``.
 
@@ -25,7 +33,7 @@ events into ``notifications/resources/updated`` for them
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..engine import require
 from .. import numbers
@@ -40,6 +48,10 @@ PROPOSALS = BASE + "proposals"
 LEASES = BASE + "leases"
 PARTICIPANTS = BASE + "participants"
 VERSION_TEMPLATE = BASE + "versions/{number}"
+#: Items per page of a list resource (the most a list gives, seed protocol.txt).
+PAGE = 200
+#: Suffix of a list resource's next-page template.
+CURSOR_SUFFIX = "?cursor={cursor}"
 
 #: The URIs ``resources/subscribe`` accepts (seed protocol.txt, MCP).
 SUBSCRIBABLE = (STATUS, DOCUMENT, PROPOSALS, LEASES, PARTICIPANTS)
@@ -106,6 +118,17 @@ def _version(ctx: Context) -> list[dict[str, Any]]:
     return [{"uri": ctx.uri, "mimeType": "text/markdown", "text": version.get("text", ""), "_meta": meta}]
 
 
+Page = Callable[[Context, "str | None"], Any]
+
+
+def _first_page(page: Page) -> Callable[[Context], Any]:
+    return lambda ctx: page(ctx, None)
+
+
+def _next_page(page: Page) -> Callable[[Context], Any]:
+    return lambda ctx: page(ctx, ctx.variables.get("cursor", ""))
+
+
 def register_resources(registry: Registry, subscriptions: Subscriptions) -> None:
     """Add the workspace resources, the version template and subscribe/unsubscribe."""
     add = registry.add_resource
@@ -115,15 +138,23 @@ def register_resources(registry: Registry, subscriptions: Subscriptions) -> None
     add(DOCUMENT, name="workspace_document", title="The document", mime_type="text/markdown",
         description="The head version of the markdown document (its number in _meta commonroom/version).",
         read=_document)
-    add(PROPOSALS, name="workspace_proposals", title="Proposals", mime_type="application/json",
-        description="The newest proposals (a ProposalsPage).",
-        read=lambda c: c.engine.proposals(c.actor))
-    add(LEASES, name="workspace_leases", title="Leases", mime_type="application/json",
-        description="The active leases (a LeaseList).",
-        read=lambda c: c.engine.leases(c.actor))
-    add(PARTICIPANTS, name="workspace_participants", title="Participants", mime_type="application/json",
-        description="The participants in join order (first page of up to 200).",
-        read=lambda c: c.engine.participants(c.actor, 200, None))
+    lists: tuple[tuple[str, str, str, str, Page], ...] = (
+        (PROPOSALS, "proposals", "Proposals", "proposals, oldest first (a ProposalsPage)",
+         lambda c, cursor: c.engine.proposals(c.actor, None, PAGE, cursor)),
+        (LEASES, "leases", "Leases", "live leases, oldest acquired first (a LeasesPage)",
+         lambda c, cursor: c.engine.leases(c.actor, PAGE, cursor)),
+        (PARTICIPANTS, "participants", "Participants", "participants in join order (a ParticipantsPage)",
+         lambda c, cursor: c.engine.participants(c.actor, PAGE, cursor)),
+    )
+    for uri, name, title, what, page in lists:
+        add(uri, name=f"workspace_{name}", title=title, mime_type="application/json",
+            description=f"The first page of up to {PAGE} {what}; read "
+                        f"{uri}?cursor=<next_cursor> for the next.",
+            read=_first_page(page))
+        registry.add_template(uri + CURSOR_SUFFIX, name=f"workspace_{name}_page", title=f"{title}, next page",
+                              mime_type="application/json",
+                              description=f"The page of {what} after {{cursor}} (a next_cursor).",
+                              read=_next_page(page))
     registry.add_template(VERSION_TEMPLATE, name="workspace_version", title="A version of the document",
                           mime_type="text/markdown",
                           description="The whole document as committed in version {number}.",

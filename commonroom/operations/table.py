@@ -82,10 +82,10 @@ OPERATIONS = Table([
                 "Needs read.")),
     # -- leases -----------------------------------------------------------
     Operation(
-        "leases_list", "Live leases (read or lease)", "leases", "common#NoArguments", "editing#LeaseList",
-        "leases", capability="read", also=("lease",), http=Http("GET", "/workspace/leases"),
-        mcp=Mcp("List leases", "The live leases in the room: who holds which region, until when. Needs "
-                "read or lease.")),
+        "leases_list", "Live leases, paged (read or lease)", "leases", "common#PageInput", "editing#LeasesPage",
+        "leases", args=_PAGE, capability="read", also=("lease",), errors=_CURSOR, http=Http("GET", "/workspace/leases"),
+        mcp=Mcp("List leases", "The live leases in the room, oldest acquired first, page by page: who "
+                "holds which region, until when. Needs read or lease.")),
     Operation(
         "lease_acquire", "Lease a region for a TTL", "acquire_lease", "editing#LeaseRequest",
         "editing#Lease", "leases", args=("region", "ttl_seconds"), capability="lease",

@@ -16,12 +16,15 @@ from typing import Any, Callable, TypeVar
 
 import peewee as pw
 
-from .models import Models
+from .models import DUPLICATE_KEY_SEPARATOR, Models, participant_key
 
 T = TypeVar("T")
 
 #: The schema version this code writes; stored in Meta so later code can migrate.
-SCHEMA_VERSION = 1
+#: 1: the first sidecar. 2: participants are identified by ``name_key``
+#: (NFKC, case-folded; unique) and invitations carry ``participant_key``
+#: (:meth:`Store._upgrade`).
+SCHEMA_VERSION = 2
 #: Events kept in the ring (seed protocol.txt, Persistence).
 RING_SIZE = 2000
 
@@ -102,9 +105,9 @@ class Store:
         """Open (creating if needed) the SQLite file at ``path``.
 
         ``clock`` stamps events (``stamp() -> str``); ``migrate`` creates
-        the tables and checks the schema version (``RuntimeError`` when the
-        file is newer than this code); ``peewee.OperationalError`` when the
-        file cannot be opened.
+        the tables; an older sidecar is upgraded either way (:meth:`_migrate`;
+        ``RuntimeError`` when the file is newer than this code);
+        ``peewee.OperationalError`` when the file cannot be opened.
         """
         self.path = Path(path)
         self.clock = clock
@@ -114,21 +117,84 @@ class Store:
         self._lock = threading.RLock()
         self._insert_sql: dict[tuple, str] = {}
         self.db.connect(reuse_if_open=True)
-        if migrate:
-            self._migrate()
+        self._migrate(create=migrate)
 
-    def _migrate(self) -> None:
+    def _migrate(self, create: bool = True) -> None:
+        """Bring the sidecar to :data:`SCHEMA_VERSION` in one transaction.
+
+        An older sidecar is upgraded in place (:meth:`_upgrade`; history is
+        kept); with ``create`` missing tables are created and a new file is
+        stamped. ``create=False`` (a read-only open) still upgrades an older
+        sidecar: this code cannot read the old layout. ``RuntimeError`` when
+        the file is newer than this code.
+        """
         Meta = self.models.Meta
+        if not create and self._stored_version() in (None, SCHEMA_VERSION):
+            return  # a read-only open of a current sidecar takes no write lock
         with self.db.atomic("IMMEDIATE"):
-            self.db.create_tables(self.models.all, safe=True)
-            row = Meta.get_or_none(Meta.key == "schema_version")
-            if row is None:
-                Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
-            elif int(row.value) > SCHEMA_VERSION:
+            version = self._stored_version()
+            if version is not None and version > SCHEMA_VERSION:
                 raise RuntimeError(
-                    f"{self.path} has schema version {row.value}; this commonroom knows "
+                    f"{self.path} has schema version {version}; this commonroom knows "
                     f"{SCHEMA_VERSION}. Upgrade commonroom."
                 )
+            if version is not None and version < SCHEMA_VERSION:
+                self._upgrade(version)
+            if create:
+                self.db.create_tables(self.models.all, safe=True)
+                if version is None:
+                    Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
+
+    def _stored_version(self) -> int | None:
+        """The sidecar's ``schema_version`` (None: a new file)."""
+        if not self.db.table_exists("meta"):
+            return None
+        row = self.db.execute_sql('SELECT "value" FROM "meta" WHERE "key" = ?', ("schema_version",)).fetchone()
+        return None if row is None else int(row[0])
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[1] for row in self.db.execute_sql(f'PRAGMA table_info("{table}")').fetchall()}
+
+    def _upgrade(self, version: int) -> None:
+        """Upgrade a sidecar of ``version`` to :data:`SCHEMA_VERSION` (inside the transaction).
+
+        1 → 2: ``participant.name_key`` and ``invitation.participant_key``
+        are added and filled with :func:`~commonroom.store.models.participant_key`
+        of the names; ``name_key`` gets its unique index. If two participants
+        already share a key (``Ana`` and ``ana`` joined before keys existed),
+        both are kept with their sessions and history: the earliest
+        (``created_at``, then insertion order) takes the key and so every new invitation
+        for the name; each later one is keyed ``<key>\\x1f<id>``, which no
+        invitation can produce. Each step is skipped when already done.
+        """
+        if version < 2:
+            if self.db.table_exists("participant"):
+                if "name_key" not in self._columns("participant"):
+                    self.db.execute_sql('ALTER TABLE "participant" ADD COLUMN "name_key" TEXT NOT NULL DEFAULT \'\'')
+                taken: set[str] = set()
+                rows = self.db.execute_sql(
+                    'SELECT "id", "name" FROM "participant" ORDER BY "created_at", rowid').fetchall()
+                for participant_id, name in rows:
+                    key = participant_key(name)
+                    if key in taken:
+                        key = f"{key}{DUPLICATE_KEY_SEPARATOR}{participant_id}"
+                    taken.add(key)
+                    self.db.execute_sql('UPDATE "participant" SET "name_key" = ? WHERE "id" = ?',
+                                        (key, participant_id))
+                self.db.execute_sql(
+                    'CREATE UNIQUE INDEX IF NOT EXISTS "participant_name_key" ON "participant" ("name_key")')
+            if self.db.table_exists("invitation"):
+                if "participant_key" not in self._columns("invitation"):
+                    self.db.execute_sql(
+                        'ALTER TABLE "invitation" ADD COLUMN "participant_key" TEXT NOT NULL DEFAULT \'\'')
+                for invitation_id, name in self.db.execute_sql(
+                        'SELECT "id", "participant_name" FROM "invitation"').fetchall():
+                    self.db.execute_sql('UPDATE "invitation" SET "participant_key" = ? WHERE "id" = ?',
+                                        (participant_key(name), invitation_id))
+                self.db.execute_sql('CREATE INDEX IF NOT EXISTS "invitation_participant_key" '
+                                    'ON "invitation" ("participant_key")')
+        self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
+                            ("schema_version", str(SCHEMA_VERSION)))
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         """A Meta value (or ``default``)."""

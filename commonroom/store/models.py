@@ -12,6 +12,7 @@ strings. JSON columns hold text. Secrets appear only as ``*_hash`` columns
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 import peewee as pw
@@ -41,11 +42,35 @@ class Meta(_Row):
     key = pw.TextField(primary_key=True)
     value = pw.TextField()
 
+def participant_key(name: str) -> str:
+    """The key that identifies a participant: NFKC, case-folded, NFKC again.
+
+    ``Ana``, ``ana``, ``ANA`` and fullwidth ``ａｎａ`` share the key ``ana``
+    (``str.casefold``, so ``Straße`` and ``STRASSE`` share one too). The
+    last NFKC keeps the key stable: folding can leave a string that is no
+    longer normalized. Pure; raises nothing.
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+#: Joins a key to a participant id for the later of two participants whose
+#: names already normalized alike in a sidecar written before keys existed
+#: (schema version 1). No name holds it (control characters are refused),
+#: so no invitation can reach those later participants; see ``Store._upgrade``.
+DUPLICATE_KEY_SEPARATOR = "\x1f"
+
+
 class Participant(_Row):
-    """A person or agent, named by the invitation that admitted them."""
+    """A person or agent, named by the invitation that admitted them.
+
+    ``name`` is the name first given; ``name_key`` (:func:`participant_key`
+    of it, unique) identifies the participant: an invitation whose name has
+    the same key adds a session to this participant.
+    """
 
     id = pw.TextField(primary_key=True)
     name = pw.TextField(unique=True)
+    name_key = pw.TextField(unique=True)
     created_at = pw.TextField()
 
 class Invitation(_Row):
@@ -53,7 +78,8 @@ class Invitation(_Row):
 
     id = pw.TextField(primary_key=True)
     secret_hash = pw.TextField(unique=True)
-    participant_name = pw.TextField()
+    participant_name = pw.TextField()  # as the operator typed it (NFC, trimmed)
+    participant_key = pw.TextField(index=True)  # participant_key(participant_name)
     capabilities = JSONField()
     transport = JSONField()
     session_ttl_seconds = pw.IntegerField()

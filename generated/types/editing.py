@@ -127,8 +127,13 @@ class Lease(TypedDict, closed=True):
     status: Literal['active', 'released', 'expired']
 
 
-class LeaseList(TypedDict, closed=True):
+class LeasesPage(TypedDict, closed=True):
+    """
+    A page of live leases, oldest acquired first.
+    """
+
     leases: list[Lease]
+    next_cursor: common.Cursor
 
 
 VersionSource: TypeAlias = Literal['initial', 'proposal', 'write', 'external']

@@ -145,12 +145,12 @@ def test_participant_commands_over_the_stored_session(tmp_path):
         fails(("lease", "acquire", "--lines", "1-2", *C), "permission_denied")
         fails(("lease", "acquire", "--lines", "1-2", "--ttl", "3601", *B), "invalid_request")
         fails(("lease", "release", lease["id"], *B), "not_found")
-        listed = ok_json(("lease", "list", *C), "editing#LeaseList")
+        listed = ok_json(("lease", "list", *C), "editing#LeasesPage")
         assert [x["id"] for x in listed["leases"]] == [lease["id"]]
         renewed = ok_json(("lease", "renew", lease["id"], "--ttl", "600", *A), "editing#Lease")
         assert renewed["expires_at"] > lease["expires_at"]
         assert ok_json(("lease", "release", lease["id"], *A), "editing#Lease")["status"] == "released"
-        assert ok_json(("lease", "list", *A), "editing#LeaseList")["leases"] == []
+        assert ok_json(("lease", "list", *A), "editing#LeasesPage")["leases"] == []
 
         # Propose (text from --text, --text-file, stdin) and approve.
         p1 = ok_json(("propose", "--base", "1", "--heading", "Goals", "--text", GOALS_TEXT, "--summary", "goals", *B),

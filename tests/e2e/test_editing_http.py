@@ -232,7 +232,7 @@ def test_lease_acquire_renew_list_release(room):
     ttl = (parse_rfc3339(got["expires_at"]) - parse_rfc3339(got["acquired_at"])).total_seconds()
     assert abs(ttl - 300) < 2, ttl  # default TTL
 
-    listed = ok(alice.get("/workspace/leases"), "editing#LeaseList")
+    listed = ok(alice.get("/workspace/leases"), "editing#LeasesPage")
     assert [x["id"] for x in listed["leases"]] == [got["id"]]
 
     renewed = ok(alice.post(f"/workspace/leases/{got['id']}/renew", {"ttl_seconds": 3600}), "editing#Lease")
@@ -250,7 +250,7 @@ def test_lease_acquire_renew_list_release(room):
 
     released = ok(alice.request("DELETE", f"/workspace/leases/{got['id']}"), "editing#Lease")
     assert released["status"] == "released"
-    listed = ok(alice.get("/workspace/leases"), "editing#LeaseList")
+    listed = ok(alice.get("/workspace/leases"), "editing#LeasesPage")
     assert [x["id"] for x in listed["leases"]] == [long["id"]]
     # Released is not live: renewing or releasing again is refused.
     err(alice.request("DELETE", f"/workspace/leases/{got['id']}"), "invalid_request")
@@ -276,7 +276,7 @@ def test_lease_conflict_carries_lease_id_and_region(room):
     # Disjoint regions lease fine; the same session may lease overlapping regions of its own.
     ok(lease(bob, OPEN_QUESTIONS), "editing#Lease", 201)
     ok(lease(alice, {"lines": [goals.start, goals.start]}), "editing#Lease", 201)
-    assert len(ok(bob.get("/workspace/leases"), "editing#LeaseList")["leases"]) == 3
+    assert len(ok(bob.get("/workspace/leases"), "editing#LeasesPage")["leases"]) == 3
 
 
 def test_lease_dies_with_its_session(room):
@@ -287,7 +287,7 @@ def test_lease_dies_with_its_session(room):
     revoked = ok(op.post("/owner/revoke", {"session": alice.session["id"]}), "owner#RevokeResult")
     assert revoked["revoked"] is True
     err(alice.get("/workspace/leases"), "unauthorized")
-    assert ok(bob.get("/workspace/leases"), "editing#LeaseList")["leases"] == []
+    assert ok(bob.get("/workspace/leases"), "editing#LeasesPage")["leases"] == []
     theirs = ok(lease(bob, GOALS), "editing#Lease", 201)
     assert theirs["id"] != mine["id"]
     expired = [p for t, p in events(room) if t == "lease.expired"]
@@ -331,7 +331,7 @@ def test_a_heading_lease_follows_its_section(room):
     assert mine["lines"] == [before.start, before.end]
     # Bob inserts three lines near the top: allowed (far from the lease), and the section moves down.
     v2 = ok(write(bob, 1, "A\nB\nC\n", {"lines": [2, 1]}), "editing#VersionInfo")
-    listed = ok(alice.get("/workspace/leases"), "editing#LeaseList")["leases"]
+    listed = ok(alice.get("/workspace/leases"), "editing#LeasesPage")["leases"]
     assert listed[0]["lines"] == [before.start + 3, before.end + 3] and listed[0]["version"] == v2["number"]
     # The section's new lines are still protected; its old lines now hold other text.
     body = err(write(bob, 2, "## Open questions\n\nNone.\n", OPEN_QUESTIONS), "lease_conflict")

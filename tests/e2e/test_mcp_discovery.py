@@ -138,7 +138,9 @@ def test_templates_list(mcp):
     check("ListResourceTemplatesResult", result)
     _server_info(result)
     assert result["cacheScope"] == "public"
-    assert [t["uriTemplate"] for t in result["resourceTemplates"]] == ["commonroom://workspace/versions/{number}"]
+    assert [t["uriTemplate"] for t in result["resourceTemplates"]] == [
+        "commonroom://workspace/proposals?cursor={cursor}", "commonroom://workspace/leases?cursor={cursor}",
+        "commonroom://workspace/participants?cursor={cursor}", "commonroom://workspace/versions/{number}"]
 
 
 def test_prompts_list(mcp):
