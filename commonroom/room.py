@@ -33,9 +33,9 @@ from .operations import INGRESS, OPERATIONS, OWNER, Table
 from .operations.runner import Runner
 
 
-def live_routes(engine: Engine, hub: Hub, settings: LiveSettings, streams: Streams | None = None) -> dict[str, Any]:
-    """The routes that read the hub (both listeners); ``streams`` is the room's one stream registry."""
-    return {"/workspace/observe": ObserveResource(engine, hub, settings, streams)}
+def stream_resources(engine: Engine, hub: Hub, settings: LiveSettings, streams: Streams) -> dict[str, Any]:
+    """The resource of each streaming operation of the table, by operation name."""
+    return {"workspace_observe": ObserveResource(engine, hub, settings, streams)}
 
 
 def build_room(document: Path, owner_token_hash: str, *,
@@ -50,13 +50,12 @@ def build_room(document: Path, owner_token_hash: str, *,
     engine = Engine.open(document, publish=hub.publish, background_file=True)
     runner = Runner(engine)
     streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
-    owner_app = create_app(engine, OWNER, owner_token_hash,
-                           extra_routes=live_routes(engine, hub, settings, streams), runner=runner, table=table)
+    resources = stream_resources(engine, hub, settings, streams)
+    owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources)
     ingress_app = create_app(engine, INGRESS,
-                             extra_routes={**live_routes(engine, hub, settings, streams),
-                                           **mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
-                                                        runner=runner, table=table, streams=streams)},
-                             limiter=RateLimiter(), runner=runner, table=table)
+                             extra_routes=mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
+                                                     runner=runner, table=table, streams=streams),
+                             limiter=RateLimiter(), runner=runner, table=table, streams=resources)
     end_streams_on_sigterm(hub.close_nowait)
     return (
         engine,

@@ -26,7 +26,7 @@ from ..operations import OPERATIONS, Table
 from ..operations.runner import Runner
 from ..wire import bearer, count_request, send_error
 from .openapi import published_routes
-from .operations import operation_routes
+from .operations import operation_routes, stream_routes
 
 log = logging.getLogger("commonroom.http")
 
@@ -108,13 +108,15 @@ def create_app(
     *,
     runner: Runner | None = None,
     table: Table = OPERATIONS,
+    streams: dict[str, Any] | None = None,
 ) -> falcon.asgi.App:
     """The Falcon app for ``role`` (``"ingress"`` or ``"owner"``).
 
     Its routes are the operations of ``table`` served on that listener
     (:func:`commonroom.http.operations.operation_routes`, run by
     ``runner``), the published API (``/openapi.json``, ``/schema``) and
-    ``extra_routes`` (streams, ``/mcp``). ``limiter`` rate-limits
+    ``extra_routes`` (``/mcp``); ``streams`` maps each streaming
+    operation's name to the resource serving it. ``limiter`` rate-limits
     authenticated requests (the ingress passes one; the owner port, the
     local operator, is not limited).
     """
@@ -128,6 +130,7 @@ def create_app(
     # every answer with a body names its own type; an empty one (202) names none
     app.resp_options.default_media_type = None  # type: ignore[assignment]
     routes: dict[str, Any] = dict(operation_routes(table, role, runner or Runner(engine)))
+    routes.update(stream_routes(table, role, streams or {}))
     routes.update(published_routes(table, role))
     routes.update(extra_routes or {})
     for path, resource in routes.items():

@@ -131,6 +131,11 @@ def _parameters(op: Operation, binding: Binding, required: set[str]) -> list[dic
             else:
                 param["schema"] = schema
             params.append(param)
+    for header, prop in binding.http.headers.items():
+        schema = _property_schema(op, prop)
+        schema.pop("description", None)
+        params.append({"name": header, "in": "header", "required": False, "schema": schema,
+                       "description": f"The same as {binding.http.wire(prop)}; wins over it."})
     return params
 
 
@@ -211,7 +216,10 @@ def operation_object(op: Operation, listener: str, extra: dict[str, Any]) -> dic
     body = _body(op, binding, extra)
     if body is not None:
         out["requestBody"] = body
-    success = {"description": op.summary, "content": {"application/json": {"schema": ref(op.answer)}}}
+    media = "text/event-stream" if op.streams else "application/json"
+    success = {"description": op.summary + (f" (an event stream: each event's data is one {component_name(op.answer)})"
+                                            if op.streams else ""),
+               "content": {media: {"schema": ref(op.answer)}}}
     out["responses"] = {str(op.http.status): success, **_error_responses(op.error_statuses(listener))}
     out["security"] = [] if op.http.public else [{"bearer": []}]
     if op.capability:
@@ -244,25 +252,6 @@ def _published(listener: str) -> dict[str, Any]:
             {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1},
              "description": "A file name, with or without .json (editing.json)."}], not_found=True),
     }
-
-
-def _observe(listener: str) -> dict[str, Any]:
-    statuses = {400: ["invalid_request"], 401: ["unauthorized"] + (["session_expired"] if listener == INGRESS else []),
-                403: ["permission_denied"]}
-    if listener == INGRESS:
-        statuses[429] = ["limit_exceeded"]
-    return {"get": {
-        "operationId": "workspace_observe", "summary": "Server-sent events: replay after the cursor, then live",
-        "tags": ["live"],
-        "parameters": [
-            {"name": "since_event_id", "in": "query", "required": False,
-             "schema": {"type": "integer", "minimum": 0}, "description": "Replay events after this id."},
-            {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"},
-             "description": "The id of the last event seen (reconnects); wins over since_event_id."}],
-        "responses": {"200": {"description": "event stream",
-                              "content": {"text/event-stream": {"schema": {"type": "string"}}}},
-                      **_error_responses(statuses)},
-        "security": [{"bearer": []}], "x-capability": "observe"}}
 
 
 def _mcp() -> dict[str, Any]:
@@ -311,7 +300,6 @@ def build(table: Table | None = None, listener: str = INGRESS) -> dict[str, Any]
     for op in table.http(listener):
         assert op.http is not None
         paths.setdefault(op.http.path, {})[op.http.method.lower()] = operation_object(op, listener, extra)
-    paths["/workspace/observe"] = _observe(listener)
     if listener == INGRESS:
         paths["/mcp"] = _mcp()
     paths.update(_published(listener))

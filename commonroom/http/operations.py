@@ -142,10 +142,29 @@ class OperationResource:
         return responder
 
 
+def stream_routes(table: Table, listener: str, streams: dict[str, Any]) -> dict[str, Any]:
+    """path → the resource serving each streaming operation of ``table`` on ``listener``.
+
+    ``streams`` maps an operation's name to its resource (built by the
+    composition root); a streaming operation without one is a ``ValueError``.
+    """
+    out: dict[str, Any] = {}
+    for op in table.http(listener):
+        if not op.streams:
+            continue
+        assert op.http is not None
+        if op.name not in streams:
+            raise ValueError(f"the streaming operation {op.name} has no stream to serve it")
+        out[op.http.path] = streams[op.name]
+    return out
+
+
 def operation_routes(table: Table, listener: str, runner: Runner) -> dict[str, OperationResource]:
     """path → resource for every operation of ``table`` served on ``listener``."""
     by_path: dict[str, list[Operation]] = {}
     for op in table.http(listener):
         assert op.http is not None
+        if op.streams:
+            continue  # served by the stream the composition root names (see stream_routes)
         by_path.setdefault(op.http.path, []).append(op)
     return {path: OperationResource(runner, ops) for path, ops in by_path.items()}

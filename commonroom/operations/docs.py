@@ -40,7 +40,8 @@ def _input(op: Operation) -> str:
         return ""
     if op.http.has_body:
         return f"`{op.input}`"
-    return "`?" + "&".join(rest) + "`"
+    headers = "".join(f"`{h}` or " for h in op.http.headers)
+    return headers + "`?" + "&".join(rest) + "`"
 
 
 def _errors(op: Operation) -> str:
@@ -55,8 +56,9 @@ def http_table(table: Table) -> str:
         if op.http is None:
             continue
         status = f"{op.http.status} " if op.http.status != 200 else ""
+        answer = f"`text/event-stream` of `{op.answer}`" if op.streams else f"{status}`{op.answer}`"
         rows.append(f"| {op.http.method} | `{op.http.path}` | `{op.name}` | {_capability(op)} | {_input(op)} "
-                    f"| {status}`{op.answer}` | {_errors(op)} | {_listeners(op)} |")
+                    f"| {answer} | {_errors(op)} | {_listeners(op)} |")
     return "\n".join(rows)
 
 

@@ -57,7 +57,8 @@ class Http:
     wire name (query or path) to its input property (``{"from":
     "from_version"}``); ``json_query`` names query parameters carried as
     JSON text (``region={"heading":["Design"]}``); ``public`` routes need
-    no bearer.
+    no bearer; ``headers`` maps a request header to the input property it
+    also carries (``{"Last-Event-ID": "since_event_id"}``; the header wins).
     """
 
     method: str
@@ -66,6 +67,7 @@ class Http:
     listeners: tuple[str, ...] = BOTH
     aliases: dict[str, str] = field(default_factory=dict)
     public: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
 
     def path_params(self) -> list[str]:
         """The ``{names}`` in the path, in order (wire names)."""
@@ -117,7 +119,10 @@ class Operation:
     the others on the room's one writer thread. ``also`` names capabilities
     that stand in for ``capability`` (``leases_list``: read or lease).
     ``streams``: the answer
-    is an event stream, not one JSON body. ``tag`` groups operations by
+    is an event stream of ``answer`` objects, not one JSON body: the HTTP
+    adapter does not call the engine then, the composition root serves the
+    stream named by ``method`` at the declared path (``/workspace/observe``
+    is :class:`commonroom.live.sse.ObserveResource`). ``tag`` groups operations by
     concern (OpenAPI tags, docs).
     """
 

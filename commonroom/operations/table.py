@@ -45,6 +45,10 @@ OPERATIONS = Table([
         mcp=Mcp("Room history", "The room's recent events (commits, proposals, leases, joins), oldest "
                 "first, page by page; history_lost says events after your cursor were already dropped "
                 "from the ring. Needs read.")),
+    Operation(
+        "workspace_observe", "Server-sent events: replay after the cursor, then live", "observe",
+        "events#ObserveInput", "events#Event", "live", capability="observe", errors=("invalid_request",),
+        streams=True, http=Http("GET", "/workspace/observe", headers={"Last-Event-ID": "since_event_id"})),
     # -- the document and its versions -----------------------------------
     Operation(
         "document_read", "The head document, or one region of it", "document",

@@ -232,3 +232,14 @@ class Resync(TypedDict, closed=True):
 
     reason: Literal['cursor_lost', 'lagged']
     last_event_id: int
+
+
+class ObserveInput(TypedDict, closed=True):
+    """
+    GET /workspace/observe: where the replay starts. The Last-Event-ID header (what an EventSource resends) carries the same value and wins.
+    """
+
+    since_event_id: NotRequired[int]
+    """
+    Replay the events after this id (the same value as /workspace/history's cursor); omit to start live.
+    """

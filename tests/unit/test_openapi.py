@@ -63,7 +63,8 @@ def test_every_operation_is_described_from_its_declaration(document):
         entry = doc["paths"][op.http.path][op.http.method.lower()]
         assert entry["operationId"] == op.name and entry["tags"] == [op.tag] and entry["summary"] == op.summary
         assert entry["security"] == ([] if op.http.public else [{"bearer": []}])
-        success = entry["responses"][str(op.http.status)]["content"]["application/json"]["schema"]
+        media = "text/event-stream" if op.streams else "application/json"
+        success = entry["responses"][str(op.http.status)]["content"][media]["schema"]
         assert success == {"$ref": PREFIX + component_name(op.answer)}
         for status, codes in op.error_statuses(listener).items():
             assert str(status) in entry["responses"], (op.name, status)

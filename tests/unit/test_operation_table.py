@@ -90,6 +90,21 @@ def test_the_declaration_is_served_by_both_apps(table, tmp_path):
                 asyncio.run(result)
 
 
+def test_a_streaming_operation_is_served_by_the_stream_the_room_names(table):
+    from commonroom.http.operations import operation_routes, stream_routes
+
+    observe = OPERATIONS["workspace_observe"]
+    assert observe.streams and observe.mcp is None
+    assert observe.http.path not in operation_routes(table, INGRESS, None)  # type: ignore[arg-type]
+    resource = object()
+    assert stream_routes(table, INGRESS, {"workspace_observe": resource}) == {observe.http.path: resource}
+    with pytest.raises(ValueError, match="workspace_observe has no stream"):
+        stream_routes(table, OWNER, {})
+    entry = build(table, INGRESS)["paths"][observe.http.path]["get"]
+    assert "text/event-stream" in entry["responses"]["200"]["content"]
+    assert {p["name"] for p in entry["parameters"]} == {"since_event_id", "Last-Event-ID"}
+
+
 def test_a_duplicate_name_or_route_is_refused(table):
     with pytest.raises(ValueError, match="declared already"):
         table.add(PROBE)
