@@ -434,6 +434,21 @@ def _endings(old: list[str], new: list[str], conv: Conventions, nl: str) -> list
     return ends
 
 
+
+def common_ends(old: list[str], new: list[str]) -> tuple[int, int]:
+    """``(prefix, suffix)``: how many leading and then trailing lines ``old`` and ``new`` share.
+
+    The two never overlap: ``prefix + suffix <= min(len(old), len(new))``.
+    """
+    limit = min(len(old), len(new))
+    prefix = 0
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return prefix, suffix
+
 def splice(lines: list[str], span: Span, replacement: str,
            conv: Conventions | None = None) -> tuple[list[str], dict[str, Any] | None]:
     """Replace lines ``span.start..span.end`` of ``lines`` by ``replacement``,
@@ -504,14 +519,7 @@ def splice(lines: list[str], span: Span, replacement: str,
         else:
             middle = [BOM]
     # trim the lines that do not change
-    old = lines[start - 1: end]
-    limit = min(len(old), len(middle))
-    p = 0
-    while p < limit and old[p] == middle[p]:
-        p += 1
-    q = 0
-    while q < limit - p and old[-1 - q] == middle[-1 - q]:
-        q += 1
+    p, q = common_ends(lines[start - 1: end], middle)
     if p or q:
         start, end, middle = start + p, end - q, middle[p: len(middle) - q]
     new_lines = lines[: start - 1] + middle + lines[end:]

@@ -36,13 +36,7 @@ def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
     Common leading and trailing lines are trimmed; ``end == start - 1`` is a
     pure insertion. ``{"start": int, "end": int, "lines": [str]}`` (1-based).
     """
-    limit = min(len(old), len(new))
-    prefix = 0
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
-        suffix += 1
+    prefix, suffix = regions.common_ends(old, new)
     return {"start": prefix + 1, "end": len(old) - suffix, "lines": new[prefix : len(new) - suffix]}
 
 
