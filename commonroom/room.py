@@ -8,8 +8,11 @@ apps with their routes derived from the operation table: the owner port
 (session routes, ``/workspace/observe``, ``/mcp``). Each app is wrapped in
 :class:`commonroom.live.guard.StreamGuard` (bounded writes for event
 streams); the ingress counts requests per bearer (``commonroom.limits``).
-SIGTERM ends the streams at once (``commonroom.live.stopping``), and the
-shutdown hooks close the hub, the writer thread, then the engine.
+SIGTERM ends the streams at once (``commonroom.live.stopping``). The room
+timers (``commonroom.timers``: one :class:`~commonroom.timers.Scheduler`,
+its sweeps on the writer thread) start with the ASGI lifespan; the
+shutdown hooks stop them, then close the hub, the writer thread, then the
+engine.
 
 Nothing here is HTTP- or MCP-specific: ``http/`` and ``mcp/`` never
 import each other; this module imports both.
@@ -31,6 +34,28 @@ from .live.stopping import end_streams_on_sigterm
 from .mcp import mcp_routes
 from .operations import INGRESS, OPERATIONS, OWNER, Table
 from .operations.runner import Runner
+from .timers import Scheduler
+
+#: How often the lease-expiry sweep runs (seconds): a lapsed lease's
+#: ``lease.expired`` is emitted within about this long of its ``expires_at``.
+LEASE_SWEEP_SECONDS = 1.0
+
+
+class Hooks(list):
+    """The lifespan hooks of a room: the list itself runs at shutdown, in order;
+    ``startup`` at startup (``commonroom.http.app.RoomASGI``)."""
+
+    def __init__(self, shutdown: list[Callable], startup: list[Callable], scheduler: Scheduler):
+        super().__init__(shutdown)
+        self.startup = list(startup)
+        self.scheduler = scheduler
+
+
+def room_timers(engine: Engine, runner: Runner) -> Scheduler:
+    """The room's scheduler with its sweeps registered (each runs on the writer thread)."""
+    scheduler = Scheduler(runner.write, clock=engine.clock)
+    scheduler.every(LEASE_SWEEP_SECONDS, "lease-expiry", engine.expire_leases)
+    return scheduler
 
 
 def stream_resources(engine: Engine, hub: Hub, settings: LiveSettings, streams: Streams) -> dict[str, Any]:
@@ -39,16 +64,18 @@ def stream_resources(engine: Engine, hub: Hub, settings: LiveSettings, streams: 
 
 
 def build_room(document: Path, owner_token_hash: str, *,
-               table: Table = OPERATIONS) -> tuple[Engine, Any, Any, list[Callable]]:
-    """``(engine, owner_app, ingress_app, shutdown_hooks)`` for ``document``.
+               table: Table = OPERATIONS) -> tuple[Engine, Any, Any, Hooks]:
+    """``(engine, owner_app, ingress_app, hooks)`` for ``document``.
 
     ``table`` is the operation table both apps and the MCP tools are
-    derived from (tests pass their own).
+    derived from (tests pass their own). ``hooks`` is the list of shutdown
+    hooks, with ``hooks.startup`` (the timers start) and ``hooks.scheduler``.
     """
     settings = LiveSettings.from_env()
     hub = Hub(queue_size=settings.queue_size)
     engine = Engine.open(document, publish=hub.publish, background_file=True)
     runner = Runner(engine)
+    scheduler = room_timers(engine, runner)
     streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
     resources = stream_resources(engine, hub, settings, streams)
     owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources)
@@ -61,5 +88,5 @@ def build_room(document: Path, owner_token_hash: str, *,
         engine,
         StreamGuard(owner_app, settings.write_timeout_seconds),
         StreamGuard(ingress_app, settings.write_timeout_seconds),
-        [hub.close, runner.close, engine.close],
+        Hooks([scheduler.stop, hub.close, runner.close, engine.close], [scheduler.start], scheduler),
     )

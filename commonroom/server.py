@@ -278,7 +278,8 @@ def build_app(config: WorkerConfig) -> Any:
     engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
     gc.collect()
     gc.freeze()
-    return BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown),
+    return BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
+                              on_startup=getattr(shutdown, "startup", [])),
                      config.limits.body_timeout)
 
 

@@ -2,8 +2,11 @@
 
 A lease is live while it is not released, its ``expires_at`` is ahead and
 its session is neither revoked nor expired (a lease dies with its session).
-Expired leases are marked (event ``lease.expired``) by the next write that
-looks at leases. A lease holds the lines its region resolved to when it was
+A lapsed lease is marked expired (event ``lease.expired``, once) by the
+room timer :meth:`LeasesMixin.expire_leases` (``commonroom.timers``, every
+second on the writer thread), or earlier by a write that looks at leases
+(acquire, propose, approve), whichever runs first: both mark it in one
+transaction that only picks leases not yet marked. A lease holds the lines its region resolved to when it was
 acquired; every commit moves them through its change (:meth:`_shift_leases`),
 so a lease keeps covering its text (a heading lease its section) and overlap
 is decided on stored lines, never by parsing the document again.
@@ -105,14 +108,11 @@ class LeasesMixin(EngineBase):
             if (new_start, new_end) != (start, end):
                 self.store.update(Lease, lease_id, start_line=new_start, end_line=new_end, version=number)
 
-    def _sweep_expired(self, ctx: WriteContext) -> None:
-        """Mark leases past their TTL (or whose session ended) expired; emit events."""
+    def _lapsed_leases_query(self, now: str) -> Any:
+        """Open leases (not released, not yet marked) past their TTL or whose session ended."""
         models = self.store.models
         Session, Lease = models.Session, models.Lease
-        if not self._any_open_lease():
-            return
-        now = rfc3339(self.clock.now())
-        dead = (
+        return (
             Lease.select(Lease.id, Lease.session_id, Lease.participant_id)
             .join(Session, on=(Lease.session_id == Session.id))
             .where(
@@ -121,10 +121,37 @@ class LeasesMixin(EngineBase):
                 & ((Lease.expires_at <= now) | Session.revoked_at.is_null(False) | (Session.expires_at <= now))
             )
         )
-        for row in list(dead):
+
+    def _sweep_expired(self, ctx: WriteContext) -> int:
+        """Mark leases past their TTL (or whose session ended) expired; emit events; how many.
+
+        Inside a write (``BEGIN IMMEDIATE``): only leases not marked yet are
+        picked, so a lease's ``lease.expired`` is emitted once whichever of
+        the timer and a write gets there first.
+        """
+        Lease = self.store.models.Lease
+        if not self._any_open_lease():
+            return 0
+        now = rfc3339(self.clock.now())
+        dead = list(self._lapsed_leases_query(now))
+        for row in dead:
             Lease.update(expired_at=now).where(Lease.id == row.id).execute()
             ctx.emit("lease.expired", {"lease_id": row.id, "session_id": row.session_id},
                      participant_id=row.participant_id, session_id=row.session_id)
+        return len(dead)
+
+    def expire_leases(self) -> int:
+        """Room timer sweep: mark every lapsed lease expired now; the number marked.
+
+        Idempotent. Runs on the writer thread (``commonroom.timers``); when
+        no lease has lapsed it only reads (one indexed query) and writes
+        nothing.
+        """
+        if not self._any_open_lease():
+            return 0
+        if not self._lapsed_leases_query(rfc3339(self.clock.now())).limit(1).exists():
+            return 0
+        return int(self.store.write(self._sweep_expired))
 
     def _check_leases(self, actor_sessions: set[str | None], span: regions.Span, text: str) -> None:
         """Raise ``LeaseConflict`` if a live lease of another session overlaps ``span``."""

@@ -143,15 +143,19 @@ def create_app(
 class RoomASGI:
     """ASGI entry: route by listener port; run the lifespan.
 
-    ``on_shutdown`` callables run (awaited if coroutines) when the worker stops.
+    ``on_startup`` callables run (awaited if coroutines) when the worker
+    starts (the room timers); one that fails fails the startup, so the
+    worker does not serve. ``on_shutdown`` callables run (awaited if
+    coroutines) when the worker stops.
     """
 
     def __init__(self, owner_app: Callable, ingress_app: Callable, owner_port: int,
-                 on_shutdown: list[Callable] | None = None):
+                 on_shutdown: list[Callable] | None = None, on_startup: list[Callable] | None = None):
         self.owner_app = owner_app
         self.ingress_app = ingress_app
         self.owner_port = owner_port
         self.on_shutdown = on_shutdown or []
+        self.on_startup = on_startup or []
 
     async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any],
                        send: Callable[..., Any]) -> None:  # noqa: D102
@@ -166,6 +170,15 @@ class RoomASGI:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                try:
+                    for hook in self.on_startup:
+                        result = hook()
+                        if hasattr(result, "__await__"):
+                            await result
+                except Exception as exc:
+                    log.exception("startup hook failed")
+                    await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 for hook in self.on_shutdown:
