@@ -67,8 +67,6 @@ def register(registry: Registry) -> None:
     registry.add_prompt("plugin_greet", description="Greets.", arguments=[{"name": "who", "required": True}],
                         get=lambda ctx: [{"role": "user",
                                           "content": {"type": "text", "text": f"Hello {ctx.arguments['who']}"}}])
-    registry.add_method("completion/complete",
-                        lambda ctx: {"completion": {"values": ["a", "b"], "total": 2, "hasMore": False}})
-    registry.add_capability("completions", {})
+    registry.add_completion("who", lambda ctx, value: ["Ann", "Bob", "Annika"], prompt="plugin_greet")
     registry.add_method("test/stream", _stream)
     registry.add_extension("com.example/test", {"on": True})

@@ -10,6 +10,7 @@ Modules, one concern each:
   and the ``COMMONROOM_MCP_PLUGINS`` hook (the API is in its docstring);
 - :mod:`.tools`, :mod:`.resources`, :mod:`.prompts`, :mod:`.skills`:
   commonroom's own catalog (the tools derived from the operation table);
+- :mod:`.completions`: ``completion/complete`` (prompt and template arguments);
 - :mod:`.stream`: ``GET /mcp`` notifications and POST-answered streams on
   the room's stream primitive (``commonroom.live.stream``).
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from ..operations import OPERATIONS, Table
 from ..protocol import TASKS_EXTENSION
+from .completions import register_completions
 from .dispatch import Dispatcher
 from .prompts import register_prompts
 from .registry import Registry
@@ -41,6 +43,7 @@ def build_registry(subscriptions: Subscriptions, plugins: str | None = None,
     register_resources(registry, subscriptions)
     register_prompts(registry)
     register_skills(registry)
+    register_completions(registry)
     registry.add_extension(TASKS_EXTENSION, {})
     registry.load_plugins(plugins)
     return registry

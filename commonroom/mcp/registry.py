@@ -60,6 +60,16 @@ API
     :class:`Stream`. ``name_param`` is the params field ``Mcp-Name``
     mirrors (required unless ``name_required=False``).
 
+``registry.add_completion(argument, source, *, prompt=None, template=None)``
+    Completion values for a prompt or resource-template argument
+    (``completion/complete``, :mod:`.completions`). ``source(ctx, value)``
+    returns every candidate string, best first (``ctx.arguments`` holds the
+    arguments already resolved); the method filters them by ``value`` and
+    answers at most 100. With ``prompt`` (a prompt name) or ``template`` (a
+    URI template) it serves that one reference; with neither, it serves
+    every prompt and template that declares ``argument`` (how handoff ids
+    plug in: ``add_completion("handoff_id", handoff_ids)``).
+
 ``registry.add_extension(id, settings=None)`` / ``registry.add_capability(name, value)``
     Advertised in ``server/discover`` capabilities (``extensions[id]`` /
     ``capabilities[name]``, e.g. ``add_capability("completions", {})``
@@ -80,13 +90,17 @@ import importlib
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Mapping
+from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 
 from jsonschema import Draft202012Validator
 
 from .jsonrpc import META_CAPABILITIES
 
 PLUGINS_ENV = "COMMONROOM_MCP_PLUGINS"
+
+
+#: ``source(ctx, value)`` → every candidate completion value, best first.
+CompletionSource = Callable[["Context", str], Iterable[str]]
 
 
 class Raw:
@@ -278,6 +292,8 @@ class Registry:
         self.methods: dict[str, Method] = {}
         self.extensions: dict[str, dict[str, Any]] = {}
         self.capabilities: dict[str, Any] = {}
+        #: (kind, prompt name or URI template or None, argument) → completion source.
+        self.completions: dict[tuple[str | None, str | None, str], CompletionSource] = {}
 
     # -- adding -----------------------------------------------------------
     def add_tool(self, name: str, *, description: str, input_schema: dict[str, Any],
@@ -349,6 +365,21 @@ class Registry:
         entry = Method(method, handler, name_param, name_required, params_schema)
         self.methods[method] = entry
         return entry
+
+    def add_completion(self, argument: str, source: "CompletionSource", *, prompt: str | None = None,
+                       template: str | None = None) -> None:
+        """Register completion values for ``argument`` (see the module docstring)."""
+        if prompt is not None and template is not None:
+            raise ValueError("a completion serves a prompt or a template, not both")
+        key = ("ref/prompt", prompt, argument) if prompt is not None else \
+            ("ref/resource", template, argument) if template is not None else (None, None, argument)
+        if key in self.completions:
+            raise ValueError(f"completion {key!r} is registered already")
+        self.completions[key] = source
+
+    def completion_source(self, kind: str, ref: str, argument: str) -> "CompletionSource | None":
+        """The source for ``argument`` of the prompt or template ``ref``: its own, else the argument-wide one."""
+        return self.completions.get((kind, ref, argument)) or self.completions.get((None, None, argument))
 
     def add_extension(self, extension_id: str, settings: dict[str, Any] | None = None) -> None:
         """Advertise ``capabilities.extensions[extension_id]`` in discover."""

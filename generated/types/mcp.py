@@ -85,3 +85,48 @@ class PromptGetParams(TypedDict):
 
     name: str
     arguments: NotRequired[dict[str, Any] | None]
+
+
+class PromptRef(TypedDict):
+    """
+    completion/complete: a prompt by name.
+    """
+
+    type: Literal['ref/prompt']
+    name: str
+
+
+class TemplateRef(TypedDict):
+    """
+    completion/complete: a resource template by its URI template (resources/templates/list).
+    """
+
+    type: Literal['ref/resource']
+    uri: str
+
+
+class CompleteArgument(TypedDict):
+    """
+    completion/complete: the argument being completed and the value typed so far.
+    """
+
+    name: str
+    value: str
+
+
+class CompleteContext(TypedDict):
+    """
+    completion/complete: the arguments already resolved (strings).
+    """
+
+    arguments: NotRequired[dict[str, str]]
+
+
+class CompleteParams(TypedDict):
+    """
+    completion/complete: a reference to a prompt (ref/prompt + name) or a resource template (ref/resource + uri), the argument being completed (name + the value typed so far) and optionally the arguments already resolved. _meta (checked against the headers first) and other members are allowed.
+    """
+
+    ref: PromptRef | TemplateRef
+    argument: CompleteArgument
+    context: NotRequired[CompleteContext]

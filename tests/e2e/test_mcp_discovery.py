@@ -58,7 +58,7 @@ def test_discover_is_the_seeds(mcp):
     assert result["cacheScope"] == "public"
     assert isinstance(result["ttlMs"], int) and result["ttlMs"] >= 0
     assert result["capabilities"] == {
-        "tools": {}, "prompts": {}, "resources": {"subscribe": True},
+        "tools": {}, "prompts": {}, "resources": {"subscribe": True}, "completions": {},
         "extensions": {"io.modelcontextprotocol/skills": {}, "io.modelcontextprotocol/tasks": {}},
     }
     assert "serverInfo" not in result

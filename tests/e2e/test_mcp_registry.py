@@ -113,8 +113,9 @@ def test_prompt_and_methods(mcp):
     r = mcp.post("prompts/get", {"name": "plugin_greet", "arguments": {}})
     assert r.status_code == 200 and r.json()["error"]["code"] == -32602
     completion = mcp.result("completion/complete", {"ref": {"type": "ref/prompt", "name": "plugin_greet"},
-                                                    "argument": {"name": "who", "value": ""}})
+                                                    "argument": {"name": "who", "value": "an"}})
     check("CompleteResult", completion)
+    assert completion["completion"] == {"values": ["Ann", "Annika"], "total": 2, "hasMore": False}
 
 
 def test_stream_result_is_an_event_stream(mcp):

@@ -229,7 +229,7 @@ def test_raw_non_ascii_header_value_is_malformed(mcp):
 # -- methods --------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "tasks/result", "tasks/list",
-                                    "unknown/method", "completion/complete"])
+                                    "unknown/method"])
 def test_unknown_and_removed_methods_404(mcp, method):
     body = _error(mcp.post(method, id=500), 404, -32601)
     assert body["id"] == 500
