@@ -31,8 +31,15 @@ Tree::
     ├── InvalidRequest          invalid_request       400
     ├── NotFound                not_found             404 (routes and records
     │                                                 the seed names no code for)
-    └── MethodNotAllowed        method_not_allowed    405 (ours: a route asked with
-                                                      a method it does not serve)
+    ├── MethodNotAllowed        method_not_allowed    405 (ours: a route asked with
+    │                                                 a method it does not serve)
+    ├── MessageNotFound         message_not_found     404 (boards)
+    ├── PeerNotFound            peer_not_found        404
+    ├── AssignmentStale         assignment_stale      409
+    ├── AssignmentHistoryLost   assignment_history_lost 409
+    ├── AssignmentTooLarge      assignment_too_large  409
+    ├── CompletionMismatch      completion_mismatch   409
+    └── CompletionPersistenceUncertain completion_persistence_uncertain 503
 """
 
 from __future__ import annotations
@@ -72,6 +79,14 @@ STATUS: dict[str, int] = {
     "invalid_request": 400,
     "not_found": 404,
     "method_not_allowed": 405,
+    # boards (DESIGN.md, "New error codes"); appended so earlier ``ce`` exit codes keep their values
+    "message_not_found": 404,
+    "peer_not_found": 404,
+    "assignment_stale": 409,
+    "assignment_history_lost": 409,
+    "assignment_too_large": 409,
+    "completion_mismatch": 409,
+    "completion_persistence_uncertain": 503,
 }
 
 #: code → distinct non-zero exit status of ``ce`` (1 is a generic failure).
@@ -231,6 +246,53 @@ class MethodNotAllowed(CommonroomError):
     code = "method_not_allowed"
 
 
+class MessageNotFound(CommonroomError):
+    """No such message on that board (404); also a message of another board: nothing is revealed."""
+
+    code = "message_not_found"
+
+
+class PeerNotFound(CommonroomError):
+    """No such peer of the caller's participant (404)."""
+
+    code = "peer_not_found"
+
+
+class AssignmentStale(CommonroomError):
+    """The expected assignment fence is not the todo's current state (409).
+
+    ``details``: ``state_changed`` (always false: nothing was written),
+    ``assignment`` (the current snapshot) and ``fresh_assignment_fence``
+    (null when the current state cannot be completed).
+    """
+
+    code = "assignment_stale"
+
+
+class AssignmentHistoryLost(CommonroomError):
+    """Retention pruned a direct reply of the todo: the snapshot is incomplete (409)."""
+
+    code = "assignment_history_lost"
+
+
+class AssignmentTooLarge(CommonroomError):
+    """The todo and its direct replies exceed the snapshot bound (409)."""
+
+    code = "assignment_too_large"
+
+
+class CompletionMismatch(CommonroomError):
+    """The completion key was used for this todo with different content (409; fail closed)."""
+
+    code = "completion_mismatch"
+
+
+class CompletionPersistenceUncertain(CommonroomError):
+    """Whether the completion was made durable is unknown (503): retry the exact same request."""
+
+    code = "completion_persistence_uncertain"
+
+
 def body_too_large(limit: int) -> LimitExceeded:
     """The 413 ``limit_exceeded`` for a request body over ``limit`` bytes (HTTP, ``/mcp``, ``ce mcp``)."""
     return LimitExceeded(f"request body is larger than {limit} bytes", details={"limit_bytes": limit}, status=413)
@@ -258,6 +320,13 @@ BY_CODE: dict[str, type[CommonroomError]] = {
         LimitExceeded,
         InvalidRequest,
         NotFound,
+        MessageNotFound,
+        PeerNotFound,
+        AssignmentStale,
+        AssignmentHistoryLost,
+        AssignmentTooLarge,
+        CompletionMismatch,
+        CompletionPersistenceUncertain,
     )
 }
 

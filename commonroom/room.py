@@ -77,6 +77,7 @@ def build_room(document: Path, owner_token_hash: str, *,
     runner = Runner(engine)
     scheduler = room_timers(engine, runner)
     streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
+    engine.board_streams = streams  # board long-polls wait on the hub (Streams.wait_next)
     resources = stream_resources(engine, hub, settings, streams)
     owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources)
     ingress_app = create_app(engine, INGRESS,

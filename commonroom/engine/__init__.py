@@ -16,6 +16,7 @@ from ..clock import Clock
 from ..errors import InvalidRequest
 from ..store import Store, WriteContext, sidecar_path
 from .access import AccessMixin
+from .boards import BoardsMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
 from .filesync import FileFollower, file_state, write_atomic
@@ -30,7 +31,7 @@ __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "requi
 log = logging.getLogger("commonroom.engine")
 
 
-class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin):
+class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, BoardsMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

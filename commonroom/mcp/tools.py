@@ -15,6 +15,7 @@ permission_denied, stale_version, lease_conflict…) becomes an
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from ..bundle import bundle
@@ -55,7 +56,8 @@ def output_schema(op: Operation) -> dict[str, Any]:
 def _handler(op: Operation) -> Callable[[Context], Any]:
     async def handler(ctx: Context) -> Any:
         if ctx.runner is None:
-            return op.bind(ctx.engine, ctx.actor, ctx.arguments)
+            result = op.bind(ctx.engine, ctx.actor, ctx.arguments)
+            return await result if inspect.isawaitable(result) else result
         return await ctx.runner.run(op, ctx.actor, ctx.arguments)
 
     handler.__name__ = op.name

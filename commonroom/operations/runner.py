@@ -14,6 +14,7 @@ event no later than its answer.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -50,7 +51,10 @@ class Runner:
         """
         values = integral(values)
         if op.read_only:
-            return op.bind(self.engine, actor, values)
+            result = op.bind(self.engine, actor, values)
+            if inspect.isawaitable(result):  # a read that may wait (observe_session_messages)
+                result = await result
+            return result
         return await self.write(op.bind, self.engine, actor, values)
 
     async def write(self, fn: Any, *args: Any) -> Any:

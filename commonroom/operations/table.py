@@ -149,6 +149,61 @@ OPERATIONS = Table([
         errors=("proposal_not_found", *_STATE), read_only=False,
         http=Http("POST", "/workspace/proposals/{proposal_id}/withdraw"),
         mcp=Mcp("Withdraw a proposal", "Withdraw your own open proposal. Needs propose.")),
+    # -- boards (seed collaboration-board.txt) ------------------------------
+    Operation(
+        "post_session_message", "Post a message on a session's board", "post_session_message",
+        "boards#PostMessageInput", "boards#Message", "boards",
+        args=("session_id", "kind", "body", "priority", "tags", "reply_to", "requires_ack", "recording_session_id"),
+        capability="message", errors=("not_found", "message_not_found", "limit_exceeded"), read_only=False,
+        http=Http("POST", "/workspace/boards/{session_id}/messages", 201),
+        mcp=Mcp("Post a board message", "Post a bounded message (note, proposal, question, answer, decision, "
+                "risk, progress, guidance or todo) on the board of session session_id, optionally replying to "
+                "one of its messages. A todo is an executable assignment: workers read it with "
+                "get_session_assignment and finish it with complete_session_message. Body at most 16 KiB, at "
+                "most 16 tags. Needs message.")),
+    Operation(
+        "list_session_messages", "A board's retained messages, oldest first, filtered (AND)",
+        "list_session_messages", "boards#ListMessagesInput", "boards#MessagesPage", "boards",
+        args=("session_id", "message_id", "reply_to", "kind", "status", "limit", "cursor"), capability="read",
+        errors=("not_found", *_CURSOR), http=Http("GET", "/workspace/boards/{session_id}/messages"),
+        mcp=Mcp("List board messages", "Browse the retained messages of session session_id's board, oldest "
+                "first, page by page. Exact filters, all applied together: message_id (a 0/1 lookup), "
+                "reply_to (the replies of one todo), kind, status (open, resolved). Not the executable "
+                "assignment: use get_session_assignment for that. Needs read.")),
+    Operation(
+        "get_session_assignment", "One snapshot of a todo, its direct replies and the assignment fence",
+        "get_session_assignment", "boards#AssignmentInput", "boards#Assignment", "boards",
+        args=("session_id", "message_id"), capability="read",
+        errors=("not_found", "message_not_found", "assignment_history_lost", "assignment_too_large"),
+        http=Http("GET", "/workspace/boards/{session_id}/messages/{message_id}/assignment"),
+        mcp=Mcp("Read an assignment", "Read the todo message_id on session session_id's board once before "
+                "you work on it: the todo, every retained direct reply and the opaque assignment_fence over "
+                "exactly that state. Pass the fence to complete_session_message. Needs read.")),
+    Operation(
+        "complete_session_message", "Complete a todo: one answer, resolved, fenced and idempotent",
+        "complete_session_message", "boards#CompleteInput", "boards#Completion", "boards",
+        args=("session_id", "message_id", "answer", "completion_key", "expected_assignment_fence", "priority",
+              "tags", "recording_session_id"),
+        capability="message",
+        errors=("not_found", "message_not_found", "assignment_stale", "assignment_history_lost",
+                "assignment_too_large", "completion_mismatch", "completion_persistence_uncertain",
+                "limit_exceeded"),
+        read_only=False, http=Http("POST", "/workspace/boards/{session_id}/messages/{message_id}/complete"),
+        mcp=Mcp("Complete a todo", "Finish the todo message_id on session session_id's board in one step: "
+                "posts exactly one answer reply and resolves the todo, if expected_assignment_fence is still "
+                "the assignment_fence of get_session_assignment (else assignment_stale with the fresh "
+                "assignment; re-evaluate it). completion_key is your replay identity: on an uncertain outcome "
+                "retry the exact same call; the same key with different content is completion_mismatch. "
+                "Needs message.", idempotent=True)),
+    Operation(
+        "observe_session_messages", "A board's message-state changes after a token, with one bounded wait",
+        "observe_session_messages", "boards#ObserveMessagesInput", "boards#Observation", "boards",
+        args=("session_id", "after_observation_token", "wait_seconds", "limit"), capability="read",
+        errors=("not_found",), http=Http("GET", "/workspace/boards/{session_id}/observe"),
+        mcp=Mcp("Observe a board", "Without after_observation_token: a baseline token, nothing replayed. "
+                "With it: the retained messages of session session_id's board whose state changed since, "
+                "with has_more paging; when nothing changed, waits up to wait_seconds (0-30) once "
+                "(wait_outcome updated or timeout). history_lost: reload the board. Needs read.")),
     # -- the operator (owner port) ----------------------------------------
     Operation(
         "invitation_create", "Make an invitation (owner token)", "invite", "owner#InviteRequest",

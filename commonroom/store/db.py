@@ -9,6 +9,7 @@ rows, commits, and only then hands the committed events to the live hub
 
 from __future__ import annotations
 
+import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,9 @@ T = TypeVar("T")
 #: The schema version this code writes; stored in Meta so later code can migrate.
 #: 1: the first sidecar. 2: participants are identified by ``name_key``
 #: (NFKC, case-folded; unique) and invitations carry ``participant_key``
-#: (:meth:`Store._upgrade`).
-SCHEMA_VERSION = 2
+#: (:meth:`Store._upgrade`). 3: handoffs and tasks (another branch). 4: boards
+#: (tables ``board`` and ``board_message``, Meta ``board_token_secret``).
+SCHEMA_VERSION = 4
 #: Events kept in the ring (seed protocol.txt, Persistence).
 RING_SIZE = 2000
 
@@ -144,6 +146,7 @@ class Store:
                 self.db.create_tables(self.models.all, safe=True)
                 if version is None:
                     Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
+                    self._board_secret()
 
     def _stored_version(self) -> int | None:
         """The sidecar's ``schema_version`` (None: a new file)."""
@@ -193,8 +196,18 @@ class Store:
                                         (participant_key(name), invitation_id))
                 self.db.execute_sql('CREATE INDEX IF NOT EXISTS "invitation_participant_key" '
                                     'ON "invitation" ("participant_key")')
+        if version < 4:
+            # 2 or 3 → 4 (boards): new tables only, so it applies the same after the
+            # handoffs step (3) or straight from 2; every part is IF NOT EXISTS / OR IGNORE.
+            self.db.create_tables([self.models.Board, self.models.BoardMessage], safe=True)
+            self._board_secret()
         self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
                             ("schema_version", str(SCHEMA_VERSION)))
+
+    def _board_secret(self) -> None:
+        """Mint the key that signs board observation tokens, once (inside the transaction)."""
+        self.db.execute_sql('INSERT OR IGNORE INTO "meta" ("key", "value") VALUES (?, ?)',
+                            ("board_token_secret", secrets.token_hex(32)))
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         """A Meta value (or ``default``)."""

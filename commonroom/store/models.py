@@ -169,8 +169,66 @@ class Event(_Row):
     payload = JSONField()
 
 
+class Board(_Row):
+    """The message board of one session (``session_id``; the seed's Workflow Session).
+
+    ``revision`` is the board's durable, monotonic message-observation
+    revision: every real message-state change takes the next one.
+    ``low_watermark`` is the newest revision whose change retention has
+    pruned: a cursor below it has lost history. A board row exists from its
+    first message; before that the board is at revision 0.
+    """
+
+    session_id = pw.TextField(primary_key=True)
+    revision = pw.IntegerField(default=0)
+    low_watermark = pw.IntegerField(default=0)
+    created_at = pw.TextField()
+
+
+class BoardMessage(_Row):
+    """One message on a board (``board_session_id``).
+
+    ``seq`` orders a board's messages by creation (the board revision that
+    created it); ``revision`` is the revision of its latest state change.
+    A completed todo keeps its completion: ``completion_id`` (derived from
+    the caller's key, never the key), ``completion_fence`` (a fingerprint of
+    the accepted fence) and ``completion_digest`` (of the answer, tags,
+    priority, author and fence); ``replies_pruned`` counts direct replies
+    retention removed (its assignment is then incomplete).
+    """
+
+    id = pw.TextField(primary_key=True)
+    board_session_id = pw.TextField()
+    seq = pw.IntegerField()
+    revision = pw.IntegerField()
+    kind = pw.TextField()
+    priority = pw.TextField()
+    tags = JSONField()
+    body = pw.TextField()
+    reply_to = pw.TextField(null=True, index=True)
+    requires_ack = pw.BooleanField(default=False)
+    status = pw.TextField()  # open | resolved
+    resolved_by_message_id = pw.TextField(null=True)
+    resolved_at = pw.TextField(null=True)
+    participant_id = pw.TextField(null=True)
+    author_session_id = pw.TextField(null=True)
+    created_at = pw.TextField()
+    updated_at = pw.TextField()
+    completion_id = pw.TextField(null=True)
+    completion_fence = pw.TextField(null=True)
+    completion_digest = pw.TextField(null=True)
+    replies_pruned = pw.IntegerField(default=0)
+
+    class Meta:
+        indexes = (
+            (("board_session_id", "seq"), True),
+            (("board_session_id", "revision"), False),
+        )
+
+
 #: The templates, in creation order (a foreign key's target comes first).
-TEMPLATES: tuple[type[pw.Model], ...] = (Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event)
+TEMPLATES: tuple[type[pw.Model], ...] = (Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event,
+                                         Board, BoardMessage)
 
 
 class Models:
@@ -194,12 +252,17 @@ class Models:
     Lease: type[Lease]
     Proposal: type[Proposal]
     Event: type[Event]
+    Board: type[Board]
+    BoardMessage: type[BoardMessage]
     all: tuple[type[pw.Model], ...]
 
     def __init__(self, db: pw.Database):
         bound: dict[str, type[pw.Model]] = {}
         for template in TEMPLATES:
-            meta = type("Meta", (), {"database": db, "table_name": template._meta.table_name})
+            meta_attrs: dict[str, object] = {"database": db, "table_name": template._meta.table_name}
+            if template._meta.indexes:
+                meta_attrs["indexes"] = template._meta.indexes
+            meta = type("Meta", (), meta_attrs)
             attrs: dict[str, object] = {"Meta": meta, "__module__": __name__, "__doc__": template.__doc__}
             if template is Session:
                 attrs["participant"] = pw.ForeignKeyField(bound["Participant"], backref="sessions",
@@ -213,6 +276,8 @@ class Models:
         self.Lease = bound["Lease"]  # type: ignore[assignment]
         self.Proposal = bound["Proposal"]  # type: ignore[assignment]
         self.Event = bound["Event"]  # type: ignore[assignment]
+        self.Board = bound["Board"]  # type: ignore[assignment]
+        self.BoardMessage = bound["BoardMessage"]  # type: ignore[assignment]
         self.all = tuple(bound[t.__name__] for t in TEMPLATES)
 
 

@@ -15,7 +15,7 @@ The event ring: the Event envelope, one payload shape per event type, GET /works
 """
 
 
-EventType: TypeAlias = Literal['invitation.created', 'invitation.revoked', 'participant.joined', 'session.opened', 'session.revoked', 'version.committed', 'document.external_edit', 'document.external_edit_rejected', 'lease.acquired', 'lease.renewed', 'lease.released', 'lease.expired', 'proposal.created', 'proposal.approved', 'proposal.rejected', 'proposal.withdrawn']
+EventType: TypeAlias = Literal['invitation.created', 'invitation.revoked', 'participant.joined', 'session.opened', 'session.revoked', 'version.committed', 'document.external_edit', 'document.external_edit_rejected', 'lease.acquired', 'lease.renewed', 'lease.released', 'lease.expired', 'proposal.created', 'proposal.approved', 'proposal.rejected', 'proposal.withdrawn', 'board.message_posted', 'board.message_resolved']
 """
 Event types this room emits (a client must ignore types it does not know).
 """
@@ -202,6 +202,29 @@ class ProposalWithdrawnPayload(TypedDict):
     proposal_id: str
     by: NotRequired[str]
     reason: NotRequired[str | None]
+
+
+class BoardMessagePostedPayload(TypedDict):
+    """
+    Payload of board.message_posted: A message was posted on a session's board (an answer of a completion too).
+    """
+
+    board_session_id: str
+    message_id: str
+    kind: str
+    revision: int
+    reply_to: NotRequired[str | None]
+
+
+class BoardMessageResolvedPayload(TypedDict):
+    """
+    Payload of board.message_resolved: A todo was resolved by its completion.
+    """
+
+    board_session_id: str
+    message_id: str
+    revision: int
+    resolved_by_message_id: NotRequired[str | None]
 
 
 class HistoryPage(TypedDict, closed=True):

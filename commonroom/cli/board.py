@@ -1,0 +1,149 @@
+"""``ce board …``: session message boards over the stored session (the byte client).
+
+``ce board post BOARD KIND BODY``, ``ce board list BOARD``, ``ce board
+observe BOARD [--token T] [--wait S] [--follow]``, ``ce board assignment
+BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER --key K --fence F``.
+``BOARD`` is the public id of the session whose board it is (``ce board``
+commands default to the stored session's own board with ``-``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+from urllib.parse import quote, urlencode
+
+import typer
+
+from .. import client
+from .common import emit, handled, load_session
+
+board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
+                        no_args_is_help=True)
+
+SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
+BoardArg = Annotated[str, typer.Argument(help="The board: a session's public id, or - for your own session.")]
+TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
+PriorityOpt = Annotated[Optional[str], typer.Option(help="low, normal, high or urgent.")]
+RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
+                                                     help="One of your own sessions to record as author_session_id.")]
+
+
+def _call(session_file: Path | None, method: str, path: str, body: Any = None, timeout: float = 60.0) -> Any:
+    session = load_session(session_file)
+    return client.call_json(session["transport"], method, path, body=body, token=session["token"], timeout=timeout)
+
+
+def _board(session_file: Path | None, board: str) -> str:
+    if board == "-":
+        return str(load_session(session_file)["session_id"])
+    return board
+
+
+def _path(board: str, *rest: str) -> str:
+    return "/workspace/boards/" + "/".join(quote(part, safe="") for part in (board, *rest))
+
+
+@board_app.command("post")
+@handled
+def post_command(board: BoardArg, kind: str, body: str, priority: PriorityOpt = None, tag: TagsOpt = None,
+                 reply_to: Annotated[Optional[str], typer.Option(help="A message of the same board.")] = None,
+                 requires_ack: Annotated[bool, typer.Option("--requires-ack")] = False,
+                 recording_session: RecordingOpt = None, session_file: SessionOpt = None) -> None:
+    """Post a message (note, proposal, question, answer, decision, risk, progress, guidance, todo)."""
+    payload: dict[str, Any] = {"kind": kind, "body": body}
+    for key, value in (("priority", priority), ("tags", tag), ("reply_to", reply_to),
+                       ("recording_session_id", recording_session)):
+        if value:
+            payload[key] = value
+    if requires_ack:
+        payload["requires_ack"] = True
+    emit(_call(session_file, "POST", _path(_board(session_file, board), "messages"), payload))
+
+
+@board_app.command("list")
+@handled
+def list_command(board: BoardArg,
+                 message_id: Annotated[Optional[str], typer.Option(help="Exactly this message.")] = None,
+                 reply_to: Annotated[Optional[str], typer.Option(help="Direct replies of this message.")] = None,
+                 kind: Annotated[Optional[str], typer.Option(help="Only this kind.")] = None,
+                 status: Annotated[Optional[str], typer.Option(help="open or resolved.")] = None,
+                 limit: Annotated[int, typer.Option(help="Items per page, 1 to 200.")] = 50,
+                 cursor: Annotated[Optional[str], typer.Option(help="next_cursor of the previous page.")] = None,
+                 session_file: SessionOpt = None) -> None:
+    """One page of the board's retained messages, oldest first; every filter given applies (AND)."""
+    query = {k: v for k, v in (("message_id", message_id), ("reply_to", reply_to), ("kind", kind),
+                                ("status", status), ("limit", str(limit)), ("cursor", cursor)) if v}
+    emit(_call(session_file, "GET", _path(_board(session_file, board), "messages") + "?" + urlencode(query)))
+
+
+@board_app.command("assignment")
+@handled
+def assignment_command(board: BoardArg, message_id: str, session_file: SessionOpt = None) -> None:
+    """The todo, its retained direct replies and the assignment_fence to complete it with."""
+    emit(_call(session_file, "GET", _path(_board(session_file, board), "messages", message_id, "assignment")))
+
+
+@board_app.command("complete")
+@handled
+def complete_command(board: BoardArg, message_id: str, answer: str,
+                     key: Annotated[str, typer.Option("--key", help="Your completion key (reuse it on retry).")],
+                     fence: Annotated[str, typer.Option("--fence", help="The assignment_fence you read.")],
+                     priority: PriorityOpt = None, tag: TagsOpt = None, recording_session: RecordingOpt = None,
+                     session_file: SessionOpt = None) -> None:
+    """Complete a todo: one answer, the todo resolved, if the fence is still current.
+
+    On completion_persistence_uncertain (or a lost answer), run the exact same command again.
+    """
+    payload: dict[str, Any] = {"answer": answer, "completion_key": key, "expected_assignment_fence": fence}
+    for name, value in (("priority", priority), ("tags", tag), ("recording_session_id", recording_session)):
+        if value:
+            payload[name] = value
+    emit(_call(session_file, "POST", _path(_board(session_file, board), "messages", message_id, "complete"),
+               payload))
+
+
+@board_app.command("observe")
+@handled
+def observe_command(board: BoardArg,
+                    token: Annotated[Optional[str], typer.Option("--token", help="after_observation_token.")] = None,
+                    wait: Annotated[int, typer.Option(help="Seconds to wait when nothing changed, 0 to 30.")] = 0,
+                    follow: Annotated[bool, typer.Option("--follow", help="Keep long-polling; one JSON "
+                                                         "line per changed message.")] = False,
+                    session_file: SessionOpt = None) -> None:
+    """The board's changes after --token (without one: a baseline token).
+
+    With --follow: a baseline (unless --token), then long-polls of --wait
+    seconds (30 when 0) forever, printing each changed message as one JSON
+    line and draining has_more before the next wait; history_lost is printed
+    as {"history_lost": true, ...} and following continues from the new token.
+    """
+    board_id = _board(session_file, board)
+    path = _path(board_id, "observe")
+
+    def once(after: str | None, seconds: int) -> Any:
+        query: dict[str, str] = {"wait_seconds": str(seconds)}
+        if after:
+            query["after_observation_token"] = after
+        return _call(session_file, "GET", path + "?" + urlencode(query), timeout=seconds + 30.0)
+
+    if not follow:
+        emit(once(token, wait))
+        return
+    seconds = wait or 30
+    current = token or once(None, 0)["observation_token"]
+    while True:
+        page = once(current, seconds)
+        if page["history_lost"]:
+            sys.stdout.write(json.dumps({"history_lost": True, "session_id": board_id}) + "\n")
+        for message in page["messages"]:
+            sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+        current = page["observation_token"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``ce board`` to ``ce``."""
+    app.add_typer(board_app, name="board")
