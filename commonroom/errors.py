@@ -31,8 +31,14 @@ Tree::
     ├── InvalidRequest          invalid_request       400
     ├── NotFound                not_found             404 (routes and records
     │                                                 the seed names no code for)
-    └── MethodNotAllowed        method_not_allowed    405 (ours: a route asked with
-                                                      a method it does not serve)
+    ├── MethodNotAllowed        method_not_allowed    405 (ours: a route asked with
+    │                                                 a method it does not serve)
+    ├── HandoffNotFound         handoff_not_found     404 (also a task this session
+    │                                                 may not see: nothing revealed)
+    ├── HandoffConflict         handoff_conflict      409 (a transition the state
+    │                                                 does not allow; details.status)
+    └── IdempotencyMismatch     idempotency_mismatch  409 (same idempotency_key,
+                                                      different request)
 """
 
 from __future__ import annotations
@@ -72,6 +78,10 @@ STATUS: dict[str, int] = {
     "invalid_request": 400,
     "not_found": 404,
     "method_not_allowed": 405,
+    # added with handoffs (DESIGN.md); at the end so earlier ``ce`` exit statuses keep their numbers
+    "handoff_not_found": 404,
+    "handoff_conflict": 409,
+    "idempotency_mismatch": 409,
 }
 
 #: code → distinct non-zero exit status of ``ce`` (1 is a generic failure).
@@ -231,6 +241,24 @@ class MethodNotAllowed(CommonroomError):
     code = "method_not_allowed"
 
 
+class HandoffNotFound(CommonroomError):
+    """No such handoff, or a task this session may not see (404)."""
+
+    code = "handoff_not_found"
+
+
+class HandoffConflict(CommonroomError):
+    """A transition the handoff's or task's state does not allow (409; ``details.status``)."""
+
+    code = "handoff_conflict"
+
+
+class IdempotencyMismatch(CommonroomError):
+    """The same idempotency_key from the same participant with a different request (409)."""
+
+    code = "idempotency_mismatch"
+
+
 def body_too_large(limit: int) -> LimitExceeded:
     """The 413 ``limit_exceeded`` for a request body over ``limit`` bytes (HTTP, ``/mcp``, ``ce mcp``)."""
     return LimitExceeded(f"request body is larger than {limit} bytes", details={"limit_bytes": limit}, status=413)
@@ -258,6 +286,9 @@ BY_CODE: dict[str, type[CommonroomError]] = {
         LimitExceeded,
         InvalidRequest,
         NotFound,
+        HandoffNotFound,
+        HandoffConflict,
+        IdempotencyMismatch,
     )
 }
 

@@ -22,6 +22,7 @@ SAMPLES: dict[str, Any] = {
     "number": 1, "from_version": 1, "to_version": 1, "limit": 5, "region": {"lines": [1, 1]},
     "base_version": 1, "expected_version": 1, "text": "x\n", "summary": "parity", "ttl_seconds": 60,
     "lease_id": "lease_parity", "proposal_id": "pr_parity", "reason": "parity", "status": "open",
+    "handoff_id": "ho_parity", "message": "parity?", "result": "parity",
 }
 
 

@@ -16,15 +16,16 @@ from typing import Any, Callable, TypeVar
 
 import peewee as pw
 
-from .models import DUPLICATE_KEY_SEPARATOR, Models, participant_key
+from .models import DUPLICATE_KEY_SEPARATOR, HANDOFF_TEMPLATES, Models, participant_key
 
 T = TypeVar("T")
 
 #: The schema version this code writes; stored in Meta so later code can migrate.
 #: 1: the first sidecar. 2: participants are identified by ``name_key``
 #: (NFKC, case-folded; unique) and invitations carry ``participant_key``
-#: (:meth:`Store._upgrade`).
-SCHEMA_VERSION = 2
+#: (:meth:`Store._upgrade`). 3: handoffs, their tasks and their own event
+#: lists (tables ``handoff``, ``task``, ``handoff_event``).
+SCHEMA_VERSION = 3
 #: Events kept in the ring (seed protocol.txt, Persistence).
 RING_SIZE = 2000
 
@@ -166,6 +167,10 @@ class Store:
         (``created_at``, then insertion order) takes the key and so every new invitation
         for the name; each later one is keyed ``<key>\\x1f<id>``, which no
         invitation can produce. Each step is skipped when already done.
+
+        2 → 3: the handoff tables (``handoff``, ``task``, ``handoff_event``)
+        and their indexes are created; nothing else changes, so every
+        version, event, participant and session is kept.
         """
         if version < 2:
             if self.db.table_exists("participant"):
@@ -193,6 +198,9 @@ class Store:
                                         (participant_key(name), invitation_id))
                 self.db.execute_sql('CREATE INDEX IF NOT EXISTS "invitation_participant_key" '
                                     'ON "invitation" ("participant_key")')
+        if version < 3:
+            names = {t.__name__ for t in HANDOFF_TEMPLATES}
+            self.db.create_tables([m for m in self.models.all if m.__name__ in names], safe=True)
         self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
                             ("schema_version", str(SCHEMA_VERSION)))
 

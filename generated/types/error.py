@@ -17,7 +17,7 @@ class Change(TypedDict):
     created_at: common.Timestamp
 
 
-ErrorCode: TypeAlias = Literal['unauthorized', 'permission_denied', 'invitation_expired', 'invitation_revoked', 'invitation_redeemed', 'unsupported_version', 'session_expired', 'lease_conflict', 'stale_version', 'proposal_not_found', 'proposal_conflict', 'invalid_region', 'version_not_found', 'transport_unavailable', 'limit_exceeded', 'invalid_request', 'not_found', 'method_not_allowed']
+ErrorCode: TypeAlias = Literal['unauthorized', 'permission_denied', 'invitation_expired', 'invitation_revoked', 'invitation_redeemed', 'unsupported_version', 'session_expired', 'lease_conflict', 'stale_version', 'proposal_not_found', 'proposal_conflict', 'invalid_region', 'version_not_found', 'transport_unavailable', 'limit_exceeded', 'invalid_request', 'not_found', 'method_not_allowed', 'handoff_not_found', 'handoff_conflict', 'idempotency_mismatch']
 
 
 class Error(TypedDict, closed=True):

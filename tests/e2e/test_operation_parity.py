@@ -21,7 +21,7 @@ OPS = both(OPERATIONS)
 
 @pytest.fixture(scope="module")
 def callers(shared_room):
-    full = shared_room.join("parity-full", "read,observe,propose,lease,approve,write")
+    full = shared_room.join("parity-full", "read,observe,propose,lease,approve,write,handoff")
     none = shared_room.join("parity-none", "observe")
     out = {"full": (full, Mcp(shared_room.ingress, full.token)), "none": (none, Mcp(shared_room.ingress, none.token))}
     yield out

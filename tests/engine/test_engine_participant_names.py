@@ -162,7 +162,7 @@ def test_a_version_1_sidecar_opens_keeps_its_history_and_keys_duplicates_apart(t
     path, before = make_v1_sidecar(tmp_path)
     engine = Engine.open(tmp_path / "doc.md", clock=FakeClock())
     try:
-        assert engine.store.meta("schema_version") == str(store_db.SCHEMA_VERSION) == "2"
+        assert engine.store.meta("schema_version") == str(store_db.SCHEMA_VERSION) == "3"
         con = sqlite3.connect(path)
         assert con.execute("SELECT id, type, payload FROM event ORDER BY id").fetchall() == before["events"]
         assert con.execute("SELECT number, content_hash FROM version ORDER BY number").fetchall() == before["versions"]
@@ -188,7 +188,7 @@ def test_a_version_1_sidecar_opens_keeps_its_history_and_keys_duplicates_apart(t
         assert len(names(engine)) == 3
     finally:
         engine.close()
-    # Opening again is a no-op (already version 2), read-only opens too.
+    # Opening again is a no-op (already current), read-only opens too.
     Engine.open(tmp_path / "doc.md", clock=FakeClock()).close()
     readonly = Engine.open(tmp_path / "doc.md", clock=FakeClock(), readonly=True)
     assert len(readonly.participants(OPERATOR, 200)["participants"]) == 3
@@ -199,7 +199,7 @@ def test_a_read_only_open_upgrades_a_version_1_sidecar(tmp_path):
     _, before = make_v1_sidecar(tmp_path)
     engine = Engine.open(tmp_path / "doc.md", clock=FakeClock(), readonly=True)
     try:
-        assert engine.store.meta("schema_version") == "2"
+        assert engine.store.meta("schema_version") == "3"
         assert sorted(n for n, _ in names(engine)) == ["Ana", "ana", "bob"]
         assert engine.version(OPERATOR, 2)["summary"] == "by Ana"
     finally:
