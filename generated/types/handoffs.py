@@ -38,6 +38,12 @@ class ArtifactRef(TypedDict, closed=True):
     media_type: NotRequired[str]
 
 
+ArtifactRefs: TypeAlias = list[ArtifactRef]
+"""
+References (URIs) the work concerns; stored, never fetched.
+"""
+
+
 class HandoffCreateInput(TypedDict, closed=True):
     summary: str
     """
@@ -47,10 +53,7 @@ class HandoffCreateInput(TypedDict, closed=True):
     """
     Conditions the work must meet, at most 8,000 characters (limit_exceeded beyond).
     """
-    artifacts: NotRequired[list[ArtifactRef]]
-    """
-    References (URIs) the work concerns; stored, never fetched.
-    """
+    artifacts: NotRequired[ArtifactRefs]
     assignee: NotRequired[str]
     """
     The participant (by name) who alone may accept; omit to let anyone with handoff accept.
@@ -124,7 +127,7 @@ class Handoff(TypedDict, closed=True):
     status: HandoffStatus
     summary: str
     constraints: str
-    artifacts: list[ArtifactRef]
+    artifacts: ArtifactRefs
     owner: str
     """
     The participant who asked (operator for the local operator).
