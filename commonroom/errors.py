@@ -33,6 +33,12 @@ Tree::
     │                                                 the seed names no code for)
     ├── MethodNotAllowed        method_not_allowed    405 (ours: a route asked with
     │                                                 a method it does not serve)
+    ├── HandoffNotFound         handoff_not_found     404 (also a task this session
+    │                                                 may not see: nothing revealed)
+    ├── HandoffConflict         handoff_conflict      409 (a transition the state
+    │                                                 does not allow; details.status)
+    ├── IdempotencyMismatch     idempotency_mismatch  409 (same idempotency_key,
+    │                                                 different request)
     ├── MessageNotFound         message_not_found     404 (boards)
     ├── PeerNotFound            peer_not_found        404
     ├── AssignmentStale         assignment_stale      409
@@ -79,6 +85,10 @@ STATUS: dict[str, int] = {
     "invalid_request": 400,
     "not_found": 404,
     "method_not_allowed": 405,
+    # added with handoffs (DESIGN.md); at the end so earlier ``ce`` exit statuses keep their numbers
+    "handoff_not_found": 404,
+    "handoff_conflict": 409,
+    "idempotency_mismatch": 409,
     # boards (DESIGN.md, "New error codes"); appended so earlier ``ce`` exit codes keep their values
     "message_not_found": 404,
     "peer_not_found": 404,
@@ -246,6 +256,23 @@ class MethodNotAllowed(CommonroomError):
     code = "method_not_allowed"
 
 
+class HandoffNotFound(CommonroomError):
+    """No such handoff, or a task this session may not see (404)."""
+
+    code = "handoff_not_found"
+
+
+class HandoffConflict(CommonroomError):
+    """A transition the handoff's or task's state does not allow (409; ``details.status``)."""
+
+    code = "handoff_conflict"
+
+
+class IdempotencyMismatch(CommonroomError):
+    """The same idempotency_key from the same participant with a different request (409)."""
+
+    code = "idempotency_mismatch"
+
 class MessageNotFound(CommonroomError):
     """No such message on that board (404); also a message of another board: nothing is revealed."""
 
@@ -320,6 +347,9 @@ BY_CODE: dict[str, type[CommonroomError]] = {
         LimitExceeded,
         InvalidRequest,
         NotFound,
+        HandoffNotFound,
+        HandoffConflict,
+        IdempotencyMismatch,
         MessageNotFound,
         PeerNotFound,
         AssignmentStale,

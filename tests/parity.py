@@ -22,6 +22,7 @@ SAMPLES: dict[str, Any] = {
     "number": 1, "from_version": 1, "to_version": 1, "limit": 5, "region": {"lines": [1, 1]},
     "base_version": 1, "expected_version": 1, "text": "x\n", "summary": "parity", "ttl_seconds": 60,
     "lease_id": "lease_parity", "proposal_id": "pr_parity", "reason": "parity", "status": "open",
+    "handoff_id": "ho_parity", "message": "parity?", "result": "parity",
     "session_id": "s_parity", "message_id": "msg_parity", "kind": "note", "body": "parity", "answer": "parity",
     "completion_key": "parity", "after_observation_token": "bo1.parity.parity", "wait_seconds": 0,
 }

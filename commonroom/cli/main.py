@@ -6,7 +6,7 @@ import typer
 
 from .access import invitation_app, invite_command, join_command, revoke_command
 from .call import call_command
-from . import board, editing
+from . import board, editing, handoffs
 from .mcp import mcp_command
 from .observe import observe_command
 from .serve import serve_command
@@ -27,6 +27,7 @@ app.command("mcp")(mcp_command)
 app.command("observe")(observe_command)
 app.add_typer(invitation_app, name="invitation")
 editing.register(app)
+handoffs.register(app)
 board.register(app)
 
 

@@ -1,7 +1,7 @@
 """The engine: every operation of the room, called by HTTP, MCP and ``ce`` alike.
 
 ``Engine`` is composed of one mixin per concern (access, reading, versions,
-leases, proposals, …), each in its own module. Build it with
+leases, proposals, handoffs, …), each in its own module. Build it with
 :meth:`Engine.open`.
 """
 
@@ -20,6 +20,7 @@ from .boards import BoardsMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
 from .filesync import FileFollower, file_state, write_atomic
+from .handoffs import HandoffsMixin
 from .history import HistoryMixin
 from .leases import LeasesMixin
 from .proposals import ProposalsMixin
@@ -31,7 +32,8 @@ __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "requi
 log = logging.getLogger("commonroom.engine")
 
 
-class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, BoardsMixin):
+class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, HandoffsMixin,
+             BoardsMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

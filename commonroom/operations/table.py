@@ -149,6 +149,93 @@ OPERATIONS = Table([
         errors=("proposal_not_found", *_STATE), read_only=False,
         http=Http("POST", "/workspace/proposals/{proposal_id}/withdraw"),
         mcp=Mcp("Withdraw a proposal", "Withdraw your own open proposal. Needs propose.")),
+    # -- handoffs and tasks ---------------------------------------------------
+    Operation(
+        "handoff_list", "Handoffs, oldest first", "handoffs", "handoffs#HandoffsListInput",
+        "handoffs#HandoffsPage", "handoffs", args=("status", "limit", "cursor"), capability="read",
+        errors=_CURSOR, http=Http("GET", "/workspace/handoffs"),
+        mcp=Mcp("List handoffs", "Handoffs (work one participant asked another to do), oldest first, "
+                "optionally only those with a status (open, accepted, result_ready, approved, rejected, "
+                "cancelled). Needs read.")),
+    Operation(
+        "handoff_create", "Hand work to another participant: a handoff and its task", "create_handoff",
+        "handoffs#HandoffCreateInput", "handoffs#HandoffAndTask", "handoffs",
+        args=("summary", "constraints", "artifacts", "assignee", "idempotency_key"), capability="handoff",
+        errors=("invalid_request", "idempotency_mismatch", "limit_exceeded"), read_only=False,
+        http=Http("POST", "/workspace/handoffs", 201),
+        mcp=Mcp("Create a handoff", "Ask another participant (or anyone with handoff) to do a piece of work: "
+                "a summary (at most 2,000 characters), constraints (8,000), artifact references (stored, "
+                "never fetched) and optionally the assignee's name. Returns the handoff and its task "
+                "(working). Pass an idempotency_key so a retry returns the same handoff. Needs handoff.")),
+    Operation(
+        "handoff_get", "One handoff", "handoff", "handoffs#HandoffIdInput", "handoffs#Handoff", "handoffs",
+        args=("handoff_id",), capability="read", errors=("handoff_not_found",),
+        http=Http("GET", "/workspace/handoffs/{handoff_id}"),
+        mcp=Mcp("Get a handoff", "One handoff: status, summary, constraints, artifacts, owner, assignee, "
+                "task id and, once completed, the result. Needs read.")),
+    Operation(
+        "handoff_events", "A handoff's own events, oldest first", "handoff_events",
+        "handoffs#HandoffEventsInput", "handoffs#HandoffEventsPage", "handoffs",
+        args=("handoff_id", "limit", "cursor"), capability="read", errors=("handoff_not_found", *_CURSOR),
+        http=Http("GET", "/workspace/handoffs/{handoff_id}/events"),
+        mcp=Mcp("Handoff events", "Everything that happened to one handoff, oldest first, page by page; kept "
+                "for the handoff's lifetime (read it after a gap). Needs read.")),
+    Operation(
+        "handoff_accept", "Accept an open handoff", "accept_handoff", "handoffs#HandoffIdInput",
+        "handoffs#HandoffAndTask", "handoffs", args=("handoff_id",), capability="handoff",
+        errors=("handoff_not_found", "handoff_conflict"), read_only=False,
+        http=Http("POST", "/workspace/handoffs/{handoff_id}/accept"),
+        mcp=Mcp("Accept a handoff", "Take on an open handoff: you become its assignee; its task stays "
+                "working. Needs handoff.")),
+    Operation(
+        "handoff_request_input", "Ask the handoff's owner for input (the assignee)", "request_handoff_input",
+        "handoffs#HandoffRequestInputInput", "handoffs#HandoffAndTask", "handoffs",
+        args=("handoff_id", "message", "requested_schema"),
+        errors=("handoff_not_found", "handoff_conflict", "permission_denied"), read_only=False,
+        http=Http("POST", "/workspace/handoffs/{handoff_id}/request-input"),
+        mcp=Mcp("Request input", "As the assignee, ask the handoff's owner a question: the task becomes "
+                "input_required until the owner answers (tasks/update). The assignee only.")),
+    Operation(
+        "handoff_complete", "Complete an accepted handoff with its result (the assignee)", "complete_handoff",
+        "handoffs#HandoffCompleteInput", "handoffs#HandoffAndTask", "handoffs", args=("handoff_id", "result"),
+        errors=("handoff_not_found", "handoff_conflict", "permission_denied", "limit_exceeded"),
+        read_only=False, http=Http("POST", "/workspace/handoffs/{handoff_id}/complete"),
+        mcp=Mcp("Complete a handoff", "As the assignee, deliver the result text (at most 256 KiB): the task "
+                "completes and the handoff waits for approval. A second completion does not replace the "
+                "result. The assignee only.")),
+    Operation(
+        "handoff_approve", "Approve a handoff's result", "approve_handoff", "handoffs#HandoffIdInput",
+        "handoffs#Handoff", "handoffs", args=("handoff_id",), capability="approve",
+        errors=("handoff_not_found", "handoff_conflict"), read_only=False,
+        http=Http("POST", "/workspace/handoffs/{handoff_id}/approve"),
+        mcp=Mcp("Approve a handoff", "Accept the result of a handoff in result_ready. Needs approve.")),
+    Operation(
+        "handoff_reject", "Reject a handoff's result", "reject_handoff", "handoffs#HandoffDecisionInput",
+        "handoffs#Handoff", "handoffs", args=("handoff_id", "reason"), capability="approve",
+        errors=("handoff_not_found", "handoff_conflict"), read_only=False,
+        http=Http("POST", "/workspace/handoffs/{handoff_id}/reject"),
+        mcp=Mcp("Reject a handoff", "Refuse the result of a handoff in result_ready, with an optional "
+                "reason. Needs approve.")),
+    Operation(
+        "handoff_cancel", "Cancel an open or accepted handoff (owner or approve)", "cancel_handoff",
+        "handoffs#HandoffDecisionInput", "handoffs#Handoff", "handoffs", args=("handoff_id", "reason"),
+        errors=("handoff_not_found", "handoff_conflict", "permission_denied"), read_only=False,
+        http=Http("POST", "/workspace/handoffs/{handoff_id}/cancel"),
+        mcp=Mcp("Cancel a handoff", "Withdraw a handoff that is open or accepted; its task is cancelled. "
+                "Its owner, or a session with approve.", destructive=True)),
+    Operation(
+        "task_get", "A task by id (its owner, its assignee, or approve)", "task_get", "handoffs#TaskInput",
+        "handoffs#Task", "handoffs", args=("task_id", "participant"), errors=("handoff_not_found",),
+        http=Http("GET", "/workspace/task")),
+    Operation(
+        "task_update", "Answer a task's input requests (its owner, its assignee, or approve)", "task_update",
+        "handoffs#TaskUpdateInput", "handoffs#Task", "handoffs", args=("task_id", "input_responses", "participant"),
+        errors=("handoff_not_found", "invalid_request"), read_only=False,
+        http=Http("POST", "/workspace/task/update")),
+    Operation(
+        "task_cancel", "Cancel a task (a terminal one stays as it was)", "task_cancel", "handoffs#TaskInput",
+        "handoffs#Task", "handoffs", args=("task_id", "participant"), errors=("handoff_not_found",),
+        read_only=False, http=Http("POST", "/workspace/task/cancel")),
     # -- boards (seed collaboration-board.txt) ------------------------------
     Operation(
         "post_session_message", "Post a message on a session's board", "post_session_message",

@@ -17,14 +17,15 @@ from typing import Any, Callable, TypeVar
 
 import peewee as pw
 
-from .models import DUPLICATE_KEY_SEPARATOR, Models, participant_key
+from .models import DUPLICATE_KEY_SEPARATOR, HANDOFF_TEMPLATES, Models, participant_key
 
 T = TypeVar("T")
 
 #: The schema version this code writes; stored in Meta so later code can migrate.
 #: 1: the first sidecar. 2: participants are identified by ``name_key``
 #: (NFKC, case-folded; unique) and invitations carry ``participant_key``
-#: (:meth:`Store._upgrade`). 3: handoffs and tasks (another branch). 4: boards
+#: (:meth:`Store._upgrade`). 3: handoffs, their tasks and their own event
+#: lists (tables ``handoff``, ``task``, ``handoff_event``). 4: boards
 #: (tables ``board`` and ``board_message``, Meta ``board_token_secret``).
 SCHEMA_VERSION = 4
 #: Events kept in the ring (seed protocol.txt, Persistence).
@@ -169,6 +170,10 @@ class Store:
         (``created_at``, then insertion order) takes the key and so every new invitation
         for the name; each later one is keyed ``<key>\\x1f<id>``, which no
         invitation can produce. Each step is skipped when already done.
+
+        2 → 3: the handoff tables (``handoff``, ``task``, ``handoff_event``)
+        and their indexes are created; nothing else changes, so every
+        version, event, participant and session is kept.
         """
         if version < 2:
             if self.db.table_exists("participant"):
@@ -196,6 +201,9 @@ class Store:
                                         (participant_key(name), invitation_id))
                 self.db.execute_sql('CREATE INDEX IF NOT EXISTS "invitation_participant_key" '
                                     'ON "invitation" ("participant_key")')
+        if version < 3:
+            names = {t.__name__ for t in HANDOFF_TEMPLATES}
+            self.db.create_tables([m for m in self.models.all if m.__name__ in names], safe=True)
         if version < 4:
             # 2 or 3 → 4 (boards): new tables only, so it applies the same after the
             # handoffs step (3) or straight from 2; every part is IF NOT EXISTS / OR IGNORE.

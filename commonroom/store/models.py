@@ -169,6 +169,85 @@ class Event(_Row):
     payload = JSONField()
 
 
+class Handoff(_Row):
+    """Work one participant asks another to do (DESIGN.md; ``commonroom.engine.handoffs``).
+
+    ``status``: open → accepted → result_ready → approved | rejected;
+    cancelled earlier. ``owner_id``/``assignee_id`` are participant ids
+    (``"operator"`` for the local operator). ``result`` is the completion's
+    text, copied here so it outlives the task row. ``(owner_id,
+    idempotency_key)`` is unique; ``request_hash`` fingerprints the request
+    a key was first used for.
+    """
+
+    id = pw.TextField(primary_key=True)
+    status = pw.TextField(index=True)
+    summary = pw.TextField()
+    constraints = pw.TextField()
+    artifacts = JSONField()
+    owner_id = pw.TextField()
+    owner_session_id = pw.TextField(null=True)
+    assignee_id = pw.TextField(null=True)
+    idempotency_key = pw.TextField(null=True)
+    request_hash = pw.TextField()
+    task_id = pw.TextField(unique=True)
+    result = pw.TextField(null=True)
+    created_at = pw.TextField()
+    updated_at = pw.TextField()
+    accepted_at = pw.TextField(null=True)
+    result_at = pw.TextField(null=True)
+    decided_at = pw.TextField(null=True)
+    decided_by = pw.TextField(null=True)
+    reason = pw.TextField(null=True)
+
+    class Meta:
+        indexes = ((("owner_id", "idempotency_key"), True),)
+
+
+class Task(_Row):
+    """The execution record of a handoff (MCP tasks: working ⇄ input_required → completed | failed | cancelled).
+
+    ``result`` (a CallToolResult), ``error`` (a JSON-RPC error object),
+    ``input_requests`` (key → request, the outstanding ones) and
+    ``input_responses`` (key → answer) are JSON; ``input_seq`` numbers the
+    input keys, which are never reused within a task.
+    """
+
+    id = pw.TextField(primary_key=True)
+    handoff_id = pw.TextField(index=True)
+    owner_id = pw.TextField()
+    assignee_id = pw.TextField(null=True)
+    operation = pw.TextField()
+    status = pw.TextField(index=True)
+    status_message = pw.TextField(null=True)
+    created_at = pw.TextField()
+    last_updated_at = pw.TextField()
+    ttl_ms = pw.IntegerField()
+    poll_interval_ms = pw.IntegerField()
+    correlation_id = pw.TextField()
+    schema_version = pw.IntegerField()
+    result = JSONField(null=True)
+    error = JSONField(null=True)
+    input_requests = JSONField(null=True)
+    input_responses = JSONField(null=True)
+    input_seq = pw.IntegerField(default=0)
+
+
+class HandoffEvent(_Row):
+    """A handoff's own copy of each of its events (kept for the handoff's lifetime, past the ring)."""
+
+    event_id = pw.IntegerField(primary_key=True)
+    handoff_id = pw.TextField(index=True)
+    type = pw.TextField()
+    created_at = pw.TextField()
+    participant_id = pw.TextField(null=True)
+    session_id = pw.TextField(null=True)
+    payload = JSONField()
+
+
+#: The tables added by schema version 3 (``Store._upgrade``).
+HANDOFF_TEMPLATES: tuple[type[pw.Model], ...] = (Handoff, Task, HandoffEvent)
+
 class Board(_Row):
     """The message board of one session (``session_id``; the seed's Workflow Session).
 
@@ -228,7 +307,7 @@ class BoardMessage(_Row):
 
 #: The templates, in creation order (a foreign key's target comes first).
 TEMPLATES: tuple[type[pw.Model], ...] = (Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event,
-                                         Board, BoardMessage)
+                                         *HANDOFF_TEMPLATES, Board, BoardMessage)
 
 
 class Models:
@@ -252,6 +331,9 @@ class Models:
     Lease: type[Lease]
     Proposal: type[Proposal]
     Event: type[Event]
+    Handoff: type[Handoff]
+    Task: type[Task]
+    HandoffEvent: type[HandoffEvent]
     Board: type[Board]
     BoardMessage: type[BoardMessage]
     all: tuple[type[pw.Model], ...]
@@ -276,6 +358,9 @@ class Models:
         self.Lease = bound["Lease"]  # type: ignore[assignment]
         self.Proposal = bound["Proposal"]  # type: ignore[assignment]
         self.Event = bound["Event"]  # type: ignore[assignment]
+        self.Handoff = bound["Handoff"]  # type: ignore[assignment]
+        self.Task = bound["Task"]  # type: ignore[assignment]
+        self.HandoffEvent = bound["HandoffEvent"]  # type: ignore[assignment]
         self.Board = bound["Board"]  # type: ignore[assignment]
         self.BoardMessage = bound["BoardMessage"]  # type: ignore[assignment]
         self.all = tuple(bound[t.__name__] for t in TEMPLATES)

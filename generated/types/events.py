@@ -15,7 +15,7 @@ The event ring: the Event envelope, one payload shape per event type, GET /works
 """
 
 
-EventType: TypeAlias = Literal['invitation.created', 'invitation.revoked', 'participant.joined', 'session.opened', 'session.revoked', 'version.committed', 'document.external_edit', 'document.external_edit_rejected', 'lease.acquired', 'lease.renewed', 'lease.released', 'lease.expired', 'proposal.created', 'proposal.approved', 'proposal.rejected', 'proposal.withdrawn', 'board.message_posted', 'board.message_resolved']
+EventType: TypeAlias = Literal['invitation.created', 'invitation.revoked', 'participant.joined', 'session.opened', 'session.revoked', 'version.committed', 'document.external_edit', 'document.external_edit_rejected', 'lease.acquired', 'lease.renewed', 'lease.released', 'lease.expired', 'proposal.created', 'proposal.approved', 'proposal.rejected', 'proposal.withdrawn', 'board.message_posted', 'board.message_resolved', 'handoff.created', 'handoff.accepted', 'handoff.input_requested', 'handoff.input_received', 'handoff.completed', 'handoff.approved', 'handoff.rejected', 'handoff.cancelled']
 """
 Event types this room emits (a client must ignore types it does not know).
 """
@@ -266,3 +266,150 @@ class ObserveInput(TypedDict, closed=True):
     """
     Replay the events after this id (the same value as /workspace/history's cursor); omit to start live.
     """
+
+
+class HandoffCreatedPayload(TypedDict):
+    """
+    Payload of handoff.created: A handoff was created with its task (working).
+    """
+
+    handoff_id: str
+    task_id: str
+    status: Literal['open', 'accepted', 'result_ready', 'approved', 'rejected', 'cancelled']
+    """
+    The handoff's status after the change.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled'] | None
+    """
+    The task's status after the change (null once the task row is gone).
+    """
+    summary: NotRequired[str]
+    owner: NotRequired[str]
+    assignee: NotRequired[str | None]
+
+
+class HandoffAcceptedPayload(TypedDict):
+    """
+    Payload of handoff.accepted: A handoff was accepted; its task stays working and records the assignee.
+    """
+
+    handoff_id: str
+    task_id: str
+    status: Literal['open', 'accepted', 'result_ready', 'approved', 'rejected', 'cancelled']
+    """
+    The handoff's status after the change.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled'] | None
+    """
+    The task's status after the change (null once the task row is gone).
+    """
+    assignee: NotRequired[str]
+
+
+class HandoffInputRequestedPayload(TypedDict):
+    """
+    Payload of handoff.input_requested: The assignee asked for input: the task is input_required.
+    """
+
+    handoff_id: str
+    task_id: str
+    status: Literal['open', 'accepted', 'result_ready', 'approved', 'rejected', 'cancelled']
+    """
+    The handoff's status after the change.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled'] | None
+    """
+    The task's status after the change (null once the task row is gone).
+    """
+    keys: NotRequired[list[str]]
+
+
+class HandoffInputReceivedPayload(TypedDict):
+    """
+    Payload of handoff.input_received: Answers to input requests arrived (the task is working again once all are answered).
+    """
+
+    handoff_id: str
+    task_id: str
+    status: Literal['open', 'accepted', 'result_ready', 'approved', 'rejected', 'cancelled']
+    """
+    The handoff's status after the change.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled'] | None
+    """
+    The task's status after the change (null once the task row is gone).
+    """
+    keys: NotRequired[list[str]]
+
+
+class HandoffCompletedPayload(TypedDict):
+    """
+    Payload of handoff.completed: The assignee completed the work: the task is completed, the handoff result_ready.
+    """
+
+    handoff_id: str
+    task_id: str
+    status: Literal['open', 'accepted', 'result_ready', 'approved', 'rejected', 'cancelled']
+    """
+    The handoff's status after the change.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled'] | None
+    """
+    The task's status after the change (null once the task row is gone).
+    """
+
+
+class HandoffApprovedPayload(TypedDict):
+    """
+    Payload of handoff.approved: The result was approved (the task is not rewritten).
+    """
+
+    handoff_id: str
+    task_id: str
+    status: Literal['open', 'accepted', 'result_ready', 'approved', 'rejected', 'cancelled']
+    """
+    The handoff's status after the change.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled'] | None
+    """
+    The task's status after the change (null once the task row is gone).
+    """
+    by: NotRequired[str]
+
+
+class HandoffRejectedPayload(TypedDict):
+    """
+    Payload of handoff.rejected: The result was rejected (the task is not rewritten).
+    """
+
+    handoff_id: str
+    task_id: str
+    status: Literal['open', 'accepted', 'result_ready', 'approved', 'rejected', 'cancelled']
+    """
+    The handoff's status after the change.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled'] | None
+    """
+    The task's status after the change (null once the task row is gone).
+    """
+    by: NotRequired[str]
+    reason: NotRequired[str | None]
+
+
+class HandoffCancelledPayload(TypedDict):
+    """
+    Payload of handoff.cancelled: The handoff was cancelled (and its task, unless already terminal).
+    """
+
+    handoff_id: str
+    task_id: str
+    status: Literal['open', 'accepted', 'result_ready', 'approved', 'rejected', 'cancelled']
+    """
+    The handoff's status after the change.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled'] | None
+    """
+    The task's status after the change (null once the task row is gone).
+    """
+    by: NotRequired[str]
+    reason: NotRequired[str | None]

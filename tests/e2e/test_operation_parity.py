@@ -21,7 +21,7 @@ OPS = both(OPERATIONS)
 
 @pytest.fixture(scope="module")
 def callers(shared_room):
-    full = shared_room.join("parity-full", "read,observe,propose,lease,approve,write,message")
+    full = shared_room.join("parity-full", "read,observe,propose,lease,approve,write,handoff,message")
     none = shared_room.join("parity-none", "observe")
     out = {"full": (full, Mcp(shared_room.ingress, full.token)), "none": (none, Mcp(shared_room.ingress, none.token))}
     yield out

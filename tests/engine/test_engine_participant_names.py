@@ -188,7 +188,7 @@ def test_a_version_1_sidecar_opens_keeps_its_history_and_keys_duplicates_apart(t
         assert len(names(engine)) == 3
     finally:
         engine.close()
-    # Opening again is a no-op (already version 2), read-only opens too.
+    # Opening again is a no-op (already current), read-only opens too.
     Engine.open(tmp_path / "doc.md", clock=FakeClock()).close()
     readonly = Engine.open(tmp_path / "doc.md", clock=FakeClock(), readonly=True)
     assert len(readonly.participants(OPERATOR, 200)["participants"]) == 3

@@ -81,18 +81,20 @@ def exit_code_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-#: Codes DESIGN.md adds for boards ("New error codes"), with their statuses.
-BOARD_CODES = {"message_not_found": 404, "peer_not_found": 404, "assignment_stale": 409,
-               "assignment_history_lost": 409, "assignment_too_large": 409, "completion_mismatch": 409,
-               "completion_persistence_uncertain": 503}
+#: Codes DESIGN.md adds (Decisions for handoffs, boards and the console), with their statuses.
+DESIGN_CODES = {"handoff_not_found": 404, "handoff_conflict": 409, "idempotency_mismatch": 409,
+                "message_not_found": 404, "peer_not_found": 404, "assignment_stale": 409,
+                "assignment_history_lost": 409, "assignment_too_large": 409, "completion_mismatch": 409,
+                "completion_persistence_uncertain": 503}
 
 
 def test_status_table_is_the_seeds():
     seed = seed_status_table()
     ours = {code: status for code, status in errors.STATUS.items()
-            if code not in ("not_found", "method_not_allowed", *BOARD_CODES)}
-    assert set(ours) == set(seed), "every seed code, and no other except not_found and method_not_allowed"
-    assert {code: errors.STATUS[code] for code in BOARD_CODES} == BOARD_CODES
+            if code not in ("not_found", "method_not_allowed", *DESIGN_CODES)}
+    assert set(ours) == set(seed), "every seed code, and no other except ours and DESIGN.md's"
+    for code, status in DESIGN_CODES.items():
+        assert errors.STATUS[code] == status, code
     for code, status in ours.items():
         assert status in seed[code], code
     assert seed["limit_exceeded"] == {429, 413}

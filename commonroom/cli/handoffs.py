@@ -1,0 +1,198 @@
+"""Handoff and task commands (docs/handoffs.md).
+
+Local operator (the room's file; reads work whether or not the room runs,
+a cancel goes through the owner port when it runs, else the sidecar under
+the writer lock): ``ce handoffs FILE``, ``ce handoff FILE ID``,
+``ce handoff-events FILE ID``, ``ce task FILE ID --participant NAME``,
+``ce task-cancel FILE ID --participant NAME``. A task id is not
+authorization: ``--participant`` names whose view the visibility rule is
+checked for (the task's owner, its assignee, or a participant holding
+``approve`` in a live session).
+
+Participant commands over the stored session (the byte client), for
+scripts: ``ce handoff-create``, ``ce handoff-accept``,
+``ce handoff-request-input``, ``ce handoff-complete``,
+``ce handoff-approve``, ``ce handoff-reject``, ``ce handoff-cancel``.
+Each calls the route its operation declares; nothing here decides.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+from urllib.parse import quote
+
+import typer
+
+from .. import client, schemas
+from ..engine import OPERATOR, Engine
+from ..operations import OPERATIONS
+from .common import emit, handled, load_session, operator_write, require_document
+
+FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]
+IdArg = Annotated[str, typer.Argument(help="The handoff id (ho_…).")]
+TaskArg = Annotated[str, typer.Argument(help="The task id (task_…).")]
+ParticipantOpt = Annotated[str, typer.Option("--participant", help="Whose view: the task's owner, its assignee, "
+                                             "or a participant with approve (required: a task id is not authorization).")]
+SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
+LimitOpt = Annotated[int, typer.Option(help="Items per page, 1 to 200.")]
+CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previous page; omit for the first.")]
+
+
+def _read(file: Path, operation: str, values: dict[str, Any]) -> Any:
+    """Run a read-only operation as the local operator on the sidecar (validated like the route)."""
+    op = OPERATIONS[operation]
+    body = {k: v for k, v in values.items() if v is not None}
+    schemas.validate(op.input, body)
+    engine = Engine.open(require_document(file), readonly=True)
+    try:
+        return op.bind(engine, OPERATOR, body)
+    finally:
+        engine.close()
+
+
+def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
+    op = OPERATIONS[operation]
+
+    def run(engine: Engine) -> Any:
+        schemas.validate(op.input, body)
+        return op.bind(engine, OPERATOR, body)
+
+    return run
+
+
+def _remote(session_file: Path | None, method: str, path: str, body: Any = None) -> Any:
+    session = load_session(session_file)
+    return client.call_json(session["transport"], method, path, body=body, token=session["token"])
+
+
+def _path(handoff_id: str, action: str = "") -> str:
+    return f"/workspace/handoffs/{quote(handoff_id, safe='')}" + (f"/{action}" if action else "")
+
+
+# -- the local operator ---------------------------------------------------------
+
+
+@handled
+def handoffs_command(file: FileArg,
+                     status: Annotated[Optional[str], typer.Option(help="open, accepted, result_ready, approved, "
+                                                                   "rejected or cancelled.")] = None,
+                     limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
+    """List one page of handoffs from the sidecar, oldest first."""
+    emit(_read(file, "handoff_list", {"status": status, "limit": limit, "cursor": cursor}))
+
+
+@handled
+def handoff_command(file: FileArg, handoff_id: IdArg) -> None:
+    """Show one handoff."""
+    emit(_read(file, "handoff_get", {"handoff_id": handoff_id}))
+
+
+@handled
+def handoff_events_command(file: FileArg, handoff_id: IdArg, limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
+    """List one page of a handoff's own events, oldest first."""
+    emit(_read(file, "handoff_events", {"handoff_id": handoff_id, "limit": limit, "cursor": cursor}))
+
+
+@handled
+def task_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
+    """Show a task as --participant may see it (handoff_not_found for anyone else)."""
+    emit(_read(file, "task_get", {"task_id": task_id, "participant": participant}))
+
+
+@handled
+def task_cancel_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
+    """Cancel a task as --participant (a terminal task stays as it was)."""
+    body = {"task_id": task_id, "participant": participant}
+    document = require_document(file)
+    emit(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)))
+
+
+# -- participant commands (scripts) -----------------------------------------------
+
+
+@handled
+def handoff_create_command(
+    summary: Annotated[str, typer.Option(help="What is asked (at most 2,000 characters).")],
+    constraints: Annotated[Optional[str], typer.Option(help="Conditions the work must meet (8,000).")] = None,
+    artifact: Annotated[Optional[list[str]], typer.Option("--artifact", help="An artifact URI (repeatable); "
+                                                          "stored, never fetched.")] = None,
+    assignee: Annotated[Optional[str], typer.Option(help="The participant who alone may accept.")] = None,
+    idempotency_key: Annotated[Optional[str], typer.Option("--idempotency-key", help="Retries with the same "
+                                                           "key return the same handoff.")] = None,
+    session_file: SessionOpt = None,
+) -> None:
+    """Create a handoff (needs handoff); prints the handoff and its task."""
+    body: dict[str, Any] = {"summary": summary}
+    if constraints is not None:
+        body["constraints"] = constraints
+    if artifact:
+        body["artifacts"] = [{"uri": uri} for uri in artifact]
+    if assignee is not None:
+        body["assignee"] = assignee
+    if idempotency_key is not None:
+        body["idempotency_key"] = idempotency_key
+    emit(_remote(session_file, "POST", "/workspace/handoffs", body))
+
+
+@handled
+def handoff_accept_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
+    """Accept an open handoff: you become its assignee."""
+    emit(_remote(session_file, "POST", _path(handoff_id, "accept"), {}))
+
+
+@handled
+def handoff_request_input_command(handoff_id: IdArg,
+                                  message: Annotated[str, typer.Option(help="The question for the owner.")],
+                                  session_file: SessionOpt = None) -> None:
+    """As the assignee, ask the handoff's owner a question (the task waits for input)."""
+    emit(_remote(session_file, "POST", _path(handoff_id, "request-input"), {"message": message}))
+
+
+@handled
+def handoff_complete_command(
+    handoff_id: IdArg,
+    result: Annotated[Optional[str], typer.Option(help="The result text (else --result-file, else stdin).")] = None,
+    result_file: Annotated[Optional[Path], typer.Option(help="Read the result from a file.")] = None,
+    session_file: SessionOpt = None,
+) -> None:
+    """As the assignee, complete a handoff with its result (at most 256 KiB)."""
+    from .editing import _text
+
+    emit(_remote(session_file, "POST", _path(handoff_id, "complete"), {"result": _text(result, result_file)}))
+
+
+@handled
+def handoff_approve_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
+    """Approve a handoff's result (needs approve)."""
+    emit(_remote(session_file, "POST", _path(handoff_id, "approve"), {}))
+
+
+@handled
+def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
+                           session_file: SessionOpt = None) -> None:
+    """Reject a handoff's result (needs approve)."""
+    emit(_remote(session_file, "POST", _path(handoff_id, "reject"), {"reason": reason} if reason else {}))
+
+
+@handled
+def handoff_cancel_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
+                           session_file: SessionOpt = None) -> None:
+    """Cancel an open or accepted handoff (its owner, or approve)."""
+    emit(_remote(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the handoff commands to ``ce``."""
+    app.command("handoffs")(handoffs_command)
+    app.command("handoff")(handoff_command)
+    app.command("handoff-events")(handoff_events_command)
+    app.command("task")(task_command)
+    app.command("task-cancel")(task_cancel_command)
+    app.command("handoff-create")(handoff_create_command)
+    app.command("handoff-accept")(handoff_accept_command)
+    app.command("handoff-request-input")(handoff_request_input_command)
+    app.command("handoff-complete")(handoff_complete_command)
+    app.command("handoff-approve")(handoff_approve_command)
+    app.command("handoff-reject")(handoff_reject_command)
+    app.command("handoff-cancel")(handoff_cancel_command)

@@ -1,0 +1,651 @@
+"""Handoffs and their tasks (seed ``tasks-and-handoffs.txt``; DESIGN.md, *Decisions for handoffs*).
+
+A **handoff** is work one participant asks another to do::
+
+    open ──accept──▶ accepted ──complete──▶ result_ready ──approve──▶ approved
+      │                 │                        └───────reject───▶ rejected
+      └──cancel─────────┴──cancel──▶ cancelled
+
+A **task** is its execution record, with the MCP tasks statuses::
+
+    working ⇄ input_required ──▶ completed | failed | cancelled   (terminal)
+
+Creating a handoff creates its task (``working``); accepting leaves the
+task ``working`` and records the assignee; ``handoff_request_input`` makes
+it ``input_required`` until :meth:`HandoffsMixin.task_update` has answered
+every outstanding request; completing makes it ``completed`` (the result
+is copied onto the handoff, which becomes ``result_ready``). Approval and
+rejection decide the handoff and never rewrite the task. Cancelling the
+handoff cancels a task that is not terminal; cancelling the task
+(``tasks/cancel``) cancels a handoff that is still ``open`` or
+``accepted``. A terminal task never leaves its status.
+
+Who may do what: create and accept need ``handoff``; complete and request
+input: the assignee only; approve and reject need ``approve``; cancel: the
+owner or ``approve``; handoff reads need ``read``. A task is visible
+(:meth:`task_get`, :meth:`task_update`, :meth:`task_cancel`) to its owner,
+its assignee and holders of ``approve``; to anyone else it does not exist
+(``handoff_not_found``). The MCP tasks methods (``tasks/get|update|cancel``)
+call those three methods and map ``handoff_not_found`` to -32602 ``unknown
+task``.
+
+Every change is one :meth:`Store.write` that appends its ``handoff.*``
+event to the ring and to the handoff's own event list (``handoff_event``,
+kept for the handoff's lifetime).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from typing import Any, cast
+
+from generated.types.handoffs import Handoff as HandoffWire
+from generated.types.handoffs import HandoffAndTask, HandoffEventsPage, HandoffsPage, HandoffStatus, TaskStatus
+from generated.types.handoffs import Task as TaskWire
+
+from .. import tokens
+from ..clock import rfc3339
+from ..errors import (HandoffConflict, HandoffNotFound, IdempotencyMismatch, InvalidRequest, LimitExceeded,
+                      PermissionDenied)
+from ..store import WriteContext
+from ..store.db import event_dict
+from ..store.models import Handoff as HandoffRow
+from ..store.models import Task as TaskRow
+from ..store.models import participant_key
+from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+
+#: At most this many tasks ``working`` or ``input_required`` in one room.
+MAX_ACTIVE_TASKS = 32
+#: Bounds (characters for the texts, UTF-8 bytes for the result).
+MAX_SUMMARY_CHARS = 2000
+MAX_CONSTRAINTS_CHARS = 8000
+MAX_RESULT_BYTES = 256 * 1024
+#: A task is kept 24 h (``ttlMs``); clients poll every 5 s (``pollIntervalMs``).
+TASK_TTL_MS = 24 * 3600 * 1000
+POLL_INTERVAL_MS = 5000
+TASK_OPERATION = "handoff.execute"
+TASK_SCHEMA_VERSION = 1
+#: The owner/assignee id of the local operator (no participant row).
+OPERATOR_ID = "operator"
+
+ACTIVE: tuple[str, ...] = ("working", "input_required")
+TERMINAL: tuple[str, ...] = ("completed", "failed", "cancelled")
+HANDOFF_STATUSES: tuple[str, ...] = ("open", "accepted", "result_ready", "approved", "rejected", "cancelled")
+#: What each transition needs the handoff to be in.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "accept": ("open",),
+    "request_input": ("accepted",),
+    "complete": ("accepted",),
+    "approve": ("result_ready",),
+    "reject": ("result_ready",),
+    "cancel": ("open", "accepted"),
+}
+DEFAULT_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+}
+
+
+def _who(actor: Actor) -> str:
+    return actor.participant_id or OPERATOR_ID
+
+
+def _too_long(what: str, limit: str, size: int, maximum: int, unit: str) -> LimitExceeded:
+    return LimitExceeded(f"{what} is {size} {unit}; at most {maximum} are allowed",
+                         details={"limit": limit, "maximum": maximum, "size": size})
+
+
+def _request_hash(summary: str, constraints: str, artifacts: list[Any], assignee: str | None) -> str:
+    canonical = json.dumps({"summary": summary, "constraints": constraints, "artifacts": artifacts,
+                            "assignee": assignee}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class HandoffsMixin(EngineBase):
+    """Create, accept, complete, decide and cancel handoffs; read and steer their tasks."""
+
+    # -- wire shapes ---------------------------------------------------------
+
+    def _display(self, participant_id: str | None) -> str | None:
+        if participant_id is None:
+            return None
+        if participant_id == OPERATOR_ID:
+            return "operator"
+        return self.participant_name(participant_id) or "?"
+
+    def _handoff_dict(self, row: HandoffRow) -> HandoffWire:
+        return {
+            "id": row.id,
+            "status": cast("HandoffStatus", row.status),
+            "summary": row.summary,
+            "constraints": row.constraints,
+            "artifacts": row.artifacts,
+            "owner": self._display(row.owner_id) or "?",
+            "assignee": self._display(row.assignee_id),
+            "task_id": row.task_id,
+            "result": row.result,
+            "created_at": row.created_at,
+            "updated_at": row.updated_at,
+            "accepted_at": row.accepted_at,
+            "result_at": row.result_at,
+            "decided_at": row.decided_at,
+            "decided_by": row.decided_by,
+            "reason": row.reason,
+        }
+
+    def _task_dict(self, row: TaskRow) -> TaskWire:
+        task: TaskWire = {
+            "taskId": row.id,
+            "status": cast("TaskStatus", row.status),
+            "createdAt": row.created_at,
+            "lastUpdatedAt": row.last_updated_at,
+            "ttlMs": row.ttl_ms,
+            "pollIntervalMs": row.poll_interval_ms,
+            "handoffId": row.handoff_id,
+            "owner": self._display(row.owner_id) or "?",
+            "assignee": self._display(row.assignee_id),
+            "operation": "handoff.execute",
+            "correlationId": row.correlation_id,
+            "schemaVersion": 1,
+        }
+        if row.status_message:
+            task["statusMessage"] = row.status_message
+        if row.status == "input_required":
+            task["inputRequests"] = row.input_requests or {}
+        if row.input_responses:
+            task["inputResponses"] = row.input_responses
+        if row.status == "completed" and row.result is not None:
+            task["result"] = row.result
+        if row.status == "failed" and row.error is not None:
+            task["error"] = row.error
+        return task
+
+    def _pair(self, handoff: HandoffRow, task: TaskRow) -> HandoffAndTask:
+        return {"handoff": self._handoff_dict(handoff), "task": self._task_dict(task)}
+
+    # -- rows ------------------------------------------------------------------
+
+    def _get_handoff(self, handoff_id: str) -> HandoffRow:
+        Handoff = self.store.models.Handoff
+        row = Handoff.get_or_none(Handoff.id == handoff_id)
+        if row is None:
+            raise HandoffNotFound(f"no handoff {handoff_id}", details={"handoff_id": handoff_id})
+        return row
+
+    def _task_of(self, handoff: HandoffRow) -> TaskRow | None:
+        Task = self.store.models.Task
+        return Task.get_or_none(Task.id == handoff.task_id)
+
+    def _live_task(self, handoff: HandoffRow) -> TaskRow:
+        task = self._task_of(handoff)
+        if task is None:  # only after the TTL sweep deleted a terminal task
+            raise HandoffConflict(f"handoff {handoff.id}'s task is gone (expired)",
+                                  details={"status": handoff.status, "task_status": None,
+                                           "handoff_id": handoff.id})
+        return task
+
+    def _conflict(self, row: HandoffRow, task: TaskRow | None, action: str) -> HandoffConflict:
+        needs = NEEDS[action]
+        return HandoffConflict(
+            f"handoff {row.id} is {row.status}; {action.replace('_', ' ')} needs {' or '.join(needs)}",
+            details={"status": row.status, "task_status": task.status if task else None,
+                     "handoff_id": row.id, "action": action, "allowed_from": list(needs)})
+
+    def _require_state(self, row: HandoffRow, task: TaskRow | None, action: str) -> None:
+        if row.status not in NEEDS[action]:
+            raise self._conflict(row, task, action)
+
+    def _require_assignee(self, actor: Actor, row: HandoffRow) -> None:
+        if row.assignee_id != _who(actor):
+            raise PermissionDenied(f"only the assignee of handoff {row.id} may do this",
+                                   details={"required": "assignee", "handoff_id": row.id})
+
+    def _emit(self, ctx: WriteContext, actor: Actor | None, handoff: HandoffRow, task: TaskRow | None,
+              type: str, **extra: Any) -> None:
+        """Append ``type`` to the ring and to the handoff's own event list (same transaction)."""
+        payload = {"handoff_id": handoff.id, "task_id": handoff.task_id, "status": handoff.status,
+                   "task_status": task.status if task is not None else None, **extra}
+        participant_id = actor.participant_id if actor else None
+        session_id = actor.session_id if actor else None
+        event = ctx.emit(type, payload, participant_id=participant_id, session_id=session_id)
+        self.store.insert(self.store.models.HandoffEvent, event_id=event["id"], handoff_id=handoff.id,
+                          type=type, created_at=event["time"], participant_id=participant_id,
+                          session_id=session_id, payload=payload)
+
+    def _save(self, row: Any, **values: Any) -> None:
+        for name, value in values.items():
+            setattr(row, name, value)
+        self.store.update(type(row), row.id, **values)
+
+    # -- creating ----------------------------------------------------------------
+
+    def create_handoff(self, actor: Actor, summary: str, constraints: str | None = None,
+                       artifacts: list[Any] | None = None, assignee: str | None = None,
+                       idempotency_key: str | None = None) -> HandoffAndTask:
+        """Create a handoff and its task (``working``): ``{handoff, task}``.
+
+        Needs ``handoff``. ``assignee`` names the participant who alone may
+        accept (``InvalidRequest`` if there is none of that name).
+        Idempotent per participant and ``idempotency_key``: a retry returns
+        the original handoff and task as they are now, a different request
+        with the key is ``IdempotencyMismatch``. ``LimitExceeded``
+        (``details.limit``: ``summary_chars``, ``constraints_chars``,
+        ``active_tasks``) stores nothing.
+        """
+        models = self.store.models
+        Handoff, Task = models.Handoff, models.Task
+        require(actor, "handoff")
+        constraints = constraints or ""
+        artifacts = list(artifacts or [])
+        if not isinstance(summary, str) or not summary:
+            raise InvalidRequest("summary must be a non-empty string", details={"pointer": "/summary"})
+        if len(summary) > MAX_SUMMARY_CHARS:
+            raise _too_long("summary", "summary_chars", len(summary), MAX_SUMMARY_CHARS, "characters")
+        if len(constraints) > MAX_CONSTRAINTS_CHARS:
+            raise _too_long("constraints", "constraints_chars", len(constraints), MAX_CONSTRAINTS_CHARS,
+                            "characters")
+        assignee_id: str | None = None
+        if assignee is not None:
+            Participant = models.Participant
+            found = Participant.get_or_none(Participant.name_key == participant_key(assignee))
+            if found is None:
+                raise InvalidRequest(f"no participant named {assignee!r}",
+                                     details={"pointer": "/assignee", "assignee": assignee})
+            assignee_id = found.id
+        owner = _who(actor)
+        fingerprint = _request_hash(summary, constraints, artifacts, assignee_id)
+
+        def create(ctx: WriteContext) -> HandoffAndTask:
+            if idempotency_key is not None:
+                earlier = Handoff.get_or_none((Handoff.owner_id == owner)
+                                              & (Handoff.idempotency_key == idempotency_key))
+                if earlier is not None:
+                    if earlier.request_hash != fingerprint:
+                        raise IdempotencyMismatch(
+                            f"idempotency_key {idempotency_key!r} was used for a different request",
+                            details={"idempotency_key": idempotency_key, "handoff_id": earlier.id})
+                    return self._pair(earlier, self._live_task(earlier))
+            active = Task.select().where(Task.status.in_(ACTIVE)).count()
+            if active >= MAX_ACTIVE_TASKS:
+                raise LimitExceeded(
+                    f"{active} tasks are working or waiting for input; a room holds at most {MAX_ACTIVE_TASKS}",
+                    details={"limit": "active_tasks", "maximum": MAX_ACTIVE_TASKS, "size": active})
+            now = self.clock.stamp()
+            handoff_id = tokens.new_id("ho_")
+            task_id = tokens.new_secret("task_")  # hard to guess (it is still not authorization)
+            handoff_values = dict(
+                id=handoff_id, status="open", summary=summary, constraints=constraints, artifacts=artifacts,
+                owner_id=owner, owner_session_id=actor.session_id, assignee_id=assignee_id,
+                idempotency_key=idempotency_key, request_hash=fingerprint, task_id=task_id,
+                created_at=now, updated_at=now)
+            task_values = dict(
+                id=task_id, handoff_id=handoff_id, owner_id=owner, assignee_id=assignee_id,
+                operation=TASK_OPERATION, status="working", created_at=now, last_updated_at=now,
+                ttl_ms=TASK_TTL_MS, poll_interval_ms=POLL_INTERVAL_MS, correlation_id=handoff_id,
+                schema_version=TASK_SCHEMA_VERSION, input_seq=0)
+            self.store.insert(Handoff, **handoff_values)
+            self.store.insert(Task, **task_values)
+            handoff, task = Handoff(**handoff_values), Task(**task_values)
+            self._emit(ctx, actor, handoff, task, "handoff.created", summary=summary,
+                       owner=self._display(owner), assignee=self._display(assignee_id))
+            return self._pair(handoff, task)
+
+        return self.store.write(create)
+
+    # -- the assignee ------------------------------------------------------------
+
+    def accept_handoff(self, actor: Actor, handoff_id: str) -> HandoffAndTask:
+        """Accept an ``open`` handoff: it becomes ``accepted``, its task stays ``working`` with the assignee.
+
+        Needs ``handoff`` (and, when the handoff names an assignee, to be
+        that participant: ``PermissionDenied``). ``HandoffNotFound``,
+        ``HandoffConflict`` (not open).
+        """
+        require(actor, "handoff")
+
+        def accept(ctx: WriteContext) -> HandoffAndTask:
+            row = self._get_handoff(handoff_id)
+            task = self._task_of(row)
+            self._require_state(row, task, "accept")
+            task = self._live_task(row)
+            who = _who(actor)
+            if row.assignee_id is not None and row.assignee_id != who:
+                raise PermissionDenied(f"handoff {row.id} is for {self._display(row.assignee_id)}",
+                                       details={"required": "assignee", "handoff_id": row.id})
+            now = self.clock.stamp()
+            self._save(row, status="accepted", assignee_id=who, accepted_at=now, updated_at=now)
+            self._save(task, assignee_id=who, last_updated_at=now)
+            self._emit(ctx, actor, row, task, "handoff.accepted", assignee=self._display(who))
+            return self._pair(row, task)
+
+        return self.store.write(accept)
+
+    def request_handoff_input(self, actor: Actor, handoff_id: str, message: str,
+                              requested_schema: dict[str, Any] | None = None) -> HandoffAndTask:
+        """Ask the owner for input: the task becomes ``input_required`` with one more request.
+
+        The assignee only (``PermissionDenied``), on an ``accepted`` handoff
+        whose task is active (``HandoffConflict``). The request is an MCP
+        ``elicitation/create`` (form mode, ``requested_schema`` or one
+        string ``answer``) under a new key ``input_<n>`` (never reused);
+        :meth:`task_update` answers it.
+        """
+        if not isinstance(message, str) or not message:
+            raise InvalidRequest("message must be a non-empty string", details={"pointer": "/message"})
+        schema = requested_schema if requested_schema is not None else DEFAULT_INPUT_SCHEMA
+        if not isinstance(schema, dict) or schema.get("type") != "object" or not isinstance(
+                schema.get("properties"), dict):
+            raise InvalidRequest("requested_schema must be {type: object, properties: {...}}",
+                                 details={"pointer": "/requested_schema"})
+
+        def ask(ctx: WriteContext) -> HandoffAndTask:
+            row = self._get_handoff(handoff_id)
+            task = self._task_of(row)
+            self._require_state(row, task, "request_input")
+            self._require_assignee(actor, row)
+            task = self._live_task(row)
+            if task.status not in ACTIVE:
+                raise self._conflict(row, task, "request_input")
+            key = f"input_{task.input_seq + 1}"
+            requests = dict(task.input_requests or {})
+            requests[key] = {"method": "elicitation/create",
+                             "params": {"mode": "form", "message": message, "requestedSchema": schema}}
+            now = self.clock.stamp()
+            self._save(task, status="input_required", status_message=message, input_requests=requests,
+                       input_seq=task.input_seq + 1, last_updated_at=now)
+            self._save(row, updated_at=now)
+            self._emit(ctx, actor, row, task, "handoff.input_requested", keys=[key])
+            return self._pair(row, task)
+
+        return self.store.write(ask)
+
+    def complete_handoff(self, actor: Actor, handoff_id: str, result: str) -> HandoffAndTask:
+        """Complete an ``accepted`` handoff with ``result`` (text): task ``completed``, handoff ``result_ready``.
+
+        The assignee only. The result is copied onto the handoff (it
+        outlives the task row). A second completion never replaces it: the
+        same text again answers as before (a retry), other text is
+        ``HandoffConflict``; so is completing a handoff that is not
+        ``accepted`` or whose task is terminal. ``LimitExceeded``
+        (``result_bytes``) beyond 256 KiB of UTF-8.
+        """
+        if not isinstance(result, str):
+            raise InvalidRequest("result must be a string", details={"pointer": "/result"})
+        size = len(result.encode("utf-8"))
+        if size > MAX_RESULT_BYTES:
+            raise _too_long("result", "result_bytes", size, MAX_RESULT_BYTES, "bytes")
+
+        def complete(ctx: WriteContext) -> HandoffAndTask:
+            row = self._get_handoff(handoff_id)
+            task = self._task_of(row)
+            if row.status == "result_ready" and row.result == result and row.assignee_id == _who(actor):
+                return self._pair(row, self._live_task(row))  # the same completion again
+            self._require_state(row, task, "complete")
+            self._require_assignee(actor, row)
+            task = self._live_task(row)
+            if task.status in TERMINAL:
+                raise self._conflict(row, task, "complete")
+            now = self.clock.stamp()
+            tool_result = {"content": [{"type": "text", "text": result}], "isError": False}
+            self._save(task, status="completed", status_message=None, result=tool_result, input_requests=None,
+                       last_updated_at=now)
+            self._save(row, status="result_ready", result=result, result_at=now, updated_at=now)
+            self._emit(ctx, actor, row, task, "handoff.completed")
+            return self._pair(row, task)
+
+        return self.store.write(complete)
+
+    # -- deciding ----------------------------------------------------------------
+
+    def approve_handoff(self, actor: Actor, handoff_id: str) -> HandoffWire:
+        """Approve the result of a ``result_ready`` handoff. Needs ``approve``; the task is not rewritten."""
+        require(actor, "approve")
+        return self._decide_handoff(actor, handoff_id, "approve", "approved", None)
+
+    def reject_handoff(self, actor: Actor, handoff_id: str, reason: str | None = None) -> HandoffWire:
+        """Reject the result of a ``result_ready`` handoff. Needs ``approve``; the task is not rewritten."""
+        require(actor, "approve")
+        return self._decide_handoff(actor, handoff_id, "reject", "rejected", reason)
+
+    def _decide_handoff(self, actor: Actor, handoff_id: str, action: str, status: str,
+                reason: str | None) -> HandoffWire:
+        def decide(ctx: WriteContext) -> HandoffWire:
+            row = self._get_handoff(handoff_id)
+            task = self._task_of(row)
+            self._require_state(row, task, action)
+            now = self.clock.stamp()
+            self._save(row, status=status, decided_at=now, decided_by=actor.name, reason=reason, updated_at=now)
+            extra: dict[str, Any] = {"by": actor.name}
+            if action == "reject":
+                extra["reason"] = reason
+            self._emit(ctx, actor, row, task, f"handoff.{status}", **extra)
+            return self._handoff_dict(row)
+
+        return self.store.write(decide)
+
+    def cancel_handoff(self, actor: Actor, handoff_id: str, reason: str | None = None) -> HandoffWire:
+        """Cancel an ``open`` or ``accepted`` handoff, and its task unless terminal.
+
+        The owner or a holder of ``approve`` (``PermissionDenied``);
+        ``HandoffConflict`` once it has a result or is decided.
+        """
+        def cancel(ctx: WriteContext) -> HandoffWire:
+            row = self._get_handoff(handoff_id)
+            if row.owner_id != _who(actor) and "approve" not in actor.capabilities:
+                raise PermissionDenied("only the handoff's owner or a session with approve may cancel it",
+                                       details={"required": "owner or approve", "handoff_id": row.id})
+            task = self._task_of(row)
+            self._require_state(row, task, "cancel")
+            self._cancel(ctx, actor, row, task, reason)
+            return self._handoff_dict(row)
+
+        return self.store.write(cancel)
+
+    def _cancel(self, ctx: WriteContext, actor: Actor | None, row: HandoffRow, task: TaskRow | None,
+                reason: str | None, *, by: str | None = None) -> None:
+        now = self.clock.stamp()
+        by = by or (actor.name if actor else "room")
+        if task is not None and task.status not in TERMINAL:
+            self._save(task, status="cancelled", status_message=reason or f"cancelled by {by}",
+                       input_requests=None, last_updated_at=now)
+        self._save(row, status="cancelled", decided_at=now, decided_by=by, reason=reason, updated_at=now)
+        self._emit(ctx, actor, row, task, "handoff.cancelled", by=by, reason=reason)
+
+    # -- reading -------------------------------------------------------------------
+
+    def handoff(self, actor: Actor, handoff_id: str) -> HandoffWire:
+        """One handoff. Needs ``read``; ``HandoffNotFound``."""
+        require(actor, "read")
+        return self._handoff_dict(self._get_handoff(handoff_id))
+
+    def handoffs(self, actor: Actor, status: str | None = None, limit: Any = None,
+                 cursor: str | None = None) -> HandoffsPage:
+        """Handoffs oldest first, optionally by ``status``, paged. Needs ``read``."""
+        Handoff = self.store.models.Handoff
+        require(actor, "read")
+        size = parse_limit(limit)
+        query = Handoff.select()
+        if status not in (None, ""):
+            if status not in HANDOFF_STATUSES:
+                raise InvalidRequest(f"status must be one of {', '.join(HANDOFF_STATUSES)}, not {status!r}",
+                                     details={"parameter": "status"})
+            query = query.where(Handoff.status == status)
+        after = decode_cursor(cursor)
+        if after is not None:
+            if not (isinstance(after, list) and len(after) == 2 and all(isinstance(a, str) for a in after)):
+                raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+            query = query.where((Handoff.created_at > after[0])
+                                | ((Handoff.created_at == after[0]) & (Handoff.id > after[1])))
+        rows = list(query.order_by(Handoff.created_at, Handoff.id).limit(size + 1))
+        last = rows[size - 1] if len(rows) > size else None
+        return {"handoffs": [self._handoff_dict(r) for r in rows[:size]],
+                "next_cursor": encode_cursor([last.created_at, last.id]) if last else None}
+
+    def handoff_events(self, actor: Actor, handoff_id: str, limit: Any = None,
+                       cursor: str | None = None) -> HandoffEventsPage:
+        """A handoff's own events, oldest first, paged (kept past the ring). Needs ``read``."""
+        HandoffEvent = self.store.models.HandoffEvent
+        require(actor, "read")
+        size = parse_limit(limit)
+        self._get_handoff(handoff_id)
+        after = decode_cursor(cursor)
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
+            raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+        query = HandoffEvent.select().where(HandoffEvent.handoff_id == handoff_id)
+        if after is not None:
+            query = query.where(HandoffEvent.event_id > after)
+        rows = list(query.order_by(HandoffEvent.event_id).limit(size + 1))
+        last = rows[size - 1] if len(rows) > size else None
+        events = [event_dict(_AsEvent(r)) for r in rows[:size]]
+        return {"handoff_id": handoff_id, "events": events,  # type: ignore[typeddict-item]
+                "next_cursor": encode_cursor(last.event_id) if last else None}
+
+    # -- tasks (GET /workspace/task; the MCP tasks methods plug in here) ---------------
+
+    def _viewer(self, actor: Actor, participant: str | None) -> Actor:
+        """Whose view a task read takes: the actor, or the participant the operator names."""
+        if participant is None:
+            return actor
+        Participant, Session = self.store.models.Participant, self.store.models.Session
+        found = Participant.get_or_none(Participant.name_key == participant_key(participant))
+        if actor.kind == "operator":
+            if found is None:
+                return Actor(kind="session", capabilities=frozenset(), participant_id="\x00none")
+            now = self.clock.stamp()
+            caps: set[str] = set()
+            for session in Session.select().where((Session.participant == found.id)
+                                                  & Session.revoked_at.is_null() & (Session.expires_at > now)):
+                caps.update(session.capabilities)
+            return Actor(kind="session", capabilities=frozenset(caps), participant_id=found.id,
+                         participant_name=found.name)
+        if found is None or found.id != actor.participant_id:
+            return Actor(kind="session", capabilities=frozenset(), participant_id="\x00none")
+        return actor
+
+    def _visible_task(self, actor: Actor, task_id: str, participant: str | None = None) -> TaskRow:
+        """The task, if ``actor`` (or the named participant) may see it; else ``HandoffNotFound``."""
+        Task = self.store.models.Task
+        viewer = self._viewer(actor, participant)
+        row = Task.get_or_none(Task.id == task_id) if isinstance(task_id, str) else None
+        if row is None or not self.task_visible(viewer, row):
+            raise HandoffNotFound("no such task", details={"task_id": task_id})
+        return row
+
+    def task_visible(self, actor: Actor, row: TaskRow) -> bool:
+        """DESIGN.md's rule: the task's owner, its assignee, or a holder of ``approve``."""
+        who = _who(actor)
+        return "approve" in actor.capabilities or who in (row.owner_id, row.assignee_id)
+
+    def task_get(self, actor: Actor, task_id: str, participant: str | None = None) -> TaskWire:
+        """The task (MCP ``DetailedTask`` fields plus ours), for those who may see it.
+
+        ``HandoffNotFound`` for an unknown id and for a task the caller may
+        not see alike (``tasks/get``: -32602 ``unknown task``).
+        ``participant``: the operator reads as that participant (``ce task
+        --participant``); a session may name only itself.
+        """
+        return self._task_dict(self._visible_task(actor, task_id, participant))
+
+    def task_update(self, actor: Actor, task_id: str, input_responses: dict[str, Any],
+                    participant: str | None = None) -> TaskWire:
+        """Answer outstanding input requests (``tasks/update``).
+
+        Answers for keys that are not outstanding are ignored; when none of
+        the keys is outstanding, or the task is not ``input_required``,
+        ``InvalidRequest`` (``details.reason``) and nothing changes. Once
+        every request is answered the task is ``working`` again. Never
+        restarts work.
+        """
+        if not isinstance(input_responses, dict):
+            raise InvalidRequest("input_responses must be an object", details={"pointer": "/input_responses"})
+
+        def update(ctx: WriteContext) -> TaskWire:
+            task = self._visible_task(actor, task_id, participant)
+            if task.status != "input_required":
+                raise InvalidRequest(f"the task is {task.status}, not input_required",
+                                     details={"reason": "not_input_required", "task_status": task.status})
+            outstanding = dict(task.input_requests or {})
+            answered = [k for k in input_responses if k in outstanding]
+            if not answered:
+                raise InvalidRequest("no answer matches an outstanding input request",
+                                     details={"reason": "no_matching_request", "outstanding": sorted(outstanding)})
+            responses = dict(task.input_responses or {})
+            for key in answered:
+                responses[key] = input_responses[key]
+                del outstanding[key]
+            now = self.clock.stamp()
+            status = "input_required" if outstanding else "working"
+            self._save(task, status=status, input_requests=outstanding or None, input_responses=responses,
+                       status_message=task.status_message if outstanding else None, last_updated_at=now)
+            row = self._get_handoff(task.handoff_id)
+            self._save(row, updated_at=now)
+            self._emit(ctx, actor, row, task, "handoff.input_received", keys=answered)
+            return self._task_dict(task)
+
+        return self.store.write(update)
+
+    def task_cancel(self, actor: Actor, task_id: str, participant: str | None = None,
+                    reason: str | None = None) -> TaskWire:
+        """Cancel a task (``tasks/cancel``): a terminal task stays as it was; any other is ``cancelled``,
+        and its handoff too while ``open`` or ``accepted``. Same visibility as :meth:`task_get`."""
+
+        def cancel(ctx: WriteContext) -> TaskWire:
+            task = self._visible_task(actor, task_id, participant)
+            if task.status in TERMINAL:
+                return self._task_dict(task)
+            row = self._get_handoff(task.handoff_id)
+            if row.status in NEEDS["cancel"]:
+                self._cancel(ctx, actor, row, task, reason)
+            else:  # cannot happen (an active task's handoff is open or accepted); cancel the task alone
+                self._save(task, status="cancelled", status_message=reason or "cancelled",
+                           input_requests=None, last_updated_at=self.clock.stamp())
+            return self._task_dict(task)
+
+        return self.store.write(cancel)
+
+    # -- the TTL sweep (the room's scheduler calls it; idempotent) --------------------
+
+    def sweep_tasks(self) -> dict[str, int]:
+        """Expire tasks by the clock: ``{"expired": n, "deleted": m}``.
+
+        A task not terminal one TTL after its creation becomes ``failed``
+        ("task expired", JSON-RPC error -32603) and its handoff, if
+        ``open`` or ``accepted``, ``cancelled``; a terminal task is deleted
+        one TTL after its last update (the handoff keeps the result).
+        Active work inside its TTL is never touched.
+        """
+        Task, Handoff = self.store.models.Task, self.store.models.Handoff
+
+        def sweep(ctx: WriteContext) -> dict[str, int]:
+            now = self.clock.now()
+            expired = deleted = 0
+            for task in Task.select().where(Task.status.in_(ACTIVE)):
+                if task.created_at > rfc3339(now - dt.timedelta(milliseconds=task.ttl_ms)):
+                    continue
+                stamp = rfc3339(now)
+                self._save(task, status="failed", status_message="task expired", input_requests=None,
+                           error={"code": -32603, "message": "task expired"}, last_updated_at=stamp)
+                row = Handoff.get_or_none(Handoff.id == task.handoff_id)
+                if row is not None and row.status in NEEDS["cancel"]:
+                    self._cancel(ctx, None, row, task, "task expired", by="room")
+                expired += 1
+            for task in Task.select().where(Task.status.in_(TERMINAL)):
+                if task.last_updated_at <= rfc3339(now - dt.timedelta(milliseconds=task.ttl_ms)):
+                    Task.delete().where(Task.id == task.id).execute()
+                    deleted += 1
+            return {"expired": expired, "deleted": deleted}
+
+        return self.store.write(sweep)
+
+
+class _AsEvent:
+    """A ``handoff_event`` row seen as an event row (for :func:`event_dict`)."""
+
+    def __init__(self, row: Any) -> None:
+        self.id = row.event_id
+        self.type = row.type
+        self.created_at = row.created_at
+        self.participant_id = row.participant_id
+        self.session_id = row.session_id
+        self.payload = row.payload
