@@ -156,6 +156,10 @@ def test_ce_lease_list_is_paged(leased):
 
 
 
+#: Answers that hold records but are one bounded snapshot, not a list (and why).
+BOUNDED = {"get_session_assignment": "the todo and at most 200 direct replies; assignment_too_large beyond (DESIGN.md)"}
+
+
 def test_every_list_in_the_table_is_paged():
     """An operation whose answer holds an array of records takes limit and cursor and answers next_cursor."""
     schemas = load_all()
@@ -169,7 +173,7 @@ def test_every_list_in_the_table_is_paged():
         answer = resolve(op.answer)
         arrays = [k for k, v in answer.get("properties", {}).items()
                   if v.get("type") == "array" and "$ref" in v.get("items", {})]  # records, not a line span
-        if not arrays:
+        if not arrays or op.name in BOUNDED:
             continue
         lists.append(op.name)
         inputs = resolve(op.input).get("properties", {})
