@@ -156,8 +156,9 @@ def test_ce_lease_list_is_paged(leased):
 
 
 
-#: Answers that hold records but are one bounded snapshot, not a list (and why).
-BOUNDED = {"get_session_assignment": "the todo and at most 200 direct replies; assignment_too_large beyond (DESIGN.md)"}
+#: Answers that hold records but are not cursor-paged lists (and why).
+BOUNDED = {"get_session_assignment": "the todo and at most 200 direct replies; assignment_too_large beyond (DESIGN.md)",
+           "observe_session_messages": "paged by its observation token: at most 100 messages and has_more (the seed)"}
 
 
 def test_every_list_in_the_table_is_paged():
