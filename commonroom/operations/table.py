@@ -176,7 +176,7 @@ OPERATIONS = Table([
     Operation(
         "handoff_events", "A handoff's own events, oldest first", "handoff_events",
         "handoffs#HandoffEventsInput", "handoffs#HandoffEventsPage", "handoffs",
-        args=("handoff_id", "limit", "cursor"), capability="read", errors=("handoff_not_found", *_CURSOR),
+        args=("handoff_id", "limit", "cursor"), capability="read", errors=("invalid_request", "handoff_not_found", *_CURSOR),
         http=Http("GET", "/workspace/handoffs/{handoff_id}/events"),
         mcp=Mcp("Handoff events", "Everything that happened to one handoff, oldest first, page by page; kept "
                 "for the handoff's lifetime (read it after a gap). Needs read.")),
@@ -191,14 +191,14 @@ OPERATIONS = Table([
         "handoff_request_input", "Ask the handoff's owner for input (the assignee)", "request_handoff_input",
         "handoffs#HandoffRequestInputInput", "handoffs#HandoffAndTask", "handoffs",
         args=("handoff_id", "message", "requested_schema"),
-        errors=("handoff_not_found", "handoff_conflict", "permission_denied"), read_only=False,
+        errors=("invalid_request", "handoff_not_found", "handoff_conflict", "permission_denied"), read_only=False,
         http=Http("POST", "/workspace/handoffs/{handoff_id}/request-input"),
         mcp=Mcp("Request input", "As the assignee, ask the handoff's owner a question: the task becomes "
                 "input_required until the owner answers (tasks/update). The assignee only.")),
     Operation(
         "handoff_complete", "Complete an accepted handoff with its result (the assignee)", "complete_handoff",
         "handoffs#HandoffCompleteInput", "handoffs#HandoffAndTask", "handoffs", args=("handoff_id", "result"),
-        errors=("handoff_not_found", "handoff_conflict", "permission_denied", "limit_exceeded"),
+        errors=("invalid_request", "handoff_not_found", "handoff_conflict", "permission_denied", "limit_exceeded"),
         read_only=False, http=Http("POST", "/workspace/handoffs/{handoff_id}/complete"),
         mcp=Mcp("Complete a handoff", "As the assignee, deliver the result text (at most 256 KiB): the task "
                 "completes and the handoff waits for approval. A second completion does not replace the "
@@ -241,7 +241,7 @@ OPERATIONS = Table([
         "post_session_message", "Post a message on a session's board", "post_session_message",
         "boards#PostMessageInput", "boards#Message", "boards",
         args=("session_id", "kind", "body", "priority", "tags", "reply_to", "requires_ack", "recording_session_id"),
-        capability="message", errors=("not_found", "message_not_found", "limit_exceeded"), read_only=False,
+        capability="message", errors=("invalid_request", "not_found", "message_not_found", "limit_exceeded"), read_only=False,
         http=Http("POST", "/workspace/boards/{session_id}/messages", 201),
         mcp=Mcp("Post a board message", "Post a bounded message (note, proposal, question, answer, decision, "
                 "risk, progress, guidance or todo) on the board of session session_id, optionally replying to "
@@ -252,7 +252,7 @@ OPERATIONS = Table([
         "list_session_messages", "A board's retained messages, oldest first, filtered (AND)",
         "list_session_messages", "boards#ListMessagesInput", "boards#MessagesPage", "boards",
         args=("session_id", "message_id", "reply_to", "kind", "status", "limit", "cursor"), capability="read",
-        errors=("not_found", *_CURSOR), http=Http("GET", "/workspace/boards/{session_id}/messages"),
+        errors=("invalid_request", "not_found", *_CURSOR), http=Http("GET", "/workspace/boards/{session_id}/messages"),
         mcp=Mcp("List board messages", "Browse the retained messages of session session_id's board, oldest "
                 "first, page by page. Exact filters, all applied together: message_id (a 0/1 lookup), "
                 "reply_to (the replies of one todo), kind, status (open, resolved). Not the executable "
@@ -261,7 +261,7 @@ OPERATIONS = Table([
         "get_session_assignment", "One snapshot of a todo, its direct replies and the assignment fence",
         "get_session_assignment", "boards#AssignmentInput", "boards#Assignment", "boards",
         args=("session_id", "message_id"), capability="read",
-        errors=("not_found", "message_not_found", "assignment_history_lost", "assignment_too_large"),
+        errors=("invalid_request", "not_found", "message_not_found", "assignment_history_lost", "assignment_too_large"),
         http=Http("GET", "/workspace/boards/{session_id}/messages/{message_id}/assignment"),
         mcp=Mcp("Read an assignment", "Read the todo message_id on session session_id's board once before "
                 "you work on it: the todo, every retained direct reply and the opaque assignment_fence over "
@@ -272,7 +272,7 @@ OPERATIONS = Table([
         args=("session_id", "message_id", "answer", "completion_key", "expected_assignment_fence", "priority",
               "tags", "recording_session_id"),
         capability="message",
-        errors=("not_found", "message_not_found", "assignment_stale", "assignment_history_lost",
+        errors=("invalid_request", "not_found", "message_not_found", "assignment_stale", "assignment_history_lost",
                 "assignment_too_large", "completion_mismatch", "completion_persistence_uncertain",
                 "limit_exceeded"),
         read_only=False, http=Http("POST", "/workspace/boards/{session_id}/messages/{message_id}/complete"),
@@ -286,7 +286,7 @@ OPERATIONS = Table([
         "observe_session_messages", "A board's message-state changes after a token, with one bounded wait",
         "observe_session_messages", "boards#ObserveMessagesInput", "boards#Observation", "boards",
         args=("session_id", "after_observation_token", "wait_seconds", "limit"), capability="read",
-        errors=("not_found",), http=Http("GET", "/workspace/boards/{session_id}/observe"),
+        errors=("not_found", "invalid_request"), http=Http("GET", "/workspace/boards/{session_id}/observe"),
         mcp=Mcp("Observe a board", "Without after_observation_token: a baseline token, nothing replayed. "
                 "With it: the retained messages of session session_id's board whose state changed since, "
                 "with has_more paging; when nothing changed, waits up to wait_seconds (0-30) once "

@@ -37,7 +37,7 @@ from tests.roomproc import start_room
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = os.environ.get("COMMONROOM_RELEASE") == "1"
 SECONDS = int(os.environ.get("COMMONROOM_SCHEMATHESIS_SECONDS", "600")) if RELEASE else 60
-ALL = ["read", "observe", "propose", "lease", "approve", "write"]
+ALL = ["read", "observe", "propose", "lease", "approve", "write", "handoff", "message"]
 
 
 def config(listener: str) -> str:
