@@ -49,7 +49,7 @@ def handled(fn: Callable) -> Callable:
     return wrapper
 
 
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
+_DURATION = re.compile(r"^\s*([0-9]{1,9})\s*([smhdw]?)\s*$")  # ASCII digits only
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 

@@ -48,6 +48,7 @@ import falcon
 from .. import jsontext
 from ..engine import Actor, Engine, require
 from ..engine.history import event_cursor
+from ..errors import InvalidRequest
 from .hub import Hub
 from .stream import BATCH_EVENTS, CURSOR_LOST, HEARTBEAT_BYTES, LAGGED, LIVE_CACHE_SECONDS, Encoder, Frame, \
     Streams, respond
@@ -110,8 +111,11 @@ def parse_cursor(req: falcon.asgi.Request) -> int | None:
     same as ``/workspace/history``'s ``cursor``/``next_cursor``. Anything
     else is ``InvalidRequest`` (400) with ``details.parameter`` naming it.
     """
-    for name, value in (("Last-Event-ID", req.get_header("Last-Event-ID")),
-                        ("since_event_id", req.get_param("since_event_id"))):
+    given = req.params.get("since_event_id")
+    if isinstance(given, list):
+        raise InvalidRequest(f"since_event_id is given {len(given)} times; give it once",
+                             details={"parameter": "since_event_id"})
+    for name, value in (("Last-Event-ID", req.get_header("Last-Event-ID")), ("since_event_id", given)):
         after = event_cursor(value, name)
         if after is not None:
             return after

@@ -96,7 +96,8 @@ def test_numbers_in_paths_and_queries_are_ascii_digits_within_bounds(people, pat
 
 
 @pytest.mark.parametrize("headers, query", [({"Last-Event-ID": HUGE}, ""), ({"Last-Event-ID": "\u0661".encode()}, ""),
-                                            ({}, "?since_event_id="), ({}, "?since_event_id=" + "9" * 400)])
+                                            ({}, "?since_event_id="), ({}, "?since_event_id=" + "9" * 400),
+                                            ({}, "?since_event_id=3&since_event_id=1")])
 def test_observe_cursors_are_bounded_and_never_empty(people, headers, query):
     full, _, _ = people
     body = error(full.get("/workspace/observe" + query, headers=headers), 400, "invalid_request")

@@ -76,7 +76,8 @@ def exit_code_table() -> str:
         "| 3 | `ce serve`: a room is already running for this file |",
     ]
     for code, status in sorted(errors.EXIT_CODES.items(), key=lambda item: item[1]):
-        http = "429 or 413" if code == "limit_exceeded" else str(errors.STATUS[code])
+        http = "429; 413, 414, 431, 408 or 503 for the server's limits" if code == "limit_exceeded" \
+            else str(errors.STATUS[code])
         rows.append(f"| {status} | `{code}` (HTTP {http}) |")
     return "\n".join(rows) + "\n"
 
