@@ -22,13 +22,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..operations import OPERATIONS, Table
-from ..protocol import TASKS_EXTENSION
 from .completions import register_completions
 from .dispatch import Dispatcher
 from .prompts import register_prompts
 from .registry import Registry
 from .resources import Subscriptions, register_resources
 from .skills import register_skills
+from .tasks import register_tasks
 from .tools import register_tools
 from .transport import McpEndpoint
 
@@ -44,7 +44,7 @@ def build_registry(subscriptions: Subscriptions, plugins: str | None = None,
     register_prompts(registry)
     register_skills(registry)
     register_completions(registry)
-    registry.add_extension(TASKS_EXTENSION, {})
+    register_tasks(registry, table)
     registry.load_plugins(plugins)
     return registry
 

@@ -130,3 +130,20 @@ class CompleteParams(TypedDict):
     ref: PromptRef | TemplateRef
     argument: CompleteArgument
     context: NotRequired[CompleteContext]
+
+
+class TaskIdParams(TypedDict):
+    """
+    tasks/get, tasks/cancel (the tasks extension). _meta (checked against the headers first) and other members are allowed.
+    """
+
+    taskId: str
+
+
+class TaskUpdateParams(TypedDict):
+    """
+    tasks/update: the answers to the task's outstanding inputRequests, keyed as they are. _meta (checked against the headers first) and other members are allowed.
+    """
+
+    taskId: str
+    inputResponses: dict[str, Any]
