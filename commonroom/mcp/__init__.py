@@ -27,6 +27,7 @@ from .dispatch import Dispatcher
 from .prompts import register_prompts
 from .registry import Registry
 from .resources import Subscriptions, register_resources
+from .listen import register_listen
 from .skills import register_skills
 from .tasks import register_tasks
 from .tools import register_tools
@@ -45,6 +46,7 @@ def build_registry(subscriptions: Subscriptions, plugins: str | None = None,
     register_skills(registry)
     register_completions(registry)
     register_tasks(registry, table)
+    register_listen(registry)
     registry.load_plugins(plugins)
     return registry
 

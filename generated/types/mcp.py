@@ -147,3 +147,19 @@ class TaskUpdateParams(TypedDict):
 
     taskId: str
     inputResponses: dict[str, Any]
+
+
+class Notifications(TypedDict):
+    toolsListChanged: NotRequired[bool]
+    promptsListChanged: NotRequired[bool]
+    resourcesListChanged: NotRequired[bool]
+    resourceSubscriptions: NotRequired[list[str]]
+    taskIds: NotRequired[list[str]]
+
+
+class ListenParams(TypedDict):
+    """
+    subscriptions/listen: the SubscriptionFilter of the notifications the client opts in to. _meta (checked against the headers first) and other members are allowed.
+    """
+
+    notifications: Notifications
