@@ -47,6 +47,9 @@ from .registry import Context, Raw, Registry
 TASK_FIELDS = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs",
                "inputRequests", "result", "error")
 
+#: What a ``CreateTaskResult`` never carries (``tasks/get``'s DetailedTask does, by status).
+DETAIL_FIELDS = frozenset({"inputRequests", "inputResponses", "result", "error"})
+
 
 def require_extension(ctx: Context) -> None:
     """-32021 unless the request declared the tasks extension."""
@@ -97,7 +100,9 @@ def _handlers(table: Table) -> dict[str, Callable[[Context], Any]]:
 def task_result(ctx: Context, value: Any) -> Any:
     """``handoff_create``'s value as ``CreateTaskResult`` when the extension is declared."""
     if ctx.declared("extensions", TASKS_EXTENSION) and isinstance(value, dict) and "task" in value:
-        return Raw({**official(value["task"]), "resultType": "task"})
+        # A retry may find the task further on: what it carries by status lives on tasks/get only.
+        task = {k: v for k, v in official(value["task"]).items() if k not in DETAIL_FIELDS}
+        return Raw({**task, "resultType": "task"})
     return value
 
 

@@ -147,3 +147,16 @@ def test_listen_params_are_checked(people):
     _, owner = people["owner"]
     response = owner.post("subscriptions/listen", {"notifications": {"taskIds": "all"}}, meta=EXT)
     assert response.status_code == 200 and rpc_error(response)["code"] == -32602
+
+
+def test_resource_updates_are_tagged(shared_room):
+    reader = shared_room.join("ls-watcher", "read")
+    participants = "commonroom://workspace/participants"
+    stream = listen(shared_room, reader.token, "L-upd", {"resourceSubscriptions": [participants]}, meta=META)
+    try:
+        assert stream.next().json()["params"]["notifications"] == {"resourceSubscriptions": [participants]}
+        shared_room.join("ls-newcomer", "read")
+        frame = check("ResourceUpdatedNotification", stream.next().json())
+        assert frame["params"] == {"_meta": {META_SUBSCRIPTION_ID: "L-upd"}, "uri": participants}
+    finally:
+        stream.close()

@@ -151,3 +151,14 @@ def test_result_and_list_are_not_served(people, method):
 def test_discover_advertises_the_extension_and_handoff_ids_complete(people):
     discovered = people["owner"].result("server/discover", {})
     assert TASKS_EXTENSION in discovered["capabilities"]["extensions"]
+
+
+def test_a_retried_create_answers_the_task_without_its_details(people):
+    owner, worker = people["owner"], people["worker"]
+    first = _create(owner, "retry me", idempotency_key="retry-1")
+    _tool(worker, "handoff_accept", {"handoff_id": first["handoffId"]})
+    _tool(worker, "handoff_complete", {"handoff_id": first["handoffId"], "result": "r"})
+    again = _create(owner, "retry me", idempotency_key="retry-1")
+    assert again["taskId"] == first["taskId"] and again["status"] == "completed"
+    assert not {"result", "error", "inputRequests", "inputResponses"} & set(again)
+    assert _get(owner, first["taskId"])["result"]["content"][0]["text"] == "r"
