@@ -11,6 +11,9 @@ Modules, one concern each:
 - :mod:`.tools`, :mod:`.resources`, :mod:`.prompts`, :mod:`.skills`:
   commonroom's own catalog (the tools derived from the operation table);
 - :mod:`.completions`: ``completion/complete`` (prompt and template arguments);
+- :mod:`.tasks`: the tasks extension (``tasks/get|update|cancel``, ``handoff_create``
+  answering ``resultType: "task"``, ``handoff_id`` completions);
+- :mod:`.listen`: ``subscriptions/listen`` (resource updates and task notifications);
 - :mod:`.stream`: ``GET /mcp`` notifications and POST-answered streams on
   the room's stream primitive (``commonroom.live.stream``).
 
