@@ -80,8 +80,13 @@ def test_ack_then_a_frame_per_task_change_then_cancelled(shared_room, people):
                  ("handoff_request_input", {"handoff_id": handoff_id, "message": "which?"}, "input_required"),
                  ("handoff_complete", {"handoff_id": handoff_id, "result": "done"}, "completed")]
         _tool(other, "handoff_cancel", {"handoff_id": foreign["handoffId"]})  # never on this stream
+        answer = {"input_1": {"action": "accept", "content": {"answer": "that"}}}
+        steps.insert(2, ("tasks/update", {"taskId": mine["taskId"], "inputResponses": answer}, "working"))
         for name, arguments, status in steps:
-            _tool(worker, name, arguments)
+            if name == "tasks/update":  # the owner answers: the task is working again
+                check("tasks:UpdateTaskResult", owner.result(name, arguments, meta=EXT))
+            else:
+                _tool(worker, name, arguments)
             frame = check("tasks:TaskStatusNotification", stream.next().json())
             assert frame["method"] == "notifications/tasks"
             assert frame["params"]["_meta"] == {META_SUBSCRIPTION_ID: "L-tasks"}
