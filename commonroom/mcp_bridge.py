@@ -200,7 +200,13 @@ class Bridge:
         if method == "notifications/cancelled":
             params = _object(message.get("params"))
             self.cancel(params.get("requestId"))
-            return None
+            # and to the room, which ends the stream answering that request (subscriptions/listen)
+            thread = threading.Thread(target=self.forward, args=(message, line), daemon=True,
+                                      name="mcp-notifications/cancelled")
+            with self._state_lock:
+                self._inflight.add(thread)
+            thread.start()
+            return thread
         if len(line) > MAX_BODY_BYTES:
             # the room refuses it (413) before reading it: say so here, with the id
             if request_id is not None:

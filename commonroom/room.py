@@ -39,6 +39,8 @@ from .timers import Scheduler
 #: How often the lease-expiry sweep runs (seconds): a lapsed lease's
 #: ``lease.expired`` is emitted within about this long of its ``expires_at``.
 LEASE_SWEEP_SECONDS = 1.0
+#: How often the task TTL sweep runs (tasks live 24 h; a minute late is fine).
+TASK_SWEEP_SECONDS = 60.0
 
 
 class Hooks(list):
@@ -55,6 +57,7 @@ def room_timers(engine: Engine, runner: Runner) -> Scheduler:
     """The room's scheduler with its sweeps registered (each runs on the writer thread)."""
     scheduler = Scheduler(runner.write, clock=engine.clock)
     scheduler.every(LEASE_SWEEP_SECONDS, "lease-expiry", engine.expire_leases)
+    scheduler.every(TASK_SWEEP_SECONDS, "task-ttl", engine.sweep_tasks)
     return scheduler
 
 

@@ -11,6 +11,9 @@ Modules, one concern each:
 - :mod:`.tools`, :mod:`.resources`, :mod:`.prompts`, :mod:`.skills`:
   commonroom's own catalog (the tools derived from the operation table);
 - :mod:`.completions`: ``completion/complete`` (prompt and template arguments);
+- :mod:`.tasks`: the tasks extension (``tasks/get|update|cancel``, ``handoff_create``
+  answering ``resultType: "task"``, ``handoff_id`` completions);
+- :mod:`.listen`: ``subscriptions/listen`` (resource updates and task notifications);
 - :mod:`.stream`: ``GET /mcp`` notifications and POST-answered streams on
   the room's stream primitive (``commonroom.live.stream``).
 
@@ -22,13 +25,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..operations import OPERATIONS, Table
-from ..protocol import TASKS_EXTENSION
 from .completions import register_completions
 from .dispatch import Dispatcher
 from .prompts import register_prompts
 from .registry import Registry
 from .resources import Subscriptions, register_resources
+from .listen import register_listen
 from .skills import register_skills
+from .tasks import register_tasks
 from .tools import register_tools
 from .transport import McpEndpoint
 
@@ -44,7 +48,8 @@ def build_registry(subscriptions: Subscriptions, plugins: str | None = None,
     register_prompts(registry)
     register_skills(registry)
     register_completions(registry)
-    registry.add_extension(TASKS_EXTENSION, {})
+    register_tasks(registry, table)
+    register_listen(registry)
     registry.load_plugins(plugins)
     return registry
 

@@ -3,8 +3,8 @@
 :class:`Dispatcher` owns the core methods of 2026-07-28 that commonroom
 serves (``server/discover``, ``tools/*``, ``resources/*``, ``prompts/*``)
 and every method a :class:`~commonroom.mcp.registry.Registry` adds
-(``resources/subscribe``, ``skills/*``; later ``tasks/*`` and
-``subscriptions/listen``). Every result leaves here with ``resultType``
+(``resources/subscribe``, ``skills/*``, ``completion/complete``,
+``tasks/*``, ``subscriptions/listen``). Every result leaves here with ``resultType``
 and ``_meta["io.modelcontextprotocol/serverInfo"]``; cacheable results
 also carry ``ttlMs`` and ``cacheScope``.
 

@@ -130,3 +130,36 @@ class CompleteParams(TypedDict):
     ref: PromptRef | TemplateRef
     argument: CompleteArgument
     context: NotRequired[CompleteContext]
+
+
+class TaskIdParams(TypedDict):
+    """
+    tasks/get, tasks/cancel (the tasks extension). _meta (checked against the headers first) and other members are allowed.
+    """
+
+    taskId: str
+
+
+class TaskUpdateParams(TypedDict):
+    """
+    tasks/update: the answers to the task's outstanding inputRequests, keyed as they are. _meta (checked against the headers first) and other members are allowed.
+    """
+
+    taskId: str
+    inputResponses: dict[str, Any]
+
+
+class Notifications(TypedDict):
+    toolsListChanged: NotRequired[bool]
+    promptsListChanged: NotRequired[bool]
+    resourcesListChanged: NotRequired[bool]
+    resourceSubscriptions: NotRequired[list[str]]
+    taskIds: NotRequired[list[str]]
+
+
+class ListenParams(TypedDict):
+    """
+    subscriptions/listen: the SubscriptionFilter of the notifications the client opts in to. _meta (checked against the headers first) and other members are allowed.
+    """
+
+    notifications: Notifications

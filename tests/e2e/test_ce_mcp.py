@@ -330,3 +330,33 @@ def test_x_mcp_header_arguments_are_mirrored(tmp_path, monkeypatch):
             proc.close()
     finally:
         fixture_room.stop()
+
+
+def test_a_listen_stream_is_forwarded_until_cancelled(bridge, room):
+    participants = "commonroom://workspace/participants"
+    request_id = bridge.request("subscriptions/listen", {"notifications": {"resourceSubscriptions": [participants]}},
+                                request_id="listen-1")
+    tag = {"io.modelcontextprotocol/subscriptionId": request_id}
+
+    def next_tagged() -> dict[str, Any]:
+        deadline = time.monotonic() + 15
+        while True:
+            message = bridge.recv(max(0.1, deadline - time.monotonic()))
+            check_wire(message)
+            if (message.get("params") or {}).get("_meta") == tag:
+                return message
+
+    ack = next_tagged()
+    validate("SubscriptionsAcknowledgedNotification", ack)
+    assert ack["params"]["notifications"] == {"resourceSubscriptions": [participants]}
+    room.join("listen-newcomer", "read")
+    updated = next_tagged()
+    assert updated["method"] == "notifications/resources/updated" and updated["params"]["uri"] == participants
+    bridge.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
+    bridge.wait_stderr("cancelled by the client")
+    assert bridge.call("server/discover")["result"]  # still answering; nothing more for listen-1
+    room.join("listen-late", "read")
+    time.sleep(0.5)
+    while not bridge.lines.empty():
+        message = json.loads(bridge.lines.get())
+        assert message.get("id") != request_id and (message.get("params") or {}).get("_meta") != tag, message

@@ -239,3 +239,24 @@ def test_proposals_cross_between_mcp_and_http(room):
     listed_ids = {p["id"] for p in listed.get("proposals") or listed.get("items") or []}
     assert {made["id"], fetched["id"]} <= listed_ids
     wire.check()
+
+
+def test_sdk_listen_gets_the_ack_and_resource_updates(room):
+    """``Client.listen`` (subscriptions/listen): the honored filter, then an update event."""
+    watcher = room.join("sdk-watcher", "read")
+    participants = "commonroom://workspace/participants"
+    # No Wire hook here: it reads each response to the end, and a listen answer stays open.
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {watcher.token}"})
+
+    async def scenario() -> None:
+        async with Client(streamable_http_client(room.ingress + "/mcp", http_client=http), mode=VERSION) as client:
+            async with client.listen(resource_subscriptions=[participants, "commonroom://nope"],
+                                     tools_list_changed=True) as sub:
+                assert list(sub.honored.resource_subscriptions or []) == [participants]
+                assert not sub.honored.tools_list_changed
+                await asyncio.to_thread(room.join, "sdk-newcomer", "read")
+                event = await asyncio.wait_for(sub.__anext__(), 15)
+                assert participants in json.dumps(event.model_dump(mode="json") if hasattr(event, "model_dump")
+                                                   else str(event), default=str)
+
+    run(scenario())

@@ -192,3 +192,26 @@ def test_the_room_scheduler_expires_leases_on_the_writer_thread(engine, clock):
     assert expired(engine) == [lease["id"]]
     assert threads and all(name.startswith("commonroom-writer") for name in threads)
     assert scheduler.failures["lease-expiry"] == 0
+
+
+def test_the_room_runs_the_task_ttl_sweep_every_minute(engine, clock):
+    """``room_timers`` registers ``task-ttl`` (60 s): a task past its TTL fails at the next due run."""
+    alice, _ = join(engine, "alice", ["read", "handoff"])
+    made = engine.create_handoff(alice, "expire me")
+    runner = Runner(engine)
+    scheduler = room_timers(engine, runner)
+    assert scheduler.timers["task-ttl"].seconds == 60
+
+    async def scenario():
+        await scheduler.run_due()
+        assert engine.task_get(alice, made["task"]["taskId"])["status"] == "working"
+        clock.advance(made["task"]["ttlMs"] / 1000 + 1)
+        assert "task-ttl" in await scheduler.run_due()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        runner.close()
+    Task = engine.store.models.Task
+    assert Task.get(Task.id == made["task"]["taskId"]).status == "failed"
+    assert scheduler.failures["task-ttl"] == 0
