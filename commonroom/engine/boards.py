@@ -62,6 +62,13 @@ WAIT_SECONDS_MAX = 30
 #: ``completion_key`` length bound (characters).
 KEY_CHARS = 200
 
+#: ACK piggyback: open ``requires_ack`` messages shown on one tool result (oldest first),
+#: and the most ids one request may echo in ``ack_session_message_ids``.
+ACK_PIGGYBACK = 20
+ACK_IDS_MAX = 100
+#: The audit log keeps its newest rows (DESIGN.md, *Boards: bounds*).
+AUDIT_ROWS = 20_000
+
 FENCE_PREFIX = "af1."
 TOKEN_PREFIX = "bo1."
 BOARD_EVENTS = ("board.message_posted", "board.message_resolved")
@@ -515,3 +522,65 @@ class BoardsMixin(EngineBase):
             event.get("type") in BOARD_EVENTS and event.get("payload", {}).get("board_session_id") == session_id)
         await self.board_streams.wait_next(mark, float(wait), session_id=actor.session_id, accept=accept)
         return self._observe_now(session_id, after, size)
+
+    # -- ACK piggyback (issue 11 item 6) ---------------------------------------
+    def pending_acks(self, actor: Actor, acked: frozenset[str] = frozenset()) -> tuple[list[Message], int]:
+        """Open ``requires_ack`` messages addressed to the caller's session, less ``acked``.
+
+        A message on a session's board is addressed to that session. At
+        most :data:`ACK_PIGGYBACK` (oldest first) and how many more were
+        left off. Showing a message records nothing. A read.
+        """
+        if actor.session_id is None:
+            return [], 0
+        M = self.store.models.BoardMessage
+        query = M.select().where((M.board_session_id == actor.session_id) & (M.requires_ack == True)  # noqa: E712
+                                 & (M.status == "open"))
+        if acked:
+            query = query.where(M.id.not_in(list(acked)))
+        rows = list(query.order_by(M.seq).limit(ACK_PIGGYBACK + 1))
+        if len(rows) <= ACK_PIGGYBACK:
+            return [self._message_wire(r) for r in rows], 0
+        return [self._message_wire(r) for r in rows[:ACK_PIGGYBACK]], query.count() - ACK_PIGGYBACK
+
+    def unrecorded_acks(self, actor: Actor, acked: frozenset[str]) -> list[str]:
+        """Which of ``acked`` are open ``requires_ack`` messages of the caller's board with no ACK yet (a read)."""
+        if actor.session_id is None or not acked:
+            return []
+        M, A = self.store.models.BoardMessage, self.store.models.BoardAck
+        rows = (M.select(M.id).where((M.board_session_id == actor.session_id) & (M.requires_ack == True)  # noqa: E712
+                                     & (M.status == "open") & M.id.in_(list(acked))))
+        found = [r.id for r in rows]
+        if not found:
+            return []
+        done = {r.message_id for r in A.select(A.message_id).where((A.session_id == actor.session_id)
+                                                                    & A.message_id.in_(found))}
+        return [m for m in found if m not in done]
+
+    def ack_session_messages(self, actor: Actor, message_ids: list[str]) -> int:
+        """Record the first ACK time of each id (a write); returns how many were recorded now.
+
+        Only open ``requires_ack`` messages of the caller's own board count;
+        an unknown, foreign, stale or repeated id records nothing. ACK never
+        resolves or answers anything and advances no revision.
+        """
+        if actor.session_id is None or not message_ids:
+            return 0
+        session_id = actor.session_id
+
+        def ack(ctx: WriteContext) -> int:
+            now = self.clock.stamp()
+            count = 0
+            for message_id in self.unrecorded_acks(actor, frozenset(message_ids)):
+                count += self.store.db.execute_sql(
+                    'INSERT OR IGNORE INTO "board_ack" ("session_id", "message_id", "first_acked_at") '
+                    'VALUES (?, ?, ?)', (session_id, message_id, now)).rowcount
+            return count
+
+        return self.store.write(ack)
+
+    def first_acked_at(self, session_id: str, message_id: str) -> str | None:
+        """When ``session_id`` first ACKed ``message_id`` (None: never). Observability only."""
+        A = self.store.models.BoardAck
+        row = A.get_or_none((A.session_id == session_id) & (A.message_id == message_id))
+        return None if row is None else str(row.first_acked_at)

@@ -305,9 +305,49 @@ class BoardMessage(_Row):
         )
 
 
+class BoardAck(_Row):
+    """The first ACK of a ``requires_ack`` message by its recipient session.
+
+    ACK state belongs to the recipient (``session_id``) and the message
+    (``message_id``); ``first_acked_at`` is observability only: never a
+    delivery, read or acceptance receipt, and it resolves nothing.
+    """
+
+    session_id = pw.TextField()
+    message_id = pw.TextField()
+    first_acked_at = pw.TextField()
+
+    class Meta:
+        primary_key = pw.CompositeKey("session_id", "message_id")
+
+
+class BoardAudit(_Row):
+    """One board tool call, metadata only (never a body or a raw completion key).
+
+    ``operation`` and ``outcome`` (``ok`` or the error code); the caller
+    (``participant_id``, ``session_id``); the target (``board_session_id``,
+    ``message_id``); ``details``: byte and tag counts, correlation ids and
+    the completion identity (``cid_…``). The newest
+    :data:`commonroom.engine.boards.AUDIT_ROWS` rows are kept.
+    """
+
+    id = pw.AutoField()
+    created_at = pw.TextField()
+    operation = pw.TextField()
+    outcome = pw.TextField()
+    participant_id = pw.TextField(null=True)
+    session_id = pw.TextField(null=True)
+    board_session_id = pw.TextField(null=True)
+    message_id = pw.TextField(null=True)
+    details = JSONField()
+
+
+#: Schema 5: ACK state and the board audit log.
+ACK_AUDIT_TEMPLATES: tuple[type[pw.Model], ...] = (BoardAck, BoardAudit)
+
 #: The templates, in creation order (a foreign key's target comes first).
 TEMPLATES: tuple[type[pw.Model], ...] = (Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event,
-                                         *HANDOFF_TEMPLATES, Board, BoardMessage)
+                                         *HANDOFF_TEMPLATES, Board, BoardMessage, *ACK_AUDIT_TEMPLATES)
 
 
 class Models:
@@ -336,6 +376,8 @@ class Models:
     HandoffEvent: type[HandoffEvent]
     Board: type[Board]
     BoardMessage: type[BoardMessage]
+    BoardAck: type[BoardAck]
+    BoardAudit: type[BoardAudit]
     all: tuple[type[pw.Model], ...]
 
     def __init__(self, db: pw.Database):
@@ -363,6 +405,8 @@ class Models:
         self.HandoffEvent = bound["HandoffEvent"]  # type: ignore[assignment]
         self.Board = bound["Board"]  # type: ignore[assignment]
         self.BoardMessage = bound["BoardMessage"]  # type: ignore[assignment]
+        self.BoardAck = bound["BoardAck"]  # type: ignore[assignment]
+        self.BoardAudit = bound["BoardAudit"]  # type: ignore[assignment]
         self.all = tuple(bound[t.__name__] for t in TEMPLATES)
 
 
