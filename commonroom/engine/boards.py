@@ -584,3 +584,89 @@ class BoardsMixin(EngineBase):
         A = self.store.models.BoardAck
         row = A.get_or_none((A.session_id == session_id) & (A.message_id == message_id))
         return None if row is None else str(row.first_acked_at)
+
+    # -- audit (issue 11 item 9) -------------------------------------------------
+    def record_board_audit(self, actor: Actor, operation: str, outcome: str, values: dict[str, Any],
+                           result: Any = None) -> None:
+        """Append one audit row for a board call (a write); keeps the newest :data:`AUDIT_ROWS`.
+
+        Metadata only (:func:`audit_metadata`): never a body, an answer or a
+        raw completion key.
+        """
+        board, message_id, details = audit_metadata(operation, values, result)
+        A = self.store.models.BoardAudit
+
+        def record(ctx: WriteContext) -> None:
+            rowid = self.store.insert(A, created_at=self.clock.stamp(), operation=operation, outcome=outcome,
+                                      participant_id=actor.participant_id, session_id=actor.session_id,
+                                      board_session_id=board, message_id=message_id, details=details)
+            self.store.db.execute_sql('DELETE FROM "board_audit" WHERE "id" <= ?', (rowid - AUDIT_ROWS,))
+
+        self.store.write(record)
+
+
+#: The operations whose every call the room audits (metadata only).
+AUDITED = frozenset({"post_session_message", "list_session_messages", "get_session_assignment",
+                     "complete_session_message", "observe_session_messages"})
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _bytes(value: Any) -> int | None:
+    return len(value.encode("utf-8")) if isinstance(value, str) else None
+
+
+def _count(value: Any) -> int:
+    return len(value) if isinstance(value, list) else 0
+
+
+def audit_metadata(operation: str, values: dict[str, Any], result: Any) -> tuple[str | None, str | None, dict]:
+    """``(board_session_id, message_id, details)`` of one board call: ids, counts and identities only.
+
+    ``details`` never holds a body, an answer, a tag's text or a raw
+    completion key: bodies become byte counts, tags a count, the key its
+    completion identity (``cid_…``), a fence its fingerprint.
+    """
+    ok = isinstance(result, dict)
+    board = _str(values.get("session_id"))
+    message_id = _str(values.get("message_id"))
+    details: dict[str, Any] = {}
+    recording = _str(values.get("recording_session_id"))
+    if recording is not None:
+        details["recording_session_id"] = recording
+    if operation == "post_session_message":
+        details.update(kind=_str(values.get("kind")), body_bytes=_bytes(values.get("body")),
+                       tag_count=_count(values.get("tags")), reply_to=_str(values.get("reply_to")),
+                       requires_ack=bool(values.get("requires_ack")))
+        if ok:
+            message_id = result.get("message_id")
+            details["author_session_id"] = result.get("author_session_id")
+    elif operation == "complete_session_message":
+        key, fence = values.get("completion_key"), values.get("expected_assignment_fence")
+        details.update(answer_bytes=_bytes(values.get("answer")), tag_count=_count(values.get("tags")),
+                       completion_id=completion_identity(key) if isinstance(key, str) else None,
+                       fence_fingerprint=fence_fingerprint(fence) if isinstance(fence, str) else None)
+        if ok:
+            answer = result.get("answer") or {}
+            details.update(answer_message_id=answer.get("message_id"), replayed=bool(result.get("replayed")),
+                           author_session_id=answer.get("author_session_id"))
+    elif operation == "get_session_assignment":
+        if ok:
+            fence = result.get("assignment_fence")
+            details.update(reply_count=_count(result.get("replies")), completable=result.get("completable"),
+                           fence_fingerprint=fence_fingerprint(fence) if isinstance(fence, str) else None)
+    elif operation == "list_session_messages":
+        details["filters"] = sorted(k for k in ("message_id", "reply_to", "kind", "status")
+                                    if values.get(k) is not None)
+        details["reply_to"] = _str(values.get("reply_to"))
+        if ok:
+            details["returned"] = _count(result.get("messages"))
+    elif operation == "observe_session_messages":
+        details.update(with_token=values.get("after_observation_token") is not None,
+                       wait_seconds=values.get("wait_seconds") if isinstance(values.get("wait_seconds"), int) else None)
+        if ok:
+            details.update(returned=_count(result.get("messages")), has_more=bool(result.get("has_more")),
+                           history_lost=bool(result.get("history_lost")), wait_outcome=result.get("wait_outcome"))
+    return board, message_id, details

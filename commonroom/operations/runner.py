@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..engine.boards import AUDITED
+from ..errors import CommonroomError
 from .spec import Operation
+
+log = logging.getLogger("commonroom.operations")
 
 
 def integral(value: Any) -> Any:
@@ -50,6 +55,24 @@ class Runner:
         Raises whatever the engine raises (``CommonroomError`` subclasses).
         """
         values = integral(values)
+        if op.name in AUDITED and hasattr(self.engine, "record_board_audit"):
+            try:
+                result = await self._run(op, actor, values)
+            except CommonroomError as exc:
+                await self._audit(actor, op.name, exc.code, values, None)
+                raise
+            await self._audit(actor, op.name, "ok", values, result)
+            return result
+        return await self._run(op, actor, values)
+
+    async def _audit(self, actor: Any, operation: str, outcome: str, values: dict[str, Any], result: Any) -> None:
+        """One audit row (metadata only) on the writer thread; a failure is logged, never the call's."""
+        try:
+            await self.write(self.engine.record_board_audit, actor, operation, outcome, values, result)
+        except Exception:
+            log.exception("board audit of %s failed", operation)
+
+    async def _run(self, op: Operation, actor: Any, values: dict[str, Any]) -> Any:
         if op.read_only:
             result = op.bind(self.engine, actor, values)
             if inspect.isawaitable(result):  # a read that may wait (observe_session_messages)

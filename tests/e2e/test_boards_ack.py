@@ -69,9 +69,14 @@ def test_ack_piggyback_through_mcp(room):
     con = sqlite3.connect(str(room.document.with_name(room.document.name + ".commonroom.db")))
     try:
         rows = con.execute("SELECT session_id, message_id FROM board_ack").fetchall()
+        audit = con.execute("SELECT operation, outcome, details FROM board_audit ORDER BY id").fetchall()
     finally:
         con.close()
     assert rows == [(w_id, urgent["message_id"])]
+    # every board tool call is audited, metadata only (issue 11 item 9)
+    assert [a[:2] for a in audit][:2] == [("post_session_message", "ok")] * 2
+    assert ("get_session_assignment", "message_not_found") in [a[:2] for a in audit]
+    assert not any("stop X" in a[2] or "fyi" in a[2] for a in audit)
 
 
 def test_recording_session_id_in_meta(room):

@@ -416,3 +416,85 @@ def test_a_version_2_or_3_sidecar_is_upgraded_in_place(tmp_path, clock, start):
         assert again.list_session_messages(OPERATOR, c.session_id)["messages"] == [posted]
     finally:
         again.close()
+
+
+# -- ACK and audit (issue 11 items 6 and 9) ------------------------------------------
+
+def test_ack_state_belongs_to_the_recipient_and_the_message(room, clock):
+    engine, c, w, w2 = room
+    note = engine.post_session_message(c, w.session_id, "guidance", "stop", requires_ack=True)
+    todo = engine.post_session_message(c, w.session_id, "todo", "do", requires_ack=True)
+    engine.post_session_message(c, w.session_id, "note", "plain")
+    shown, omitted = engine.pending_acks(w)
+    assert [m["message_id"] for m in shown] == [note["message_id"], todo["message_id"]] and omitted == 0
+    assert engine.pending_acks(c) == ([], 0) and engine.pending_acks(w2) == ([], 0)  # addressed to W only
+    assert [m["message_id"] for m in engine.pending_acks(w, frozenset({note["message_id"]}))[0]] == [todo["message_id"]]
+    revision = engine._board_state(w.session_id)[0]
+    assert engine.ack_session_messages(c, [note["message_id"]]) == 0  # not the recipient
+    assert engine.ack_session_messages(w, [note["message_id"], "msg_unknown"]) == 1
+    first = engine.first_acked_at(w.session_id, note["message_id"])
+    clock.advance(5)
+    assert engine.ack_session_messages(w, [note["message_id"]]) == 0
+    assert engine.first_acked_at(w.session_id, note["message_id"]) == first
+    assert engine.first_acked_at(c.session_id, note["message_id"]) is None
+    assert engine._board_state(w.session_id)[0] == revision  # ACK advances nothing, resolves nothing
+    assert len(engine.pending_acks(w)[0]) == 2  # still shown to a request that omits the id
+    fence = engine.get_session_assignment(w, w.session_id, todo["message_id"])["assignment_fence"]
+    engine.complete_session_message(w, w.session_id, todo["message_id"], "ok", "k", fence)
+    assert [m["message_id"] for m in engine.pending_acks(w)[0]] == [note["message_id"]]  # resolved: gone
+    for i in range(boards.ACK_PIGGYBACK + 3):
+        engine.post_session_message(c, w.session_id, "note", f"n{i}", requires_ack=True)
+    shown, omitted = engine.pending_acks(w)
+    assert len(shown) == boards.ACK_PIGGYBACK and omitted == 4
+
+
+def test_audit_records_metadata_only_and_keeps_the_newest(room, monkeypatch):
+    from commonroom.operations import OPERATIONS
+    from commonroom.operations.runner import Runner
+
+    engine, c, w, _ = room
+    runner = Runner(engine)
+    ops = OPERATIONS
+
+    async def flow():
+        todo = await runner.run(ops["post_session_message"], c, {
+            "session_id": c.session_id, "kind": "todo", "body": "SECRET-BODY ü", "tags": ["a", "b"]})
+        assignment = await runner.run(ops["get_session_assignment"], w, {
+            "session_id": c.session_id, "message_id": todo["message_id"]})
+        args = {"session_id": c.session_id, "message_id": todo["message_id"], "answer": "SECRET-ANSWER",
+                "completion_key": "SECRET-KEY", "expected_assignment_fence": assignment["assignment_fence"],
+                "recording_session_id": w.session_id}
+        done = await runner.run(ops["complete_session_message"], w, args)
+        with pytest.raises(CompletionMismatch):
+            await runner.run(ops["complete_session_message"], w, {**args, "answer": "SECRET-OTHER"})
+        await runner.run(ops["list_session_messages"], c, {"session_id": c.session_id, "reply_to": todo["message_id"]})
+        await runner.run(ops["observe_session_messages"], c, {"session_id": c.session_id})
+        return todo, done
+
+    try:
+        todo, done = asyncio.run(flow())
+    finally:
+        runner.close()
+    A = engine.store.models.BoardAudit
+    rows = list(A.select().order_by(A.id))
+    assert [(r.operation, r.outcome) for r in rows] == [
+        ("post_session_message", "ok"), ("get_session_assignment", "ok"), ("complete_session_message", "ok"),
+        ("complete_session_message", "completion_mismatch"), ("list_session_messages", "ok"),
+        ("observe_session_messages", "ok")]
+    post, _, complete = rows[0], rows[1], rows[2]
+    assert post.message_id == todo["message_id"] and post.board_session_id == c.session_id
+    assert post.details["body_bytes"] == len("SECRET-BODY ü".encode()) and post.details["tag_count"] == 2
+    assert complete.details["completion_id"] == boards.completion_identity("SECRET-KEY")
+    assert complete.details["answer_message_id"] == done["answer"]["message_id"]
+    assert complete.details["recording_session_id"] == w.session_id and complete.session_id == w.session_id
+    dump = json.dumps([[r.operation, r.outcome, r.details, r.message_id] for r in rows])
+    assert "SECRET" not in dump
+    raw = sqlite3.connect(str(engine.store.path))
+    try:
+        assert not raw.execute("SELECT count(*) FROM board_audit WHERE details LIKE '%SECRET%'").fetchone()[0]
+    finally:
+        raw.close()
+    monkeypatch.setattr(boards, "AUDIT_ROWS", 3)
+    for _ in range(4):
+        engine.record_board_audit(c, "list_session_messages", "ok", {"session_id": c.session_id}, None)
+    assert A.select().count() == 3
