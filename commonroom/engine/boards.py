@@ -607,7 +607,7 @@ class BoardsMixin(EngineBase):
 
 #: The operations whose every call the room audits (metadata only).
 AUDITED = frozenset({"post_session_message", "list_session_messages", "get_session_assignment",
-                     "complete_session_message", "observe_session_messages"})
+                     "complete_session_message", "observe_session_messages", "post_peer_message"})
 
 
 def _str(value: Any) -> str | None:
@@ -643,6 +643,12 @@ def audit_metadata(operation: str, values: dict[str, Any], result: Any) -> tuple
         if ok:
             message_id = result.get("message_id")
             details["author_session_id"] = result.get("author_session_id")
+    elif operation == "post_peer_message":
+        details.update(peer_id=_str(values.get("peer_id")), kind=_str(values.get("kind")),
+                       body_bytes=_bytes(values.get("body")), tag_count=_count(values.get("tags")),
+                       requires_ack=bool(values.get("requires_ack")))
+        if ok:
+            message_id = result.get("message_id")
     elif operation == "complete_session_message":
         key, fence = values.get("completion_key"), values.get("expected_assignment_fence")
         details.update(answer_bytes=_bytes(values.get("answer")), tag_count=_count(values.get("tags")),

@@ -278,7 +278,8 @@ class Dispatcher:
         thread). Never fails the call: a failure is logged and nothing is added.
         """
         actor, engine = ctx.actor, self.engine
-        if getattr(actor, "session_id", None) is None or not hasattr(engine, "pending_acks"):
+        if getattr(actor, "session_id", None) is None or not hasattr(engine, "pending_acks") \
+                or not hasattr(engine, "peer_work"):
             return {}
         try:
             if acked:
@@ -289,12 +290,18 @@ class Dispatcher:
                     else:
                         engine.ack_session_messages(actor, fresh)
             messages, omitted = engine.pending_acks(actor, acked)
+            out: dict[str, Any] = {}
+            if messages:
+                out[META_SESSION_MESSAGES] = {"messages": messages, "omitted": omitted}
+            if engine.peer_work(actor, acked):
+                if self.runner is not None:
+                    out.update(await self.runner.write(engine.project_peers, actor, acked))
+                else:
+                    out.update(engine.project_peers(actor, acked))
         except Exception:
             log.exception("ACK piggyback failed")
             return {}
-        if not messages:
-            return {}
-        return {META_SESSION_MESSAGES: {"messages": messages, "omitted": omitted}}
+        return out
 
     def _cached_encoding(self, key: Any, value: Any) -> bytes:
         data = self._encoded.get(key)

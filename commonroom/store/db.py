@@ -27,7 +27,8 @@ T = TypeVar("T")
 #: (:meth:`Store._upgrade`). 3: handoffs, their tasks and their own event
 #: lists (tables ``handoff``, ``task``, ``handoff_event``). 4: boards
 #: (tables ``board`` and ``board_message``, Meta ``board_token_secret``).
-#: 5: ACK state and the board audit log (tables ``board_ack``, ``board_audit``;
+#: 5: ACK state, the board audit log and peers (tables ``board_ack``, ``board_audit``,
+#: ``peer_message``, ``peer_seen``;
 #: the partial index ``board_message_ack`` over open ``requires_ack`` messages).
 SCHEMA_VERSION = 5
 #: Events kept in the ring (seed protocol.txt, Persistence).

@@ -342,8 +342,49 @@ class BoardAudit(_Row):
     details = JSONField()
 
 
-#: Schema 5: ACK state and the board audit log.
-ACK_AUDIT_TEMPLATES: tuple[type[pw.Model], ...] = (BoardAck, BoardAudit)
+class PeerMessage(_Row):
+    """A message from one session to another session of the same participant (a peer).
+
+    ``recipient_session_id`` / ``sender_session_id``; the Session message
+    vocabulary (kind, priority, tags, body, ``requires_ack``) without task
+    semantics. ``first_projected_at``, ``last_projected_at`` and
+    ``projection_count`` record the room's attempts to piggyback it (never a
+    delivery or read receipt); ``first_acked_at`` the recipient's first ACK.
+    Retained 24 h, at most 200 per recipient.
+    """
+
+    id = pw.TextField(primary_key=True)
+    recipient_session_id = pw.TextField()
+    sender_session_id = pw.TextField()
+    participant_id = pw.TextField()
+    kind = pw.TextField()
+    priority = pw.TextField()
+    tags = JSONField()
+    body = pw.TextField()
+    requires_ack = pw.BooleanField(default=False)
+    created_at = pw.TextField(index=True)
+    first_projected_at = pw.TextField(null=True)
+    last_projected_at = pw.TextField(null=True)
+    projection_count = pw.IntegerField(default=0)
+    first_acked_at = pw.TextField(null=True)
+
+    class Meta:
+        indexes = ((("recipient_session_id", "created_at"), False),)
+
+
+class PeerSeen(_Row):
+    """``peer_awareness`` shown to ``observer_session_id`` about ``peer_session_id`` (dedup; pruned after 24 h)."""
+
+    observer_session_id = pw.TextField()
+    peer_session_id = pw.TextField()
+    shown_at = pw.TextField()
+
+    class Meta:
+        primary_key = pw.CompositeKey("observer_session_id", "peer_session_id")
+
+
+#: Schema 5: ACK state, the board audit log and peers.
+ACK_AUDIT_TEMPLATES: tuple[type[pw.Model], ...] = (BoardAck, BoardAudit, PeerMessage, PeerSeen)
 
 #: The templates, in creation order (a foreign key's target comes first).
 TEMPLATES: tuple[type[pw.Model], ...] = (Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event,
@@ -378,6 +419,8 @@ class Models:
     BoardMessage: type[BoardMessage]
     BoardAck: type[BoardAck]
     BoardAudit: type[BoardAudit]
+    PeerMessage: type[PeerMessage]
+    PeerSeen: type[PeerSeen]
     all: tuple[type[pw.Model], ...]
 
     def __init__(self, db: pw.Database):
@@ -407,6 +450,8 @@ class Models:
         self.BoardMessage = bound["BoardMessage"]  # type: ignore[assignment]
         self.BoardAck = bound["BoardAck"]  # type: ignore[assignment]
         self.BoardAudit = bound["BoardAudit"]  # type: ignore[assignment]
+        self.PeerMessage = bound["PeerMessage"]  # type: ignore[assignment]
+        self.PeerSeen = bound["PeerSeen"]  # type: ignore[assignment]
         self.all = tuple(bound[t.__name__] for t in TEMPLATES)
 
 
