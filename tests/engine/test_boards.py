@@ -498,3 +498,100 @@ def test_audit_records_metadata_only_and_keeps_the_newest(room, monkeypatch):
     for _ in range(4):
         engine.record_board_audit(c, "list_session_messages", "ok", {"session_id": c.session_id}, None)
     assert A.select().count() == 3
+
+
+def test_a_version_4_sidecar_gains_ack_audit_and_peer_tables(tmp_path, clock):
+    engine = open_engine(tmp_path, "# Plan\n", clock=clock)
+    c, _ = join(engine, "coordinator", CAPS)
+    note = engine.post_session_message(c, c.session_id, "note", "kept", requires_ack=True)
+    sidecar = engine.store.path
+    engine.close()
+    con = sqlite3.connect(sidecar)
+    for table in ("board_ack", "board_audit", "peer_message", "peer_seen"):
+        con.execute(f'DROP TABLE "{table}"')
+    con.execute('DROP INDEX "board_message_ack"')
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    again = Engine.open(tmp_path / "doc.md", clock=clock)
+    try:
+        assert again.store.meta("schema_version") == "5"
+        assert [m["message_id"] for m in again.pending_acks(c)[0]] == [note["message_id"]]
+        assert again.ack_session_messages(c, [note["message_id"]]) == 1
+        index = again.store.db.execute_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'board_message_ack'").fetchall()
+        assert index == [("board_message_ack",)]
+    finally:
+        again.close()
+
+
+# -- peers (issue 11 item 7), with the injected clock ---------------------------------
+
+def _aware(engine, actor):
+    return engine.project_peers(actor, frozenset()).get("commonroom/peer_awareness", [])
+
+
+def test_peer_ids_resolve_only_inside_the_participant(room, clock):
+    from commonroom.errors import PeerNotFound
+
+    engine, c, w, w2 = room
+    p2 = engine.peer_id_of(w2.session_id)
+    assert p2.startswith("peer_") and w2.session_id not in p2
+    with pytest.raises(PeerNotFound) as foreign:
+        engine.post_peer_message(c, p2, "note", "x")  # another participant's peer
+    with pytest.raises(PeerNotFound) as unknown:
+        engine.post_peer_message(c, "peer_00", "note", "x")
+    assert foreign.value.to_dict()["details"] == {"peer_id": p2}
+    assert unknown.value.to_dict()["details"] == {"peer_id": "peer_00"}
+    with pytest.raises(PeerNotFound):
+        engine.post_peer_message(w, engine.peer_id_of(w.session_id), "note", "x")  # oneself
+    with pytest.raises(LimitExceeded):
+        engine.post_peer_message(w, p2, "note", "x" * (boards.BODY_BYTES + 1))
+    sent = engine.post_peer_message(w, p2, "note", "hello")
+    assert sent["peer_id"] == p2 and engine.store.models.PeerMessage.select().count() == 1
+    assert engine.project_peers(c, frozenset()) == {}  # nothing for another participant
+
+
+def test_peer_awareness_window_and_dedup(room, clock):
+    from commonroom.engine import peers
+
+    engine, c, w, w2 = room
+    assert _aware(engine, w) == []  # joining is not activity
+    engine.post_session_message(w2, w2.session_id, "progress", "working")
+    assert [a["peer_id"] for a in _aware(engine, w)] == [engine.peer_id_of(w2.session_id)]
+    assert _aware(engine, w) == []  # once per observer and peer
+    assert _aware(engine, c) == []  # another participant
+    assert _aware(engine, w2) == []  # w did nothing meaningful
+    clock.advance(peers.AWARENESS_SECONDS + 1)
+    engine.post_session_message(w, w.session_id, "progress", "me too")
+    clock.advance(peers.AWARENESS_SECONDS + 1)
+    assert _aware(engine, w2) == []  # w's activity is older than 10 minutes
+
+
+def test_peer_messages_piggyback_and_retention(room, clock):
+    from commonroom.engine import peers
+
+    engine, c, w, w2 = room
+    p2 = engine.peer_id_of(w2.session_id)
+    once = engine.post_peer_message(w, p2, "question", "once?")
+    acked = engine.post_peer_message(w, p2, "risk", "until ack", requires_ack=True)
+
+    def shown(ack=frozenset()):
+        return [m["message_id"] for m in engine.project_peers(w2, ack).get("commonroom/peer_messages", [])]
+
+    assert shown() == [once["message_id"], acked["message_id"]]
+    assert shown() == [acked["message_id"]]
+    assert shown(frozenset({acked["message_id"]})) == []
+    assert shown() == []
+    P = engine.store.models.PeerMessage
+    row = P.get_by_id(acked["message_id"])
+    assert row.projection_count == 2 and row.first_acked_at is not None and row.first_projected_at is not None
+    # retention: at most 200 per recipient, 24 h
+    for i in range(peers.PEER_RETAIN_MESSAGES + 5):
+        engine.post_peer_message(w, p2, "note", f"n{i}")
+    assert P.select().where(P.recipient_session_id == w2.session_id).count() == peers.PEER_RETAIN_MESSAGES
+    assert len(engine.project_peers(w2, frozenset())["commonroom/peer_messages"]) == peers.PEER_PIGGYBACK
+    clock.advance(peers.PEER_RETAIN_SECONDS + 1)
+    assert engine.project_peers(w2, frozenset()) == {}  # expired: never shown
+    engine.post_peer_message(w2, engine.peer_id_of(w.session_id), "note", "prunes")
+    assert P.select().where(P.recipient_session_id == w2.session_id).count() == 0
