@@ -175,6 +175,9 @@ class Store:
         for the name; each later one is keyed ``<key>\\x1f<id>``, which no
         invitation can produce. Each step is skipped when already done.
 
+        4 → 5: ``board_ack``, ``board_audit``, ``peer_message``, ``peer_seen``
+        and the partial index ``board_message_ack``; nothing else changes.
+
         2 → 3: the handoff tables (``handoff``, ``task``, ``handoff_event``)
         and their indexes are created; nothing else changes, so every
         version, event, participant and session is kept.
