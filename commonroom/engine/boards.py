@@ -533,6 +533,13 @@ class BoardsMixin(EngineBase):
         """
         if actor.session_id is None:
             return [], 0
+        # the hot path (every tool call): one indexed probe, no query building
+        found = self.store.db.execute_sql(
+            'SELECT "id" FROM "board_message" WHERE "board_session_id" = ? AND "requires_ack" = 1 AND '
+            '"status" = \'open\' ORDER BY "seq" LIMIT ?', (actor.session_id, ACK_PIGGYBACK + 1 + len(acked))).fetchall()
+        if not found or all(row[0] in acked for row in found):
+            if len(found) <= ACK_PIGGYBACK + len(acked):
+                return [], 0
         M = self.store.models.BoardMessage
         query = M.select().where((M.board_session_id == actor.session_id) & (M.requires_ack == True)  # noqa: E712
                                  & (M.status == "open"))

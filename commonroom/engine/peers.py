@@ -22,6 +22,8 @@ import hashlib
 import hmac
 from typing import Any
 
+import peewee as pw
+
 from .. import tokens
 from ..clock import rfc3339
 from ..errors import InvalidRequest, PeerNotFound
@@ -111,32 +113,56 @@ class PeersMixin(EngineBase):
         """(messages to show, ids to ACK now, awareness session → last activity); reads only."""
         if actor.session_id is None or actor.participant_id is None:
             return [], [], {}
-        P, Seen = self.store.models.PeerMessage, self.store.models.PeerSeen
+        P = self.store.models.PeerMessage
         cutoff = self._ago(PEER_RETAIN_SECONDS)
         mine = (P.recipient_session_id == actor.session_id) & (P.created_at >= cutoff)
         show = list(P.select().where(mine & (
             ((P.requires_ack == False) & (P.projection_count == 0))  # noqa: E712
-            | ((P.requires_ack == True) & P.first_acked_at.is_null()))).order_by(P.created_at, P.id)  # noqa: E712
+            | ((P.requires_ack == True) & P.first_acked_at.is_null()))).order_by(P.created_at, pw.SQL("rowid"))  # noqa: E712
             .limit(PEER_PIGGYBACK + len(acked)))
         to_ack = [r.id for r in show if r.requires_ack and r.id in acked]
         show = [r for r in show if r.id not in acked][:PEER_PIGGYBACK]
-        recent = self.store.db.execute_sql(
-            'SELECT "session_id", MAX("created_at") FROM "event" WHERE "participant_id" = ? AND "session_id" IS NOT '
-            'NULL AND "session_id" != ? AND "created_at" >= ? AND "type" IN (' + ", ".join("?" * len(MEANINGFUL_EVENTS))
-            + ') GROUP BY "session_id"',
-            (actor.participant_id, actor.session_id, self._ago(AWARENESS_SECONDS), *MEANINGFUL_EVENTS)).fetchall()
-        aware: dict[str, str] = {}
-        if recent:
-            live = set(self._live_peers(actor).values())
-            seen = {r.peer_session_id for r in Seen.select(Seen.peer_session_id).where(
-                (Seen.observer_session_id == actor.session_id) & (Seen.shown_at >= cutoff))}
-            aware = {sid: at for sid, at in recent if sid in live and sid not in seen}
+        aware = self._awareness(actor, cutoff)
         return show, to_ack, aware
 
     def peer_work(self, actor: Actor, acked: frozenset[str]) -> bool:
-        """True when :meth:`project_peers` has something to show or record for the caller (a read)."""
-        show, to_ack, aware = self._peer_plan(actor, acked)
-        return bool(show or to_ack or aware)
+        """True when :meth:`project_peers` has something to show or record for the caller (a read).
+
+        The hot path (every tool call of a session): plain SQL probes, no
+        query building; the full plan is computed only when one hits.
+        """
+        if actor.session_id is None or actor.participant_id is None:
+            return False
+        db = self.store.db
+        cutoff = self._ago(PEER_RETAIN_SECONDS)
+        if db.execute_sql('SELECT 1 FROM "peer_message" WHERE "recipient_session_id" = ? AND "created_at" >= ? AND '
+                          '(("requires_ack" = 0 AND "projection_count" = 0) OR ("requires_ack" = 1 AND '
+                          '"first_acked_at" IS NULL)) LIMIT 1', (actor.session_id, cutoff)).fetchone():
+            return True
+        return bool(self._awareness(actor, cutoff))
+
+    def _awareness(self, actor: Actor, cutoff: str) -> dict[str, str]:
+        """Peer session → last meaningful activity, for peers not yet shown to the caller (plain SQL)."""
+        db = self.store.db
+        live = [row[0] for row in db.execute_sql(
+            'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND "revoked_at" IS NULL AND '
+            '"expires_at" > ?', (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
+        if not live:
+            return {}
+        seen = {row[0] for row in db.execute_sql(
+            'SELECT "peer_session_id" FROM "peer_seen" WHERE "observer_session_id" = ? AND "shown_at" >= ?',
+            (actor.session_id, cutoff)).fetchall()}
+        since = self._ago(AWARENESS_SECONDS)
+        marks = ", ".join("?" * len(MEANINGFUL_EVENTS))
+        out: dict[str, str] = {}
+        for sid in live:
+            if sid in seen:
+                continue
+            row = db.execute_sql(f'SELECT MAX("created_at") FROM "event" WHERE "session_id" = ? AND "created_at" >= ? '
+                                 f'AND "type" IN ({marks})', (sid, since, *MEANINGFUL_EVENTS)).fetchone()
+            if row and row[0]:
+                out[sid] = row[0]
+        return out
 
     def project_peers(self, actor: Actor, acked: frozenset[str]) -> dict[str, Any]:
         """The peer part of a tool result's ``_meta`` (a write: projections, ACKs, awareness dedup).

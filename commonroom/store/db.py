@@ -28,7 +28,7 @@ T = TypeVar("T")
 #: lists (tables ``handoff``, ``task``, ``handoff_event``). 4: boards
 #: (tables ``board`` and ``board_message``, Meta ``board_token_secret``).
 #: 5: ACK state, the board audit log and peers (tables ``board_ack``, ``board_audit``,
-#: ``peer_message``, ``peer_seen``;
+#: ``peer_message``, ``peer_seen``; the index ``event_session``;
 #: the partial index ``board_message_ack`` over open ``requires_ack`` messages).
 SCHEMA_VERSION = 5
 #: Events kept in the ring (seed protocol.txt, Persistence).
@@ -225,9 +225,15 @@ class Store:
                             ("schema_version", str(SCHEMA_VERSION)))
 
     def _ack_index(self) -> None:
-        """The partial index that finds a session's open ``requires_ack`` messages (every tool call asks)."""
+        """The indexes every tool call's piggyback probes use (schema 5).
+
+        ``board_message_ack``: a session's open ``requires_ack`` messages;
+        ``event_session``: a session's recent events in the ring
+        (``peer_awareness``).
+        """
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "board_message_ack" ON "board_message" '
                             '("board_session_id", "seq") WHERE "requires_ack" = 1 AND "status" = \'open\'')
+        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "event_session" ON "event" ("session_id", "created_at")')
 
     def _board_secret(self) -> None:
         """Mint the key that signs board observation tokens, once (inside the transaction)."""
