@@ -595,18 +595,27 @@ class BoardsMixin(EngineBase):
     # -- audit (issue 11 item 9) -------------------------------------------------
     def record_board_audit(self, actor: Actor, operation: str, outcome: str, values: dict[str, Any],
                            result: Any = None) -> None:
-        """Append one audit row for a board call (a write); keeps the newest :data:`AUDIT_ROWS`.
+        """Append one audit row for a board call (a write); see :meth:`record_board_audits`."""
+        self.record_board_audits([(actor, operation, outcome, values, result)])
+
+    def record_board_audits(self, entries: list[tuple[Actor, str, str, dict[str, Any], Any]]) -> None:
+        """Append audit rows ``(actor, operation, outcome, values, result)`` in one write.
 
         Metadata only (:func:`audit_metadata`): never a body, an answer or a
-        raw completion key.
+        raw completion key. Keeps the newest :data:`AUDIT_ROWS` rows.
         """
-        board, message_id, details = audit_metadata(operation, values, result)
+        if not entries:
+            return
         A = self.store.models.BoardAudit
 
         def record(ctx: WriteContext) -> None:
-            rowid = self.store.insert(A, created_at=self.clock.stamp(), operation=operation, outcome=outcome,
-                                      participant_id=actor.participant_id, session_id=actor.session_id,
-                                      board_session_id=board, message_id=message_id, details=details)
+            now = self.clock.stamp()
+            rowid = 0
+            for actor, operation, outcome, values, result in entries:
+                board, message_id, details = audit_metadata(operation, values, result)
+                rowid = self.store.insert(A, created_at=now, operation=operation, outcome=outcome,
+                                          participant_id=actor.participant_id, session_id=actor.session_id,
+                                          board_session_id=board, message_id=message_id, details=details)
             self.store.db.execute_sql('DELETE FROM "board_audit" WHERE "id" <= ?', (rowid - AUDIT_ROWS,))
 
         self.store.write(record)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -48,6 +49,11 @@ class Runner:
     def __init__(self, engine: Any):
         self.engine = engine
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commonroom-writer")
+        #: Audit rows waiting for their write, and that write (group commit: the calls
+        #: that finish while the writer is busy share one transaction).
+        self._audit_lock = threading.Lock()
+        self._audit_batch: list[tuple] | None = None
+        self._audit_future: Any = None
 
     async def run(self, op: Operation, actor: Any, values: dict[str, Any]) -> Any:
         """The engine's answer to ``op`` with the validated input ``values``.
@@ -66,11 +72,25 @@ class Runner:
         return await self._run(op, actor, values)
 
     async def _audit(self, actor: Any, operation: str, outcome: str, values: dict[str, Any], result: Any) -> None:
-        """One audit row (metadata only) on the writer thread; a failure is logged, never the call's."""
+        """One audit row (metadata only), committed with the others pending; a failure is logged, never the call's."""
+        with self._audit_lock:
+            if self._audit_batch is None:
+                batch: list[tuple] = []
+                self._audit_batch = batch
+                self._audit_future = asyncio.get_running_loop().run_in_executor(self._writer, self._flush_audit, batch)
+            self._audit_batch.append((actor, operation, outcome, values, result))
+            future = self._audit_future
         try:
-            await self.write(self.engine.record_board_audit, actor, operation, outcome, values, result)
+            await asyncio.shield(future)
         except Exception:
             log.exception("board audit of %s failed", operation)
+
+    def _flush_audit(self, batch: list[tuple]) -> None:
+        """On the writer thread: close ``batch`` to new rows, then write it in one transaction."""
+        with self._audit_lock:
+            if self._audit_batch is batch:
+                self._audit_batch = None
+        self.engine.record_board_audits(batch)
 
     async def _run(self, op: Operation, actor: Any, values: dict[str, Any]) -> Any:
         if op.read_only:

@@ -595,3 +595,33 @@ def test_peer_messages_piggyback_and_retention(room, clock):
     assert engine.project_peers(w2, frozenset()) == {}  # expired: never shown
     engine.post_peer_message(w2, engine.peer_id_of(w.session_id), "note", "prunes")
     assert P.select().where(P.recipient_session_id == w2.session_id).count() == 0
+
+
+def test_concurrent_board_calls_are_each_audited_once(room):
+    from commonroom.operations import OPERATIONS
+    from commonroom.operations.runner import Runner
+
+    engine, c, w, _ = room
+    runner = Runner(engine)
+    calls = []
+
+    def counting(entries):
+        calls.append(len(entries))
+        original(entries)
+
+    original = engine.record_board_audits
+    engine.record_board_audits = counting  # type: ignore[method-assign]
+
+    async def many():
+        posts = [runner.run(OPERATIONS["post_session_message"], c, {"session_id": c.session_id, "kind": "note",
+                                                                    "body": f"n{i}"}) for i in range(20)]
+        lists = [runner.run(OPERATIONS["list_session_messages"], w, {"session_id": c.session_id}) for _ in range(30)]
+        await asyncio.gather(*posts, *lists)
+
+    try:
+        asyncio.run(many())
+    finally:
+        runner.close()
+    A = engine.store.models.BoardAudit
+    assert A.select().count() == 50 and sum(calls) == 50
+    assert len(calls) < 50  # rows that wait together share a transaction
