@@ -24,7 +24,7 @@ SAMPLES: dict[str, Any] = {
     "lease_id": "lease_parity", "proposal_id": "pr_parity", "reason": "parity", "status": "open",
     "handoff_id": "ho_parity", "message": "parity?", "result": "parity",
     "session_id": "s_parity", "message_id": "msg_parity", "kind": "note", "body": "parity", "answer": "parity",
-    "completion_key": "parity", "after_observation_token": "bo1.parity.parity", "wait_seconds": 0,
+    "completion_key": "parity", "peer_id": "peer_parity", "after_observation_token": "bo1.parity.parity", "wait_seconds": 0,
 }
 
 

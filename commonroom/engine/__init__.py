@@ -23,6 +23,7 @@ from .filesync import FileFollower, file_state, write_atomic
 from .handoffs import HandoffsMixin
 from .history import HistoryMixin
 from .leases import LeasesMixin
+from .peers import PeersMixin
 from .proposals import ProposalsMixin
 from .reading import ReadingMixin
 from .versions import VersionsMixin
@@ -33,7 +34,7 @@ log = logging.getLogger("commonroom.engine")
 
 
 class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, HandoffsMixin,
-             BoardsMixin):
+             BoardsMixin, PeersMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

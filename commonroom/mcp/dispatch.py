@@ -81,18 +81,39 @@ class Encoded:
 
 _SERVER_META = dumps({META_SERVER_INFO: SERVER_INFO}).encode("utf-8")
 
+#: ``params._meta`` of a ``tools/call`` (stripped before the arguments are validated):
+#: the ids of ``requires_ack`` messages this request ACKs (docs/boards.md, *ACK*).
+META_ACK_IDS = "ack_session_message_ids"
+#: ... and the wrapper form of ``recording_session_id`` (for tools that take one).
+META_RECORDING = "recording_session_id"
+#: Result ``_meta`` key: the open ``requires_ack`` messages addressed to the caller's session.
+META_SESSION_MESSAGES = "commonroom/session_messages"
 
-def encode_tool_value(value: Any) -> bytes:
+
+def ack_ids(meta: Any) -> frozenset[str]:
+    """The ids a request ACKs (``_meta.ack_session_message_ids``); anything malformed is ignored."""
+    if not isinstance(meta, dict):
+        return frozenset()
+    ids = meta.get(META_ACK_IDS)
+    if not isinstance(ids, list):
+        return frozenset()
+    from ..engine.boards import ACK_IDS_MAX
+    return frozenset(i for i in ids[:ACK_IDS_MAX] if isinstance(i, str) and 0 < len(i) <= 200)
+
+
+def encode_tool_value(value: Any, meta: dict[str, Any] | None = None) -> bytes:
     """A successful tool value as the bytes of a complete CallToolResult.
 
     The value is encoded once and spliced in as ``structuredContent``; its
-    JSON text is encoded once more as the text content.
+    JSON text is encoded once more as the text content. ``meta`` adds
+    result ``_meta`` members (the piggyback) beside serverInfo.
     """
     text = dumps(value)
     structured = text if isinstance(value, dict) else dumps({"value": value})
     return b"".join((
         b'{"content":[{"type":"text","text":', dumps(text).encode("utf-8"), b'}],"structuredContent":',
-        structured.encode("utf-8"), b',"isError":false,"resultType":"complete","_meta":', _SERVER_META, b"}",
+        structured.encode("utf-8"), b',"isError":false,"resultType":"complete","_meta":',
+        _SERVER_META if not meta else dumps({META_SERVER_INFO: SERVER_INFO, **meta}).encode("utf-8"), b"}",
     ))
 
 
@@ -222,19 +243,65 @@ class Dispatcher:
         if not isinstance(arguments, dict):
             raise invalid_params("params.arguments must be an object", {"field": "arguments"})
         check_param_headers(tool.input_schema, arguments, ctx.headers)
+        meta = ctx.params.get("_meta")
+        recording = meta.get(META_RECORDING) if isinstance(meta, dict) else None
+        if recording is not None and "recording_session_id" in tool.input_schema.get("properties", {}):
+            arguments = {**arguments}
+            arguments.setdefault("recording_session_id", recording)
         ctx.arguments = arguments
+        acked = ack_ids(meta)
         try:
             if tool.authorize is not None:
                 tool.authorize(ctx)
             _validate_arguments(tool.validator, arguments)
             value = await _call(tool.handler, ctx)
         except CommonroomError as exc:
-            return tool_error(exc)
+            error = tool_error(exc)
+            extra = await self._piggyback(ctx, acked)
+            if extra:
+                error["_meta"] = extra
+            return error
         if isinstance(value, Raw):
             return value.result
+        extra = await self._piggyback(ctx, acked)
+        if extra:
+            return Encoded(encode_tool_value(value, extra))
         if tool.cache_key is None:
             return Encoded(encode_tool_value(value))
         return Encoded(self._cached_encoding((tool.name, tool.cache_key(ctx, value)), value))
+
+    async def _piggyback(self, ctx: Context, acked: frozenset[str]) -> dict[str, Any]:
+        """Result ``_meta`` for the caller's session: records first ACKs, then the open ``requires_ack`` messages.
+
+        An echoed id suppresses its message on this result only; the first
+        time it is echoed its ACK time is recorded (a write, on the writer
+        thread). Never fails the call: a failure is logged and nothing is added.
+        """
+        actor, engine = ctx.actor, self.engine
+        if getattr(actor, "session_id", None) is None or not hasattr(engine, "pending_acks") \
+                or not hasattr(engine, "peer_work"):
+            return {}
+        try:
+            if acked:
+                fresh = engine.unrecorded_acks(actor, acked)
+                if fresh:
+                    if self.runner is not None:
+                        await self.runner.write(engine.ack_session_messages, actor, fresh)
+                    else:
+                        engine.ack_session_messages(actor, fresh)
+            messages, omitted = engine.pending_acks(actor, acked)
+            out: dict[str, Any] = {}
+            if messages:
+                out[META_SESSION_MESSAGES] = {"messages": messages, "omitted": omitted}
+            if engine.peer_work(actor, acked):
+                if self.runner is not None:
+                    out.update(await self.runner.write(engine.project_peers, actor, acked))
+                else:
+                    out.update(engine.project_peers(actor, acked))
+        except Exception:
+            log.exception("ACK piggyback failed")
+            return {}
+        return out
 
     def _cached_encoding(self, key: Any, value: Any) -> bytes:
         data = self._encoded.get(key)

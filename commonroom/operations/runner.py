@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..engine.boards import AUDITED
+from ..errors import CommonroomError
 from .spec import Operation
+
+log = logging.getLogger("commonroom.operations")
 
 
 def integral(value: Any) -> Any:
@@ -43,6 +49,11 @@ class Runner:
     def __init__(self, engine: Any):
         self.engine = engine
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commonroom-writer")
+        #: Audit rows waiting for their write, and that write (group commit: the calls
+        #: that finish while the writer is busy share one transaction).
+        self._audit_lock = threading.Lock()
+        self._audit_batch: list[tuple] | None = None
+        self._audit_future: Any = None
 
     async def run(self, op: Operation, actor: Any, values: dict[str, Any]) -> Any:
         """The engine's answer to ``op`` with the validated input ``values``.
@@ -50,6 +61,38 @@ class Runner:
         Raises whatever the engine raises (``CommonroomError`` subclasses).
         """
         values = integral(values)
+        if op.name in AUDITED and hasattr(self.engine, "record_board_audit"):
+            try:
+                result = await self._run(op, actor, values)
+            except CommonroomError as exc:
+                await self._audit(actor, op.name, exc.code, values, None)
+                raise
+            await self._audit(actor, op.name, "ok", values, result)
+            return result
+        return await self._run(op, actor, values)
+
+    async def _audit(self, actor: Any, operation: str, outcome: str, values: dict[str, Any], result: Any) -> None:
+        """One audit row (metadata only), committed with the others pending; a failure is logged, never the call's."""
+        with self._audit_lock:
+            if self._audit_batch is None:
+                batch: list[tuple] = []
+                self._audit_batch = batch
+                self._audit_future = asyncio.get_running_loop().run_in_executor(self._writer, self._flush_audit, batch)
+            self._audit_batch.append((actor, operation, outcome, values, result))
+            future = self._audit_future
+        try:
+            await asyncio.shield(future)
+        except Exception:
+            log.exception("board audit of %s failed", operation)
+
+    def _flush_audit(self, batch: list[tuple]) -> None:
+        """On the writer thread: close ``batch`` to new rows, then write it in one transaction."""
+        with self._audit_lock:
+            if self._audit_batch is batch:
+                self._audit_batch = None
+        self.engine.record_board_audits(batch)
+
+    async def _run(self, op: Operation, actor: Any, values: dict[str, Any]) -> Any:
         if op.read_only:
             result = op.bind(self.engine, actor, values)
             if inspect.isawaitable(result):  # a read that may wait (observe_session_messages)

@@ -291,6 +291,16 @@ OPERATIONS = Table([
                 "With it: the retained messages of session session_id's board whose state changed since, "
                 "with has_more paging; when nothing changed, waits up to wait_seconds (0-30) once "
                 "(wait_outcome updated or timeout). history_lost: reload the board. Needs read.")),
+    Operation(
+        "post_peer_message", "Send a message to a peer (another live session of your participant)",
+        "post_peer_message", "boards#PostPeerMessageInput", "boards#PeerMessage", "boards",
+        args=("peer_id", "kind", "body", "priority", "tags", "requires_ack"), capability="message",
+        errors=("invalid_request", "peer_not_found", "limit_exceeded"), read_only=False,
+        http=Http("POST", "/workspace/peers/{peer_id}/messages", 201),
+        mcp=Mcp("Message a peer", "Send a bounded message to peer_id, another live session of your own "
+                "participant (ids come in the peer_awareness hint of tool results). It rides on the peer's next "
+                "tool result (requires_ack=false), or on each until the peer ACKs it (true); kept 24 h. A "
+                "conversation, not a task: no assignment or completion. Needs message.")),
     # -- the operator (owner port) ----------------------------------------
     Operation(
         "invitation_create", "Make an invitation (owner token)", "invite", "owner#InviteRequest",

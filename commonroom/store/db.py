@@ -17,7 +17,7 @@ from typing import Any, Callable, TypeVar
 
 import peewee as pw
 
-from .models import DUPLICATE_KEY_SEPARATOR, HANDOFF_TEMPLATES, Models, participant_key
+from .models import ACK_AUDIT_TEMPLATES, DUPLICATE_KEY_SEPARATOR, HANDOFF_TEMPLATES, Models, participant_key
 
 T = TypeVar("T")
 
@@ -27,7 +27,10 @@ T = TypeVar("T")
 #: (:meth:`Store._upgrade`). 3: handoffs, their tasks and their own event
 #: lists (tables ``handoff``, ``task``, ``handoff_event``). 4: boards
 #: (tables ``board`` and ``board_message``, Meta ``board_token_secret``).
-SCHEMA_VERSION = 4
+#: 5: ACK state, the board audit log and peers (tables ``board_ack``, ``board_audit``,
+#: ``peer_message``, ``peer_seen``; the index ``event_session``;
+#: the partial index ``board_message_ack`` over open ``requires_ack`` messages).
+SCHEMA_VERSION = 5
 #: Events kept in the ring (seed protocol.txt, Persistence).
 RING_SIZE = 2000
 
@@ -145,6 +148,7 @@ class Store:
                 self._upgrade(version)
             if create:
                 self.db.create_tables(self.models.all, safe=True)
+                self._ack_index()
                 if version is None:
                     Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
                     self._board_secret()
@@ -170,6 +174,9 @@ class Store:
         (``created_at``, then insertion order) takes the key and so every new invitation
         for the name; each later one is keyed ``<key>\\x1f<id>``, which no
         invitation can produce. Each step is skipped when already done.
+
+        4 → 5: ``board_ack``, ``board_audit``, ``peer_message``, ``peer_seen``
+        and the partial index ``board_message_ack``; nothing else changes.
 
         2 → 3: the handoff tables (``handoff``, ``task``, ``handoff_event``)
         and their indexes are created; nothing else changes, so every
@@ -209,8 +216,24 @@ class Store:
             # handoffs step (3) or straight from 2; every part is IF NOT EXISTS / OR IGNORE.
             self.db.create_tables([self.models.Board, self.models.BoardMessage], safe=True)
             self._board_secret()
+        if version < 5:
+            # 4 → 5 (ACK and audit): new tables and an index only; IF NOT EXISTS throughout.
+            names = {t.__name__ for t in ACK_AUDIT_TEMPLATES}
+            self.db.create_tables([m for m in self.models.all if m.__name__ in names], safe=True)
+            self._ack_index()
         self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
                             ("schema_version", str(SCHEMA_VERSION)))
+
+    def _ack_index(self) -> None:
+        """The indexes every tool call's piggyback probes use (schema 5).
+
+        ``board_message_ack``: a session's open ``requires_ack`` messages;
+        ``event_session``: a session's recent events in the ring
+        (``peer_awareness``).
+        """
+        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "board_message_ack" ON "board_message" '
+                            '("board_session_id", "seq") WHERE "requires_ack" = 1 AND "status" = \'open\'')
+        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "event_session" ON "event" ("session_id", "created_at")')
 
     def _board_secret(self) -> None:
         """Mint the key that signs board observation tokens, once (inside the transaction)."""

@@ -305,9 +305,90 @@ class BoardMessage(_Row):
         )
 
 
+class BoardAck(_Row):
+    """The first ACK of a ``requires_ack`` message by its recipient session.
+
+    ACK state belongs to the recipient (``session_id``) and the message
+    (``message_id``); ``first_acked_at`` is observability only: never a
+    delivery, read or acceptance receipt, and it resolves nothing.
+    """
+
+    session_id = pw.TextField()
+    message_id = pw.TextField()
+    first_acked_at = pw.TextField()
+
+    class Meta:
+        primary_key = pw.CompositeKey("session_id", "message_id")
+
+
+class BoardAudit(_Row):
+    """One board tool call, metadata only (never a body or a raw completion key).
+
+    ``operation`` and ``outcome`` (``ok`` or the error code); the caller
+    (``participant_id``, ``session_id``); the target (``board_session_id``,
+    ``message_id``); ``details``: byte and tag counts, correlation ids and
+    the completion identity (``cid_…``). The newest
+    :data:`commonroom.engine.boards.AUDIT_ROWS` rows are kept.
+    """
+
+    id = pw.AutoField()
+    created_at = pw.TextField()
+    operation = pw.TextField()
+    outcome = pw.TextField()
+    participant_id = pw.TextField(null=True)
+    session_id = pw.TextField(null=True)
+    board_session_id = pw.TextField(null=True)
+    message_id = pw.TextField(null=True)
+    details = JSONField()
+
+
+class PeerMessage(_Row):
+    """A message from one session to another session of the same participant (a peer).
+
+    ``recipient_session_id`` / ``sender_session_id``; the Session message
+    vocabulary (kind, priority, tags, body, ``requires_ack``) without task
+    semantics. ``first_projected_at``, ``last_projected_at`` and
+    ``projection_count`` record the room's attempts to piggyback it (never a
+    delivery or read receipt); ``first_acked_at`` the recipient's first ACK.
+    Retained 24 h, at most 200 per recipient.
+    """
+
+    id = pw.TextField(primary_key=True)
+    recipient_session_id = pw.TextField()
+    sender_session_id = pw.TextField()
+    participant_id = pw.TextField()
+    kind = pw.TextField()
+    priority = pw.TextField()
+    tags = JSONField()
+    body = pw.TextField()
+    requires_ack = pw.BooleanField(default=False)
+    created_at = pw.TextField(index=True)
+    first_projected_at = pw.TextField(null=True)
+    last_projected_at = pw.TextField(null=True)
+    projection_count = pw.IntegerField(default=0)
+    first_acked_at = pw.TextField(null=True)
+
+    class Meta:
+        indexes = ((("recipient_session_id", "created_at"), False),)
+
+
+class PeerSeen(_Row):
+    """``peer_awareness`` shown to ``observer_session_id`` about ``peer_session_id`` (dedup; pruned after 24 h)."""
+
+    observer_session_id = pw.TextField()
+    peer_session_id = pw.TextField()
+    shown_at = pw.TextField()
+
+    class Meta:
+        primary_key = pw.CompositeKey("observer_session_id", "peer_session_id")
+
+
+#: Schema 5: ACK state, the board audit log and peers.
+ACK_AUDIT_TEMPLATES: tuple[type[pw.Model], ...] = (BoardAck, BoardAudit, PeerMessage, PeerSeen)
+
 #: The templates, in creation order (a foreign key's target comes first).
 TEMPLATES: tuple[type[pw.Model], ...] = (Meta, Participant, Invitation, Session, Version, Lease, Proposal, Event,
-                                         *HANDOFF_TEMPLATES, Board, BoardMessage)
+                                         *HANDOFF_TEMPLATES, Board, BoardMessage, *ACK_AUDIT_TEMPLATES)
 
 
 class Models:
@@ -336,6 +417,10 @@ class Models:
     HandoffEvent: type[HandoffEvent]
     Board: type[Board]
     BoardMessage: type[BoardMessage]
+    BoardAck: type[BoardAck]
+    BoardAudit: type[BoardAudit]
+    PeerMessage: type[PeerMessage]
+    PeerSeen: type[PeerSeen]
     all: tuple[type[pw.Model], ...]
 
     def __init__(self, db: pw.Database):
@@ -363,6 +448,10 @@ class Models:
         self.HandoffEvent = bound["HandoffEvent"]  # type: ignore[assignment]
         self.Board = bound["Board"]  # type: ignore[assignment]
         self.BoardMessage = bound["BoardMessage"]  # type: ignore[assignment]
+        self.BoardAck = bound["BoardAck"]  # type: ignore[assignment]
+        self.BoardAudit = bound["BoardAudit"]  # type: ignore[assignment]
+        self.PeerMessage = bound["PeerMessage"]  # type: ignore[assignment]
+        self.PeerSeen = bound["PeerSeen"]  # type: ignore[assignment]
         self.all = tuple(bound[t.__name__] for t in TEMPLATES)
 
 

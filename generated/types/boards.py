@@ -102,6 +102,42 @@ class ObserveMessagesInput(TypedDict, closed=True):
     """
 
 
+PeerId: TypeAlias = str
+"""
+An opaque peer id (peer_…): another live session of the caller's participant. Resolves only inside that participant.
+"""
+
+
+class PostPeerMessageInput(TypedDict, closed=True):
+    peer_id: PeerId
+    kind: MessageKind
+    body: str
+    """
+    At most 16 KiB of UTF-8.
+    """
+    priority: NotRequired[Priority]
+    tags: NotRequired[Tags]
+    requires_ack: NotRequired[bool]
+    """
+    false: piggybacked once on the recipient's next tool result; true: on every result until the recipient ACKs it (while retained, 24 h).
+    """
+
+
+class PeerMessage(TypedDict, closed=True):
+    """
+    A stored peer message as its sender sees it (no task semantics).
+    """
+
+    message_id: str
+    peer_id: PeerId
+    kind: MessageKind
+    priority: Priority
+    tags: Tags
+    body: str
+    requires_ack: bool
+    created_at: str
+
+
 class Message(TypedDict, closed=True):
     message_id: MessageId
     session_id: SessionId

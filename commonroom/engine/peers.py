@@ -1,0 +1,204 @@
+"""Peers (seed ``collaboration-board.txt``, *Window Peer*; DESIGN.md, *Boards: identity*).
+
+A session's peers are the other live sessions of the same participant,
+named by opaque ``peer_…`` ids (an HMAC of the session id under the
+sidecar's board key) that resolve only inside that participant: a peer id
+of another participant is ``peer_not_found``, the same answer as an
+unknown one, and reveals nothing. :meth:`PeersMixin.post_peer_message`
+stores a message for a peer; :meth:`PeersMixin.project_peers` piggybacks
+it on the recipient's next MCP tool result (``requires_ack=false``: once)
+or on every result until the recipient ACKs it (``true``), and adds
+``peer_awareness`` when another session of the same participant had
+meaningful activity (an event it caused) in the last 10 minutes,
+deduplicated per observer and peer. Peer messages carry no task
+semantics; nothing here reads or writes boards. Retention: 24 h, at most
+200 per recipient.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import hmac
+from typing import Any
+
+import peewee as pw
+
+from .. import tokens
+from ..clock import rfc3339
+from ..errors import InvalidRequest, PeerNotFound
+from ..store import WriteContext
+from .base import Actor, EngineBase, require
+from .boards import KINDS, PRIORITIES, BoardsMixin
+
+PEER_PREFIX = "peer_"
+#: Retention of peer messages and awareness dedup rows, and the most kept per recipient.
+PEER_RETAIN_SECONDS = 24 * 3600
+PEER_RETAIN_MESSAGES = 200
+#: Activity this recent makes a peer worth a ``peer_awareness`` hint.
+AWARENESS_SECONDS = 10 * 60
+#: Events that are meaningful activity of their session (joining, revocation and
+#: expiry are not: a session that merely connected is no active collaborator).
+MEANINGFUL_EVENTS = ("board.message_posted", "board.message_resolved", "lease.acquired", "lease.released",
+                     "lease.renewed", "proposal.created", "proposal.approved", "version.committed")
+#: Peer messages shown on one tool result (oldest first).
+PEER_PIGGYBACK = 20
+
+
+class PeersMixin(EngineBase):
+    """Peer ids, peer messages and their piggyback."""
+
+    def peer_id_of(self, session_id: str) -> str:
+        """The opaque peer id of ``session_id`` (stable for the sidecar)."""
+        secret = (self.store.meta("board_token_secret") or "").encode("ascii")
+        return PEER_PREFIX + hmac.new(secret, b"peer\x00" + session_id.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+    def _live_peers(self, actor: Actor) -> dict[str, str]:
+        """peer id → session id of the caller's participant's other live sessions."""
+        if actor.participant_id is None or actor.session_id is None:
+            return {}
+        Session = self.store.models.Session
+        now = self.clock.stamp()
+        rows = Session.select(Session.id).where((Session.participant == actor.participant_id)
+                                                & (Session.id != actor.session_id) & Session.revoked_at.is_null()
+                                                & (Session.expires_at > now))
+        return {self.peer_id_of(r.id): r.id for r in rows}
+
+    def _ago(self, seconds: int) -> str:
+        return rfc3339(self.clock.now() - _dt.timedelta(seconds=seconds))
+
+    def post_peer_message(self, actor: Actor, peer_id: str, kind: str, body: str, priority: str | None = None,
+                          tags: list[str] | None = None, requires_ack: bool | None = None) -> dict[str, Any]:
+        """Store a message for the peer ``peer_id`` of the caller's participant. Needs ``message``.
+
+        ``PeerNotFound`` unless ``peer_id`` names another live session of the
+        caller's participant (nothing revealed); ``LimitExceeded`` as for
+        board messages.
+        """
+        require(actor, "message")
+        kind = BoardsMixin._check_choice(kind, KINDS, "kind")
+        if kind is None:
+            raise InvalidRequest("kind is required", details={"parameter": "kind"})
+        priority = BoardsMixin._check_choice(priority, PRIORITIES, "priority", "normal")
+        body = BoardsMixin._check_text(body, "body")
+        tag_list = BoardsMixin._check_tags(tags)
+
+        def post(ctx: WriteContext) -> dict[str, Any]:
+            recipient = self._live_peers(actor).get(peer_id) if isinstance(peer_id, str) else None
+            if recipient is None or actor.session_id is None or actor.participant_id is None:
+                raise PeerNotFound("no such peer of your participant", details={"peer_id": peer_id})
+            P = self.store.models.PeerMessage
+            message_id = tokens.new_id("pmsg_")
+            now = self.clock.stamp()
+            self.store.insert(P, id=message_id, recipient_session_id=recipient, sender_session_id=actor.session_id,
+                              participant_id=actor.participant_id, kind=kind, priority=priority, tags=tag_list,
+                              body=body, requires_ack=bool(requires_ack), created_at=now, projection_count=0)
+            self._prune_peers(recipient)
+            return {"message_id": message_id, "peer_id": peer_id, "kind": kind, "priority": priority,
+                    "tags": tag_list, "body": body, "requires_ack": bool(requires_ack), "created_at": now}
+
+        return self.store.write(post)
+
+    def _prune_peers(self, recipient: str) -> None:
+        db = self.store.db
+        cutoff = self._ago(PEER_RETAIN_SECONDS)
+        db.execute_sql('DELETE FROM "peer_message" WHERE "created_at" < ?', (cutoff,))
+        db.execute_sql('DELETE FROM "peer_seen" WHERE "shown_at" < ?', (cutoff,))
+        db.execute_sql('DELETE FROM "peer_message" WHERE "recipient_session_id" = ? AND "id" NOT IN ('
+                       'SELECT "id" FROM "peer_message" WHERE "recipient_session_id" = ? '
+                       'ORDER BY "created_at" DESC, rowid DESC LIMIT ?)', (recipient, recipient, PEER_RETAIN_MESSAGES))
+
+    # -- the piggyback ------------------------------------------------------------
+    def _peer_plan(self, actor: Actor, acked: frozenset[str]) -> tuple[list[Any], list[str], dict[str, str]]:
+        """(messages to show, ids to ACK now, awareness session → last activity); reads only."""
+        if actor.session_id is None or actor.participant_id is None:
+            return [], [], {}
+        P = self.store.models.PeerMessage
+        cutoff = self._ago(PEER_RETAIN_SECONDS)
+        mine = (P.recipient_session_id == actor.session_id) & (P.created_at >= cutoff)
+        show = list(P.select().where(mine & (
+            ((P.requires_ack == False) & (P.projection_count == 0))  # noqa: E712
+            | ((P.requires_ack == True) & P.first_acked_at.is_null()))).order_by(P.created_at, pw.SQL("rowid"))  # noqa: E712
+            .limit(PEER_PIGGYBACK + len(acked)))
+        to_ack = [r.id for r in show if r.requires_ack and r.id in acked]
+        show = [r for r in show if r.id not in acked][:PEER_PIGGYBACK]
+        aware = self._awareness(actor, cutoff)
+        return show, to_ack, aware
+
+    def peer_work(self, actor: Actor, acked: frozenset[str]) -> bool:
+        """True when :meth:`project_peers` has something to show or record for the caller (a read).
+
+        The hot path (every tool call of a session): plain SQL probes, no
+        query building; the full plan is computed only when one hits.
+        """
+        if actor.session_id is None or actor.participant_id is None:
+            return False
+        db = self.store.db
+        cutoff = self._ago(PEER_RETAIN_SECONDS)
+        if db.execute_sql('SELECT 1 FROM "peer_message" WHERE "recipient_session_id" = ? AND "created_at" >= ? AND '
+                          '(("requires_ack" = 0 AND "projection_count" = 0) OR ("requires_ack" = 1 AND '
+                          '"first_acked_at" IS NULL)) LIMIT 1', (actor.session_id, cutoff)).fetchone():
+            return True
+        return bool(self._awareness(actor, cutoff))
+
+    def _awareness(self, actor: Actor, cutoff: str) -> dict[str, str]:
+        """Peer session → last meaningful activity, for peers not yet shown to the caller (plain SQL)."""
+        db = self.store.db
+        live = [row[0] for row in db.execute_sql(
+            'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND "revoked_at" IS NULL AND '
+            '"expires_at" > ?', (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
+        if not live:
+            return {}
+        seen = {row[0] for row in db.execute_sql(
+            'SELECT "peer_session_id" FROM "peer_seen" WHERE "observer_session_id" = ? AND "shown_at" >= ?',
+            (actor.session_id, cutoff)).fetchall()}
+        since = self._ago(AWARENESS_SECONDS)
+        marks = ", ".join("?" * len(MEANINGFUL_EVENTS))
+        out: dict[str, str] = {}
+        for sid in live:
+            if sid in seen:
+                continue
+            row = db.execute_sql(f'SELECT MAX("created_at") FROM "event" WHERE "session_id" = ? AND "created_at" >= ? '
+                                 f'AND "type" IN ({marks})', (sid, since, *MEANINGFUL_EVENTS)).fetchone()
+            if row and row[0]:
+                out[sid] = row[0]
+        return out
+
+    def project_peers(self, actor: Actor, acked: frozenset[str]) -> dict[str, Any]:
+        """The peer part of a tool result's ``_meta`` (a write: projections, ACKs, awareness dedup).
+
+        ``commonroom/peer_messages``: messages for the caller's session
+        (oldest first, at most :data:`PEER_PIGGYBACK`): a ``requires_ack=false``
+        one once, a ``requires_ack=true`` one until an echo of its id ACKs
+        it (the echo suppresses it and records ``first_acked_at``).
+        ``commonroom/peer_awareness``: peers with recent meaningful activity,
+        once per observer and peer. Projection timestamps and count are
+        attempts, never delivery.
+        """
+
+        def project(ctx: WriteContext) -> dict[str, Any]:
+            show, to_ack, aware = self._peer_plan(actor, acked)
+            now = self.clock.stamp()
+            db = self.store.db
+            for message_id in to_ack:
+                db.execute_sql('UPDATE "peer_message" SET "first_acked_at" = ? WHERE "id" = ? AND '
+                               '"first_acked_at" IS NULL', (now, message_id))
+            for row in show:
+                db.execute_sql('UPDATE "peer_message" SET "first_projected_at" = COALESCE("first_projected_at", ?), '
+                               '"last_projected_at" = ?, "projection_count" = "projection_count" + 1 WHERE "id" = ?',
+                               (now, now, row.id))
+            for sid in aware:
+                db.execute_sql('INSERT OR REPLACE INTO "peer_seen" ("observer_session_id", "peer_session_id", '
+                               '"shown_at") VALUES (?, ?, ?)', (actor.session_id, sid, now))
+            out: dict[str, Any] = {}
+            if show:
+                out["commonroom/peer_messages"] = [
+                    {"message_id": r.id, "from_peer_id": self.peer_id_of(r.sender_session_id), "kind": r.kind,
+                     "priority": r.priority, "tags": list(r.tags or []), "body": r.body,
+                     "requires_ack": bool(r.requires_ack), "created_at": r.created_at} for r in show]
+            if aware:
+                out["commonroom/peer_awareness"] = [{"peer_id": self.peer_id_of(sid), "last_activity_at": at}
+                                                    for sid, at in sorted(aware.items(), key=lambda kv: kv[1])]
+            return out
+
+        return self.store.write(project)
