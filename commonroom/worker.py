@@ -303,6 +303,11 @@ class BodyGuard:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                if not complete:
+                    # the body was not read: the server will not keep this
+                    # connection, so the client must not reuse it either
+                    headers = [(k, v) for k, v in message.get("headers") or () if k.lower() != b"connection"]
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
             await send(message)
 
         try:
