@@ -22,22 +22,11 @@ from commonroom.errors import (AssignmentHistoryLost, AssignmentStale, Assignmen
 from commonroom.live.hub import Hub
 from commonroom.live.stream import Streams
 from commonroom.store import db as store_db
-from tests.fakeclock import FakeClock, join, open_engine
+from tests.fakeclock import join, open_engine
 
 CASES = json.loads((Path(__file__).parent / "boards_cases" / "completion.json").read_text("utf-8"))
 CAPS = ["read", "observe", "message"]
 
-
-@pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def engine(tmp_path, clock):
-    engine = open_engine(tmp_path, "# Plan\n", clock=clock)
-    yield engine
-    engine.close()
 
 
 @pytest.fixture

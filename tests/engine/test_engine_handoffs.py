@@ -16,22 +16,11 @@ from commonroom.engine.handoffs import MAX_ACTIVE_TASKS
 from commonroom.errors import (HandoffConflict, HandoffNotFound, IdempotencyMismatch, InvalidRequest,
                                LimitExceeded, PermissionDenied)
 from commonroom.store import db as store_db
-from tests.fakeclock import FakeClock, join, open_engine
+from tests.fakeclock import join, open_engine
 
 TEXT = "# Plan\n\n## Goals\n\n- ship\n"
 WORKER = ["read", "handoff"]
 
-
-@pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def engine(tmp_path, clock):
-    engine = open_engine(tmp_path, TEXT, clock=clock)
-    yield engine
-    engine.close()
 
 
 @pytest.fixture

@@ -12,22 +12,11 @@ import pytest
 
 from commonroom.engine import OPERATOR
 from commonroom.errors import InvalidRequest, InvitationExpired, LeaseConflict, SessionExpired
-from tests.fakeclock import FakeClock, join, open_engine
+from tests.fakeclock import FakeClock, join
 
 TEXT = "# Plan\n\n## Goals\n\n- ship\n\n## Open questions\n\n1. none\n"
 GOALS = {"heading": ["Goals"]}
 
-
-@pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def engine(tmp_path, clock):
-    engine = open_engine(tmp_path, TEXT, clock=clock)
-    yield engine
-    engine.close()
 
 
 def event_types(engine, kind):

@@ -18,22 +18,11 @@ from commonroom.engine import OPERATOR
 from commonroom.operations.runner import Runner
 from commonroom.room import room_timers
 from commonroom.timers import Scheduler
-from tests.fakeclock import FakeClock, join, open_engine
+from tests.fakeclock import FakeClock, join
 
 TEXT = "# Plan\n\n## Goals\n\n- ship\n\n## Open questions\n\n1. none\n"
 GOALS = {"heading": ["Goals"]}
 
-
-@pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def engine(tmp_path, clock):
-    engine = open_engine(tmp_path, TEXT, clock=clock)
-    yield engine
-    engine.close()
 
 
 def expired(engine):
