@@ -143,6 +143,16 @@ class BoardsMixin(EngineBase):
         return list(tags)
 
     @staticmethod
+    def _check_message(kind: Any, priority: Any, body: Any, tags: Any) -> tuple[str, str, str, list[str]]:
+        """A message's kind (required), priority (default normal), body and tags, checked against the bounds."""
+        checked_kind = BoardsMixin._check_choice(kind, KINDS, "kind")
+        if checked_kind is None:
+            raise InvalidRequest("kind is required", details={"parameter": "kind"})
+        checked_priority = BoardsMixin._check_choice(priority, PRIORITIES, "priority", "normal")
+        assert checked_priority is not None
+        return checked_kind, checked_priority, BoardsMixin._check_text(body, "body"), BoardsMixin._check_tags(tags)
+
+    @staticmethod
     def _check_choice(value: Any, choices: tuple[str, ...], name: str, default: str | None = None) -> Any:
         if value is None:
             return default
@@ -250,12 +260,7 @@ class BoardsMixin(EngineBase):
         ``PermissionDenied`` (``recording_session_id`` not the caller's).
         """
         require(actor, "message")
-        kind = self._check_choice(kind, KINDS, "kind")
-        if kind is None:
-            raise InvalidRequest("kind is required", details={"parameter": "kind"})
-        priority = self._check_choice(priority, PRIORITIES, "priority", "normal")
-        body = self._check_text(body, "body")
-        tag_list = self._check_tags(tags)
+        kind, priority, body, tag_list = self._check_message(kind, priority, body, tags)
 
         def post(ctx: WriteContext) -> Message:
             self._board_exists(session_id)

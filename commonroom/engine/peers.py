@@ -26,10 +26,10 @@ import peewee as pw
 
 from .. import tokens
 from ..clock import rfc3339
-from ..errors import InvalidRequest, PeerNotFound
+from ..errors import PeerNotFound
 from ..store import WriteContext
 from .base import Actor, EngineBase, require
-from .boards import KINDS, PRIORITIES, BoardsMixin
+from .boards import BoardsMixin
 
 PEER_PREFIX = "peer_"
 #: Retention of peer messages and awareness dedup rows, and the most kept per recipient.
@@ -76,12 +76,7 @@ class PeersMixin(EngineBase):
         board messages.
         """
         require(actor, "message")
-        kind = BoardsMixin._check_choice(kind, KINDS, "kind")
-        if kind is None:
-            raise InvalidRequest("kind is required", details={"parameter": "kind"})
-        priority = BoardsMixin._check_choice(priority, PRIORITIES, "priority", "normal")
-        body = BoardsMixin._check_text(body, "body")
-        tag_list = BoardsMixin._check_tags(tags)
+        kind, priority, body, tag_list = BoardsMixin._check_message(kind, priority, body, tags)
 
         def post(ctx: WriteContext) -> dict[str, Any]:
             recipient = self._live_peers(actor).get(peer_id) if isinstance(peer_id, str) else None
