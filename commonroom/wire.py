@@ -55,20 +55,19 @@ def count_request(limiter: Any, token: str | None) -> None:
         limiter.hit(tokens.digest(token))
 
 
-too_large = body_too_large
 
 
 async def read_body(req: falcon.asgi.Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
     """The request's body bytes; ``LimitExceeded`` (413) past ``limit`` bytes."""
     length = req.content_length
     if length is not None and length > limit:
-        raise too_large(limit)
+        raise body_too_large(limit)
     chunks: list[bytes] = []
     size = 0
     async for chunk in req.stream:
         size += len(chunk)
         if size > limit:
-            raise too_large(limit)
+            raise body_too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -25,9 +25,9 @@ import falcon.asgi
 
 from .. import PROTOCOL_VERSION, __version__
 from ..bundle import bundle
-from ..errors import STATUS, NotFound
+from ..errors import NotFound
 from ..schemas import load_all
-from ..operations import INGRESS, OWNER, Operation, Table
+from ..operations import INGRESS, Operation, Table
 from ..wire import dumps, send
 from .operations import Binding
 
@@ -327,7 +327,7 @@ def build(table: Table | None = None, listener: str = INGRESS) -> dict[str, Any]
 
 
 @lru_cache(maxsize=8)
-def _encoded(table_id: int, listener: str, table: Table) -> bytes:
+def _encoded(listener: str, table: Table) -> bytes:
     return dumps(build(table, listener))
 
 
@@ -343,7 +343,7 @@ class _Published:
         if self.what == "openapi":
             resp.status = 200
             resp.content_type = "application/json"
-            resp.data = _encoded(id(self.table), self.listener, self.table)
+            resp.data = _encoded(self.listener, self.table)
         elif self.what == "list":
             send(resp, {"schemas": sorted(SCHEMAS)})
         else:
@@ -360,4 +360,4 @@ def published_routes(table: Table, listener: str) -> dict[str, Any]:
             "/schema/{name}": _Published(table, listener, "one")}
 
 
-__all__ = ["build", "components", "published_routes", "ref", "component_name", "OWNER", "INGRESS", "STATUS"]
+__all__ = ["build", "components", "published_routes", "ref", "component_name"]

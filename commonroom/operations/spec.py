@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ..engine.base import require
 from ..errors import STATUS
 
 #: Listener names: the session ingress and the owner port.
@@ -158,8 +159,6 @@ class Operation:
             return
         if any(cap in actor.capabilities for cap in self.also):
             return
-        from ..engine.base import require
-
         require(actor, self.capability)
 
     def arguments(self, values: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
