@@ -4,7 +4,7 @@
 path, ``publish=hub.publish``), the :class:`~commonroom.operations.runner.Runner`
 (reads on the loop, writes on the one writer thread), and both Falcon
 apps with their routes derived from the operation table: the owner port
-(operator routes, ``/workspace/observe``) and the session ingress
+(operator routes, ``/workspace/observe``, the console: ``commonroom.http.console``) and the session ingress
 (session routes, ``/workspace/observe``, ``/mcp``). Each app is wrapped in
 :class:`commonroom.live.guard.StreamGuard` (bounded writes for event
 streams); the ingress counts requests per bearer (``commonroom.limits``).
@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from .engine import Engine
 from .http.app import create_app
+from .http.console import ConsoleGate, console_routes
 from .limits import RateLimiter
 from .live.guard import StreamGuard
 from .live.hub import Hub
@@ -82,7 +83,8 @@ def build_room(document: Path, owner_token_hash: str, *,
     streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
     engine.board_streams = streams  # board long-polls wait on the hub (Streams.wait_next)
     resources = stream_resources(engine, hub, settings, streams)
-    owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources)
+    owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources,
+                           extra_routes=console_routes(engine, runner), console=ConsoleGate(engine))
     ingress_app = create_app(engine, INGRESS,
                              extra_routes=mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
                                                      runner=runner, table=table, streams=streams),

@@ -6,6 +6,7 @@ import typer
 
 from .access import invitation_app, invite_command, join_command, revoke_command
 from .call import call_command
+from .console import console_command
 from . import board, editing, handoffs
 from .mcp import mcp_command
 from .observe import observe_command
@@ -25,6 +26,7 @@ app.command("join")(join_command)
 app.command("call")(call_command)
 app.command("mcp")(mcp_command)
 app.command("observe")(observe_command)
+app.command("console")(console_command)
 app.add_typer(invitation_app, name="invitation")
 editing.register(app)
 handoffs.register(app)

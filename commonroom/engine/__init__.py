@@ -17,6 +17,7 @@ from ..errors import InvalidRequest
 from ..store import Store, WriteContext, sidecar_path
 from .access import AccessMixin
 from .boards import BoardsMixin
+from .console import ConsoleMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
 from .filesync import FileFollower, file_state, write_atomic
@@ -34,7 +35,7 @@ log = logging.getLogger("commonroom.engine")
 
 
 class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, HandoffsMixin,
-             BoardsMixin, PeersMixin):
+             BoardsMixin, PeersMixin, ConsoleMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

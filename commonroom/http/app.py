@@ -43,11 +43,12 @@ class Authenticate:
     """
 
     def __init__(self, engine: Engine, role: str, owner_token_hash: str | None,
-                 limiter: RateLimiter | None = None):
+                 limiter: RateLimiter | None = None, console: Any = None):
         self.engine = engine
         self.role = role
         self.owner_token_hash = owner_token_hash
         self.limiter = limiter
+        self.console = console
 
     async def process_resource(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, resource: Any,
                                params: dict[str, Any]) -> None:  # noqa: D102
@@ -62,8 +63,11 @@ class Authenticate:
             return
         token = bearer(req)
         if self.role == "owner":
+            if not token and self.console is not None and self.console.admits(req, resource):
+                req.context.actor = OPERATOR  # the console cookie (commonroom.http.console.ConsoleGate)
+                return
             if not token or not self.owner_token_hash or not tokens.matches(token, self.owner_token_hash):
-                raise Unauthorized("the owner port needs the owner token",
+                raise Unauthorized("the owner port needs the owner token (or a console login: ce console FILE)",
                                    details={"reason": "owner_token"})
             req.context.actor = OPERATOR
             return
@@ -109,6 +113,7 @@ def create_app(
     runner: Runner | None = None,
     table: Table = OPERATIONS,
     streams: dict[str, Any] | None = None,
+    console: Any = None,
 ) -> falcon.asgi.App:
     """The Falcon app for ``role`` (``"ingress"`` or ``"owner"``).
 
@@ -118,10 +123,12 @@ def create_app(
     ``extra_routes`` (``/mcp``); ``streams`` maps each streaming
     operation's name to the resource serving it. ``limiter`` rate-limits
     authenticated requests (the ingress passes one; the owner port, the
-    local operator, is not limited).
+    local operator, is not limited). ``console`` (a
+    :class:`commonroom.http.console.ConsoleGate`, owner app only) also
+    admits the console cookie.
     """
     app = falcon.asgi.App(
-        middleware=[Authenticate(engine, role, owner_token_hash, limiter), *(middleware or [])],
+        middleware=[Authenticate(engine, role, owner_token_hash, limiter, console), *(middleware or [])],
         cors_enable=False,
     )
     app.req_options.auto_parse_qs_csv = False

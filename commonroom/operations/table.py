@@ -311,6 +311,14 @@ OPERATIONS = Table([
         actor=False, errors=("invalid_request", "transport_unavailable"), read_only=False,
         http=Http("POST", "/owner/invitations", 201, (OWNER,))),
     Operation(
+        "sessions_list", "Live sessions with their boards' latest retained activity, paged (owner token)",
+        "sessions", "common#PageInput", "owner#SessionsPage", "owner", args=_PAGE, capability="read",
+        errors=_CURSOR, http=Http("GET", "/owner/sessions", listeners=(OWNER,))),
+    Operation(
+        "console_code", "A one-time console login code, single use, 60 s (owner token)", "console_code",
+        "common#NoArguments", "owner#ConsoleCode", "owner", actor=False, read_only=False,
+        http=Http("POST", "/owner/console/codes", 201, (OWNER,))),
+    Operation(
         "revoke", "Revoke an invitation or a session (owner token)", "revoke", "owner#RevokeRequest",
         "owner#RevokeResult", "owner",
         args=(Arg("invitation", keyword="invitation_ref"), Arg("session", keyword="session_id")),

@@ -46,3 +46,44 @@ class RevokeResult(TypedDict, closed=True):
     revoked: bool
     kind: Literal['invitation', 'session']
     id: str
+
+
+class ConsoleCode(TypedDict, closed=True):
+    """
+    A one-time console login code: single use, 60 s. Visit http://127.0.0.1:OWNER_PORT + login_path.
+    """
+
+    code: str
+    """
+    Shown once; the room keeps only its sha256 digest.
+    """
+    login_path: str
+    """
+    /console/login?code=CODE on the owner port.
+    """
+    expires_at: common.Timestamp
+
+
+class SessionSummary(TypedDict, closed=True):
+    """
+    A live session and the retained facts of its board (never presence).
+    """
+
+    session: common.Session
+    last_activity_at: common.Timestamp | None
+    """
+    The newest state change of a retained message on the session's board; null when it is empty.
+    """
+    board_messages: int
+    """
+    Retained messages on its board.
+    """
+    open_messages: int
+    """
+    Of those, the open ones.
+    """
+
+
+class SessionsPage(TypedDict, closed=True):
+    sessions: list[SessionSummary]
+    next_cursor: common.Cursor
