@@ -35,7 +35,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 #: The page's Content-Security-Policy: nothing inline, nothing from elsewhere.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-_ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
+_ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8",
+           "favicon.svg": "image/svg+xml"}
 
 
 def _port(req: falcon.asgi.Request) -> int:

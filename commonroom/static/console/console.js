@@ -302,7 +302,7 @@
   function choose(sid) {
     board.sid = sid; $("compose-send").disabled = !sid; restartBoard();
     const select = $("session-select"); if (select.value !== sid) { $("session-search").value = ""; renderPicker(); select.value = sid; }
-    $("board-h").textContent = `Session board · ${sid}`;
+    $("board-sid").textContent = sid;
   }
   function renderBoard() {
     const items = [...board.messages.values()].sort((x, y) => (x.created_at < y.created_at ? -1 : x.created_at > y.created_at ? 1 : 0));
