@@ -1,0 +1,156 @@
+"""The room console in a real headless Chromium against a real room, through ``ce console``'s URL.
+
+Debian's ``chromium`` (installed by :func:`tests.chromium.ensure_chromium`
+when missing), driven by Playwright for Python (the ``test`` extra; it
+never downloads a browser). Screenshots of every step are saved under the
+test's tmp dir and copied to ``/tmp/commonroom-console-artifacts/``; their
+paths are printed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from tests.chromium import ARGS, ensure_chromium
+from tests.mcp_wire import Mcp
+from tests.roomproc import ce
+
+ARTIFACTS = Path("/tmp/commonroom-console-artifacts")
+HOSTILE = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\"> "
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A launched headless Chromium (Debian's package, installed if missing)."""
+    executable = ensure_chromium()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(executable), args=ARGS)
+        yield browser
+        browser.close()
+
+
+class Shots:
+    """Numbered screenshots of one test, copied to :data:`ARTIFACTS`."""
+
+    def __init__(self, page, folder: Path):
+        self.page, self.folder, self.n = page, folder, 0
+        folder.mkdir(parents=True, exist_ok=True)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, name: str, full_page: bool = True) -> Path:
+        self.n += 1
+        path = self.folder / f"{self.n:02d}-{name}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        stable = ARTIFACTS / path.name
+        shutil.copyfile(path, stable)
+        print(f"screenshot: {stable} (also {path})")
+        return stable
+
+
+def tool(mcp: Mcp, name: str, **arguments):
+    """A tool's structured answer (asserting it is not an error)."""
+    result = mcp.call_tool(name, arguments)
+    assert not result["isError"], result
+    return result["structuredContent"]
+
+
+def assert_not_injected(page, scope: str) -> None:
+    """Nothing from the room became markup: no element, no script run, no dialog."""
+    assert page.evaluate("window.__pwned === undefined")
+    assert page.locator(f"{scope} img, {scope} script").count() == 0
+
+
+def test_the_console_follows_a_real_room(room, chromium, tmp_path):
+    alice = room.join("alice", "read,observe,message,propose,lease")
+    sid = alice.session["id"]
+    mcp = Mcp(room.ingress, alice.token)
+    tool(mcp, "post_session_message", session_id=sid, kind="progress", body="Reading the sample; first pass done.")
+    url = ce("console", str(room.document)).stdout.strip()
+    assert "/console/login?code=" in url
+
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    shot = Shots(page, tmp_path / "screenshots")
+    room2 = None
+    try:
+        # 1. login through ce console's URL: a clean URL after, every panel filled
+        page.goto(url)
+        assert page.url == room.owner + "/console"
+        page.wait_for_selector("#live.good")
+        expect(page.locator("#head")).to_have_text("v1")
+        page.wait_for_selector("#sessions li >> text=alice")
+        assert "sample" in page.locator("#document").inner_text().lower() or page.locator("#document").inner_text()
+        shot("overview")
+
+        # 2. choose alice's session through the search box: its board loads (baseline, then snapshot)
+        page.fill("#session-search", "alice")
+        page.select_option("#session-select", sid)
+        page.wait_for_selector("#board-state.good")
+        page.wait_for_selector("#board li.msg >> text=first pass done")
+        # 3. a message posted over MCP appears without a reload; it renders as text
+        posted = tool(mcp, "post_session_message", session_id=sid, kind="question",
+                      body=HOSTILE + "which heading first?")
+        item = page.locator(f"#board li[data-id='{posted['message_id']}']")
+        item.wait_for()
+        assert "<script>" in item.inner_text() and "onerror" in item.inner_text()
+        assert_not_injected(page, "#board")
+        shot("board-live-message")
+
+        # 4. the composer posts a todo; MCP reads it back (the operator is the author; no author session)
+        page.select_option("#compose-kind", "todo")
+        page.fill("#compose-body", "Please summarise section 2 in three bullets.")
+        page.click("#compose-send")
+        page.wait_for_selector("#compose-state >> text=posted todo")
+        page.wait_for_selector("#board li.kind-todo >> text=three bullets")
+        todos = tool(mcp, "list_session_messages", session_id=sid, kind="todo")["messages"]
+        assert [m["body"] for m in todos] == ["Please summarise section 2 in three bullets."]
+        assert todos[0]["author"]["name"] == "operator" and todos[0]["author_session_id"] is None
+        shot("board-composer-todo")
+
+        # 5. a proposal with markup renders as text; approving it commits v2, seen without a reload
+        head = alice.get("/workspace/document").json()
+        lines = head["text"].split("\n")
+        proposal = alice.post("/workspace/proposals", {
+            "base_version": head["version"], "region": {"lines": [1, 1]},
+            "text": lines[0] + " " + HOSTILE.strip() + "\n", "summary": "title <img src=x onerror=alert(1)>"}).json()
+        card = page.locator(".card.status-open", has_text="title <img")
+        card.wait_for()
+        assert_not_injected(page, "#proposals")
+        shot("proposal-open")
+        card.get_by_role("button", name="Approve").click()
+        expect(page.locator("#head")).to_have_text("v2")
+        assert alice.get("/workspace/room").json()["head_version"] == 2
+        assert alice.get(f"/workspace/proposals/{proposal['id']}").json()["status"] == "approved"
+        page.wait_for_selector("#versions >> text=v2")
+        assert "<script>" in page.locator("#document").inner_text()
+        assert_not_injected(page, "#document")
+        shot("proposal-approved")
+
+        # 6. the room restarts: the event stream and the board loop reconnect by themselves
+        room2 = room.restart()
+        page.wait_for_selector("#live.good", timeout=60_000)
+        page.wait_for_selector("#board-state.good", timeout=60_000)
+        again = tool(Mcp(room2.ingress, alice.token), "post_session_message", session_id=sid, kind="note",
+                     body="after the restart")
+        page.locator(f"#board li[data-id='{again['message_id']}']").wait_for(timeout=60_000)
+        shot("after-restart")
+
+        # 7. Refresh says what it did and keeps the live loop
+        page.click("#refresh")
+        page.wait_for_selector("#refresh-state.good >> text=refreshed")
+        assert page.locator("#board-state").get_attribute("class") == "pill good"
+
+        # 8. a narrow window still reads
+        page.set_viewport_size({"width": 420, "height": 900})
+        page.wait_for_timeout(200)
+        shot("narrow")
+        assert dialogs == []
+    finally:
+        page.close()
+        if room2 is not None:
+            room2.stop()
