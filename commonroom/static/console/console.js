@@ -22,6 +22,7 @@
     }
     return node;
   }
+  const plural = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   function relative(stamp) {
@@ -44,7 +45,8 @@
   }
   function count(node, items, page, noun) {
     const more = page && page.next_cursor;
-    node.textContent = `${items.length}${more ? "+" : ""} ${noun}${more ? " (truncated: showing the first " + items.length + ")" : ""}`;
+    const n = items.length, word = noun && n !== 1 && !more ? noun + "s" : noun;
+    node.textContent = `${n}${more ? "+" : ""} ${more && noun ? noun + "s" : word}${more ? " (truncated: showing the first " + n + ")" : ""}`;
   }
   function fill(node, items, render, empty) {
     node.replaceChildren(...(items.length ? items.map(render) : [el("li", { class: "empty", text: empty })]));
@@ -97,19 +99,19 @@
     return out.join("\n");
   }
 
-  let chosenVersion = null;
+  let chosenVersion = null, followHead = true; // the diff follows the head until a version is chosen
   async function loadRoom() {
     const [room, doc, versions] = await Promise.all([api("GET", "/workspace/room"), api("GET", "/workspace/document"),
       api("GET", "/workspace/versions?limit=12")]);
     $("head").textContent = `v${room.head_version}`;
     $("document").textContent = doc.text;
-    $("doc-meta").textContent = `version ${doc.version} · ${doc.text.split("\n").length} lines · ${room.participants} participants · ${room.sessions} live sessions`;
-    count($("versions-count"), versions.versions, versions, "shown");
-    if (chosenVersion === null || chosenVersion > room.head_version) chosenVersion = room.head_version;
-    if (versions.versions.length && !versions.versions.some((v) => v.number === chosenVersion)) chosenVersion = room.head_version;
+    $("doc-meta").textContent = `version ${doc.version} · ${doc.text.split("\n").length} lines · ${plural(room.participants, "participant")} · ${plural(room.sessions, "live session")}`;
+    count($("versions-count"), versions.versions, versions, "version");
+    if (followHead || chosenVersion === null || chosenVersion > room.head_version
+      || !versions.versions.some((v) => v.number === chosenVersion)) chosenVersion = room.head_version;
     fill($("versions"), versions.versions, (v) => el("li", {},
       el("button", { type: "button", class: "linkish" + (v.number === chosenVersion ? " chosen" : ""), "aria-pressed": v.number === chosenVersion ? "true" : "false",
-        onclick: () => { chosenVersion = v.number; loadRoom().catch((e) => flash(`diff failed: ${e.message}`, true)); } }, `v${v.number}`),
+        onclick: () => { chosenVersion = v.number; followHead = v.number === room.head_version; loadRoom().catch((e) => flash(`diff failed: ${e.message}`, true)); } }, `v${v.number}`),
       " ", el("span", { class: "who", text: v.author || "room" }), " ", when(v.created_at), " ",
       el("span", { class: "muted", text: [v.source, v.summary].filter(Boolean).join(" · ") })), "no versions");
     const diff = chosenVersion > 1 ? await api("GET", `/workspace/diff?from=${chosenVersion - 1}&to=${chosenVersion}`)
@@ -144,7 +146,7 @@
       return el("article", { class: `card status-${p.status}` },
         el("div", { class: "card-head" }, el("span", { class: `badge ${p.status}`, text: p.status }), " ",
           el("strong", { text: p.summary || "(no summary)" }), " ",
-          el("span", { class: "muted", text: `by ${p.author} on v${p.base_version}${p.lines ? ` lines ${p.lines[0]}–${p.lines[1]}` : ""}` }), " ", when(p.created_at)),
+          el("span", { class: "muted", text: `by ${p.author} on v${p.base_version}${p.lines ? (p.lines[0] === p.lines[1] ? ` line ${p.lines[0]}` : ` lines ${p.lines[0]}–${p.lines[1]}`) : ""}` }), " ", when(p.created_at)),
         diff, actions);
     }));
     $("proposals").replaceChildren(...(cards.length ? cards : [el("p", { class: "empty", text: "no proposals" })]));
@@ -162,7 +164,7 @@
   async function loadPeople() {
     const [people, live] = await Promise.all([api("GET", `/workspace/participants?limit=${PAGE}`),
       api("GET", `/owner/sessions?limit=${PAGE}`)]);
-    count($("people-count"), people.participants, people, "participants");
+    count($("people-count"), people.participants, people, "participant");
     count($("sessions-count"), live.sessions, live, "");
     fill($("participants"), people.participants, (p) => el("li", {},
       el("span", { class: "who", text: p.name }), " ", el("span", { class: "muted", text: `${p.sessions ?? 0} live session${p.sessions === 1 ? "" : "s"} · joined ` }), when(p.created_at)), "nobody has joined yet");
@@ -170,7 +172,7 @@
     fill($("sessions"), sessions, (s) => el("li", {},
       activity(s), " ", el("span", { class: "who", text: s.session.participant.name }), " ",
       el("button", { type: "button", class: "linkish mono", title: "show this session's board", onclick: () => choose(s.session.id) }, s.session.id),
-      " ", el("span", { class: "muted", text: `${s.session.capabilities.join(", ")} · ${s.board_messages} messages, ${s.open_messages} open · expires ` }), when(s.session.expires_at)), "no live sessions");
+      " ", el("span", { class: "muted", text: `${s.session.capabilities.join(", ")} · ${plural(s.board_messages, "message")}, ${s.open_messages} open · expires ` }), when(s.session.expires_at)), "no live sessions");
     renderPicker();
   }
   // Liveness from facts only: the board's last retained change, never presence.
@@ -182,7 +184,7 @@
 
   async function loadLeases() {
     const page = await api("GET", `/workspace/leases?limit=${PAGE}`);
-    count($("leases-count"), page.leases, page, "live");
+    count($("leases-count"), page.leases, page, "live lease");
     fill($("leases"), page.leases, (l) => el("li", {}, el("span", { class: "who", text: l.participant }), " holds ",
       el("span", { class: "mono", text: l.lines ? `lines ${l.lines[0]}–${l.lines[1]}` : "the document" }),
       " ", el("span", { class: "muted", text: l.region ? JSON.stringify(l.region) : "" }), " · expires ", when(l.expires_at)), "no live leases");
@@ -191,7 +193,7 @@
   async function loadHandoffs() {
     const page = await api("GET", `/workspace/handoffs?limit=${PAGE}`);
     const items = page.handoffs.slice().reverse();
-    count($("handoffs-count"), items, page, "handoffs");
+    count($("handoffs-count"), items, page, "handoff");
     fill($("handoffs"), items, (h) => el("li", {}, el("span", { class: `badge ${h.status}`, text: h.status }), " ",
       el("strong", { text: h.summary }), " ", el("span", { class: "muted", text: `${h.owner ?? "?"} → ${h.assignee ?? "anyone"} · task ${h.task_id} · ` }), when(h.updated_at)), "no handoffs");
   }
@@ -318,7 +320,7 @@
       el("p", { class: "body", text: m.body }))) : [el("li", { class: "empty", text: board.sid ? "no retained messages" : "choose a session to see its board" })]));
     const n = items.length;
     $("board").dataset.count = String(n);
-    $("board-h").title = `${n}${board.truncated ? "+ (truncated)" : ""} retained messages`;
+    $("board-count").textContent = board.sid ? `${n}${board.truncated ? "+ (truncated)" : ""} retained message${n === 1 ? "" : "s"}` : "";
   }
   function renderPicker() {
     const q = $("session-search").value.trim().toLowerCase();
