@@ -107,6 +107,20 @@ def decode_cursor(cursor: str | None) -> Any:
         raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"}) from None
 
 
+def after_stamp_and_id(query: Any, created: Any, ident: Any, cursor: str | None) -> Any:
+    """``query`` narrowed to rows after a ``[created_at, id]`` cursor (keyset paging in that order).
+
+    ``created`` and ``ident`` are the model's fields; a cursor of another
+    shape is ``InvalidRequest``. Pair it with ``encode_cursor([row.created_at, row.id])``.
+    """
+    after = decode_cursor(cursor)
+    if after is None:
+        return query
+    if not (isinstance(after, list) and len(after) == 2 and all(isinstance(a, str) for a in after)):
+        raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+    return query.where((created > after[0]) | ((created == after[0]) & (ident > after[1])))
+
+
 @dataclass
 class Head:
     """The head version, cached in memory (the room is the only writer)."""

@@ -14,7 +14,6 @@ each board's latest retained activity (a fact, never presence).
 
 from __future__ import annotations
 
-import hmac
 import json
 from typing import Any, Iterable, cast
 
@@ -24,10 +23,10 @@ from generated.types.owner import ConsoleCode, SessionsPage, SessionSummary
 
 from .. import tokens
 from ..clock import parse_rfc3339, rfc3339
-from ..errors import InvalidRequest, Unauthorized
+from ..errors import Unauthorized
 from ..store import WriteContext
 from .access import session_dict
-from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_limit, require
 
 #: A login code lives this long (seconds) and works once.
 CODE_SECONDS = 60
@@ -108,8 +107,7 @@ class ConsoleMixin(EngineBase):
         """True when ``cookie`` is a live console cookie of this room (constant-time compare)."""
         if not cookie or not cookie.startswith(COOKIE_PREFIX):
             return False
-        found = self._console_find(self._console_table(_COOKIES), cookie)
-        return found is not None and hmac.compare_digest(found, tokens.digest(cookie))
+        return self._console_find(self._console_table(_COOKIES), cookie) is not None
 
     def sessions(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> SessionsPage:
         """Live sessions in join order, each with its board's latest retained activity.
@@ -126,12 +124,7 @@ class ConsoleMixin(EngineBase):
         now = rfc3339(self.clock.now())
         query = (Session.select().where(Session.revoked_at.is_null() & (Session.expires_at > now))
                  .order_by(Session.created_at, Session.id))
-        after = decode_cursor(cursor)
-        if after is not None:
-            if not (isinstance(after, list) and len(after) == 2 and all(isinstance(x, str) for x in after)):
-                raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
-            query = query.where((Session.created_at > after[0])
-                                | ((Session.created_at == after[0]) & (Session.id > after[1])))
+        query = after_stamp_and_id(query, Session.created_at, Session.id, cursor)
         rows = list(query.limit(size + 1))
         ids = [r.id for r in rows[:size]]
         latest: dict[str, tuple[str | None, int, int]] = {}
