@@ -65,9 +65,15 @@ def assert_not_injected(page, scope: str) -> None:
 
 
 def test_the_console_follows_a_real_room(room, chromium, tmp_path):
-    alice = room.join("alice", "read,observe,message,propose,lease")
+    alice = room.join("alice", "read,observe,message,propose,lease,handoff")
+    bob = room.join("bob", "read,observe,message,handoff")
     sid = alice.session["id"]
     mcp = Mcp(room.ingress, alice.token)
+    # something in every panel: a lease, a handoff, a note on bob's board
+    assert alice.post("/workspace/leases", {"region": {"heading": ["Release plan", "Goals"]}}).status_code == 201
+    assert alice.post("/workspace/handoffs", {"summary": "Review the Goals section", "assignee": "bob"}).status_code == 201
+    tool(Mcp(room.ingress, bob.token), "post_session_message", session_id=bob.session["id"], kind="note",
+         body="Picking up the review after lunch.")
     tool(mcp, "post_session_message", session_id=sid, kind="progress", body="Reading the sample; first pass done.")
     url = ce("console", str(room.document)).stdout.strip()
     assert "/console/login?code=" in url
@@ -85,7 +91,10 @@ def test_the_console_follows_a_real_room(room, chromium, tmp_path):
         expect(page.locator("#head")).to_have_text("v1")
         page.wait_for_selector("#sessions li >> text=alice")
         assert "sample" in page.locator("#document").inner_text().lower() or page.locator("#document").inner_text()
+        page.wait_for_selector("#handoffs li >> text=Review the Goals section")
+        page.wait_for_selector("#leases li >> text=alice")
         shot("overview")
+        shot("overview-1280x800", full_page=False)
 
         # 2. choose alice's session through the search box: its board loads (baseline, then snapshot)
         page.fill("#session-search", "alice")
