@@ -182,12 +182,17 @@
     return el("span", { class: `dot ${recent ? "recent" : "idle"}`, title: `last retained board activity ${s.last_activity_at}` });
   }
 
+  function regionText(region) {
+    if (!region) return "";
+    if (Array.isArray(region.heading)) return "§ " + region.heading.join(" › ");
+    return JSON.stringify(region);
+  }
   async function loadLeases() {
     const page = await api("GET", `/workspace/leases?limit=${PAGE}`);
     count($("leases-count"), page.leases, page, "live lease");
     fill($("leases"), page.leases, (l) => el("li", {}, el("span", { class: "who", text: l.participant }), " holds ",
       el("span", { class: "mono", text: l.lines ? `lines ${l.lines[0]}–${l.lines[1]}` : "the document" }),
-      " ", el("span", { class: "muted", text: l.region ? JSON.stringify(l.region) : "" }), " · expires ", when(l.expires_at)), "no live leases");
+      " ", el("span", { class: "muted", text: regionText(l.region) }), " · expires ", when(l.expires_at)), "no live leases");
   }
 
   async function loadHandoffs() {
@@ -195,7 +200,8 @@
     const items = page.handoffs.slice().reverse();
     count($("handoffs-count"), items, page, "handoff");
     fill($("handoffs"), items, (h) => el("li", {}, el("span", { class: `badge ${h.status}`, text: h.status }), " ",
-      el("strong", { text: h.summary }), " ", el("span", { class: "muted", text: `${h.owner ?? "?"} → ${h.assignee ?? "anyone"} · task ${h.task_id} · ` }), when(h.updated_at)), "no handoffs");
+      el("strong", { text: h.summary }), " ", el("span", { class: "muted", text: `${h.owner ?? "?"} → ${h.assignee ?? "anyone"} · ` }),
+      el("span", { class: "mono muted", title: `task ${h.task_id}`, text: `task ${h.task_id.slice(0, 12)}…` }), " · ", when(h.updated_at)), "no handoffs");
   }
 
   // -- refresh, keeping the last good data --------------------------------------------
