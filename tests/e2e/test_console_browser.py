@@ -140,8 +140,17 @@ def test_the_console_follows_a_real_room(room, chromium, tmp_path):
         assert_not_injected(page, "#document")
         shot("proposal-approved")
 
-        # 6. the room restarts: the event stream and the board loop reconnect by themselves
-        room2 = room.restart()
+        # 6. the room restarts: while it is down Refresh fails and keeps the data; then the event
+        #    stream and the board loop reconnect by themselves
+        def while_down() -> None:  # Refresh fails visibly and keeps the last good data; the loops show their retry
+            page.click("#refresh")
+            page.wait_for_selector("#refresh-state.bad >> text=refresh failed")
+            assert "<script>" in page.locator("#document").inner_text()
+            page.wait_for_selector("#board-state.bad >> text=reconnecting")
+            page.wait_for_selector("#board li.kind-todo >> text=three bullets")
+            shot("room-down")
+
+        room2 = room.restart(between=while_down)
         page.wait_for_selector("#live.good", timeout=60_000)
         page.wait_for_selector("#board-state.good", timeout=60_000)
         again = tool(Mcp(room2.ingress, alice.token), "post_session_message", session_id=sid, kind="note",

@@ -302,13 +302,15 @@
       }
     }
   }
+  // A new loop (reload, new baseline); the last good messages stay until the reload replaces them.
   function restartBoard() {
-    board.gen += 1; board.healthy = false; board.messages = new Map(); renderBoard();
+    board.gen += 1; board.healthy = false;
     if (board.sid) boardLoop(board.gen, board.sid);
   }
   board.refresh = async () => { const snap = await snapshot(board.sid); merge([...snap.all.values()]); };
   function choose(sid) {
-    board.sid = sid; $("compose-send").disabled = !sid; restartBoard();
+    board.sid = sid; board.messages = new Map(); board.truncated = false; renderBoard();
+    $("compose-send").disabled = !sid; restartBoard();
     const select = $("session-select"); if (select.value !== sid) { $("session-search").value = ""; renderPicker(); select.value = sid; }
     $("board-sid").textContent = sid;
   }
