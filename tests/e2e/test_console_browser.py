@@ -40,6 +40,8 @@ class Shots:
         self.page, self.folder, self.n = page, folder, 0
         folder.mkdir(parents=True, exist_ok=True)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        for old in ARTIFACTS.glob("*.png"):  # only this run's screenshots there
+            old.unlink()
 
     def __call__(self, name: str, full_page: bool = True) -> Path:
         self.n += 1
