@@ -31,8 +31,6 @@ from typing import Any
 from commonroom.mcp.jsonrpc import invalid_params, missing_capability
 from commonroom.mcp.registry import Raw
 
-from .task_fixtures import register_task_tools
-
 NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
 
 _KEY = secrets.token_bytes(32)
@@ -346,6 +344,8 @@ def register(registry: Any) -> None:
     tool("greet", description="Greets someone by name",
          input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
          handler=lambda ctx: _text(f"Hello, {ctx.arguments['name']}!"))
+    from .task_fixtures import register_task_tools  # they build on the helpers here
+
     register_task_tools(registry)
 
     registry.add_resource("test://static-text", name="static-text", mime_type="text/plain",

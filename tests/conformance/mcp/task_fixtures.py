@@ -30,6 +30,8 @@ from typing import Any
 from commonroom.mcp.jsonrpc import JsonRpcError
 from commonroom.mcp.registry import Raw
 
+from .fixtures import _accepted, _elicit
+
 SLOW_COMPUTE = {"type": "object",
                 "properties": {"seconds": {"type": "number", "minimum": 0}, "label": {"type": "string"}}}
 FILENAME = {"type": "object", "properties": {"filename": {"type": "string"}}}
@@ -38,20 +40,6 @@ NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
 
 def _text(text: str, *, error: bool = False) -> Raw:
     return Raw({"content": [{"type": "text", "text": text}], "isError": error})
-
-
-def _elicit(message: str, prop: str, prop_type: str = "string") -> dict[str, Any]:
-    return {"method": "elicitation/create",
-            "params": {"mode": "form", "message": message,
-                       "requestedSchema": {"type": "object", "properties": {prop: {"type": prop_type}},
-                                           "required": [prop]}}}
-
-
-def _accepted(answer: Any, field: str) -> Any:
-    if not isinstance(answer, dict) or answer.get("action") != "accept":
-        return None
-    content = answer.get("content")
-    return content.get(field) if isinstance(content, dict) else None
 
 
 async def slow_compute(job: Any) -> Raw:
