@@ -18,6 +18,8 @@ here:
 :meth:`finish_tool_task`   ``completed`` with the CallToolResult (a tool error is
                            ``result.isError``) or ``failed`` with a JSON-RPC error
 :meth:`task_cancel`        ``cancelled`` (the tool sees it and stops)
+start-up                   ``failed`` when still active (:meth:`fail_interrupted_tool_tasks`:
+                           the run died with the previous room process)
 =========================  ===========================================================
 
 Each change is one :meth:`Store.write` emitting ``task.updated``
@@ -313,3 +315,25 @@ class TasksMixin(HandoffsMixin):
             return self._task_dict(self._tool_task(task_id))
         except HandoffNotFound:
             return None
+
+    def fail_interrupted_tool_tasks(self) -> int:
+        """At start-up: every active tool task becomes ``failed`` (-32603 "interrupted: the room restarted").
+
+        A tool's run lives in the room process, so when the room starts no
+        run exists and such a task would otherwise wait for the TTL sweep.
+        Returns how many were failed; call it before requests are served.
+        """
+        Task = self.store.models.Task
+
+        def fail(ctx: WriteContext) -> int:
+            rows = list(Task.select().where((Task.handoff_id == NO_HANDOFF) & Task.status.in_(ACTIVE)))
+            stamp = self.clock.stamp()
+            for task in rows:
+                message = "interrupted: the room restarted"
+                self._save(task, status="failed", status_message=message, input_requests=None,
+                           error={"code": -32603, "message": message}, last_updated_at=stamp)
+                self._emit_task(ctx, None, task)
+            return len(rows)
+
+        return self.store.write(fail)
+

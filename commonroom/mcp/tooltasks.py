@@ -35,7 +35,8 @@ answers an ordinary tool result (``job.task_id`` is None; ``job.ask`` is
 -32021); a ``"required"`` one is -32021 with
 ``data.requiredCapabilities.extensions["io.modelcontextprotocol/tasks"]``
 before anything runs. The background run lives in the room process: a
-restart ends it, and its task stays as it was until the TTL sweep fails it.
+restart ends it, and the new process fails its task at start-up
+(``Engine.fail_interrupted_tool_tasks``, -32603).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ import httpx
 from commonroom.protocol import META_CAPABILITIES, TASKS_EXTENSION
 from tests.mcp_schema import check
 from tests.mcp_wire import META, Mcp
-from tests.roomproc import Client, Room, start_room
+from tests.roomproc import Client, Room, plugin_env, start_room
 
 ROUNDS = 2
 HANDOFFS = 24  # the room holds at most 32 active tasks
@@ -213,3 +213,19 @@ def test_sigkill_during_a_burst_of_completions(tmp_path):
           f"{time.monotonic() - started:.1f} s")
     assert lost == 0 and found == out.acknowledged
     assert out.acknowledged >= ROUNDS * KILL_AFTER
+
+
+def test_a_tool_task_interrupted_by_a_restart_fails(tmp_path):
+    """A task-running tool's run dies with the room process; the next one fails its task before serving."""
+    room = start_room(tmp_path / "room", text="# Tool\n", env=plugin_env("tests.conformance.mcp.fixtures:register"))
+    try:
+        me = room.join("tool-user", "read")
+        mcp = Mcp(room.ingress, me.token)
+        created = mcp.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 600}}, meta=EXT)
+        mcp.close()
+        os.kill(worker_pid(room), signal.SIGKILL)  # the arbiter starts a new worker
+        wait_answering(room)
+        task = tasks_get(room, me.token, created["taskId"])
+        assert task["status"] == "failed" and task["error"]["message"] == "interrupted: the room restarted"
+    finally:
+        room.stop()

@@ -116,3 +116,21 @@ def test_the_sweep_expires_and_deletes_tool_tasks(engine, people, clock):
     assert task_events(engine)[-1] == (stuck, "failed")
     with pytest.raises(HandoffNotFound):
         engine.task_get(caller, finished)
+
+
+def test_a_restart_fails_the_tool_tasks_it_interrupted(engine, people):
+    caller, _, _ = people
+    owner, _ = join(engine, "owner", ["read", "handoff"])
+    running = engine.start_tool_task(caller, "slow_compute")["taskId"]
+    waiting = engine.start_tool_task(caller, "confirm_delete")["taskId"]
+    engine.ask_tool_task(waiting, {"q": ELICIT})
+    done = engine.start_tool_task(caller, "slow_compute")["taskId"]
+    engine.finish_tool_task(done, result=RESULT)
+    handoff_task = engine.create_handoff(owner, "not a tool's")["task"]["taskId"]
+    assert engine.fail_interrupted_tool_tasks() == 2
+    for task_id in (running, waiting):
+        task = engine.task_get(caller, task_id)
+        assert task["status"] == "failed" and task["error"]["code"] == -32603 and "inputRequests" not in task
+    assert engine.task_get(caller, done)["status"] == "completed"
+    assert engine.task_get(owner, handoff_task)["status"] == "working"  # handoff tasks outlive the process
+    assert engine.fail_interrupted_tool_tasks() == 0
