@@ -377,7 +377,16 @@ class Tasks(ClientExtension):
 
 
 def test_sdk_whole_handoff_flow_through_the_tasks_extension(room):
-    """create (extension) → accept → request input → tasks/update → complete → approve, all through the SDK."""
+    """create (extension) → accept → request input → tasks/update → complete → approve, all through the SDK.
+
+    The owner's client declares the extension (``Tasks``), creates the handoff
+    (``CreateTaskResult``, the claimed shape) and follows the task with
+    ``tasks/get``, answering its input request with ``tasks/update``; the
+    worker's client (extension declared too) accepts, asks, follows the task
+    back to ``working`` and completes; the boss approves and the task stays
+    ``completed``. No raw request: every message is the SDK's, recorded off
+    the wire and validated against the official schemas.
+    """
     owner_wire, worker_wire, boss_wire = Wire(), Wire(), Wire()
     owner = room.join("sdk-owner", "read,handoff")
     worker = room.join("sdk-worker", "read,handoff")
@@ -393,7 +402,12 @@ def test_sdk_whole_handoff_flow_through_the_tasks_extension(room):
 
     async def as_owner() -> sdk_types.CallToolResult:
         async with tasks_client(owner.token, owner_wire) as client:
-            # The claimed shape first (to hand the handoff id over), then the SDK's own resolution.
+            # session.call_tool(allow_claimed=True), not client.call_tool: the latter resolves the claim
+            # and then revalidates the final CallToolResult against handoff_create's outputSchema
+            # ({handoff, task} | error), which a handoff task's result (the completion text as one text
+            # content, no structuredContent) does not carry: RuntimeError "has an output schema but did
+            # not return structured content". The same resolver runs here, and the claimed shape hands
+            # the handoff id to the worker.
             created = await client.session.call_tool("handoff_create", {"summary": "SDK flow", "assignee": "sdk-worker"},
                                                      allow_claimed=True)
             assert isinstance(created, CreateTask) and created.status == "working"
