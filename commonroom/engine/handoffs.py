@@ -12,7 +12,7 @@ A **task** is its execution record, with the MCP tasks statuses::
 
 Creating a handoff creates its task (``working``); accepting leaves the
 task ``working`` and records the assignee; ``handoff_request_input`` makes
-it ``input_required`` until :meth:`HandoffsMixin.task_update` has answered
+it ``input_required`` until ``task_update`` (:mod:`.tasks`) has answered
 every outstanding request; completing makes it ``completed`` (the result
 is copied onto the handoff, which becomes ``result_ready``). Approval and
 rejection decide the handoff and never rewrite the task. Cancelling the
@@ -23,7 +23,7 @@ handoff cancels a task that is not terminal; cancelling the task
 Who may do what: create and accept need ``handoff``; complete and request
 input: the assignee only; approve and reject need ``approve``; cancel: the
 owner or ``approve``; handoff reads need ``read``. A task is visible
-(:meth:`task_get`, :meth:`task_update`, :meth:`task_cancel`) to its owner,
+(``task_get``, ``task_update``, ``task_cancel`` in :mod:`.tasks`) to its owner,
 its assignee and holders of ``approve``; to anyone else it does not exist
 (``handoff_not_found``). The MCP tasks methods (``tasks/get|update|cancel``)
 call those three methods and map ``handoff_not_found`` to -32602 ``unknown
@@ -336,7 +336,7 @@ class HandoffsMixin(EngineBase):
         whose task is active (``HandoffConflict``). The request is an MCP
         ``elicitation/create`` (form mode, ``requested_schema`` or one
         string ``answer``) under a new key ``input_<n>`` (never reused);
-        :meth:`task_update` answers it.
+        ``task_update`` (:mod:`.tasks`) answers it.
         """
         if not isinstance(message, str) or not message:
             raise InvalidRequest("message must be a non-empty string", details={"pointer": "/message"})
