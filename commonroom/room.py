@@ -90,9 +90,13 @@ def build_room(document: Path, owner_token_hash: str, *,
                                                      runner=runner, table=table, streams=streams),
                              limiter=RateLimiter(), runner=runner, table=table, streams=resources)
     end_streams_on_sigterm(hub.close_nowait)
+
+    async def fail_interrupted() -> None:  # no tool run survives a restart (docs/handoffs.md)
+        await runner.write(engine.fail_interrupted_tool_tasks)
+
     return (
         engine,
         StreamGuard(owner_app, settings.write_timeout_seconds),
         StreamGuard(ingress_app, settings.write_timeout_seconds),
-        Hooks([scheduler.stop, hub.close, runner.close, engine.close], [scheduler.start], scheduler),
+        Hooks([scheduler.stop, hub.close, runner.close, engine.close], [fail_interrupted, scheduler.start], scheduler),
     )

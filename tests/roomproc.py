@@ -136,9 +136,15 @@ class Client:
         return self.request("POST", path, json=body, **kwargs)
 
 
+def plugin_env(plugin: str) -> dict[str, str]:
+    """The environment that loads ``plugin`` (``module:function``) into a room, with ``tests`` importable."""
+    return {"COMMONROOM_MCP_PLUGINS": plugin,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
 def start_room(folder: Path, source: Path | None = None, *, name: str = "doc.md", text: str | None = None,
-               args: tuple[str, ...] = (), wait: float = 30) -> Room:
-    """Copy ``source`` (or write ``text``) into ``folder`` and serve it."""
+               args: tuple[str, ...] = (), wait: float = 30, env: dict[str, str] | None = None) -> Room:
+    """Copy ``source`` (or write ``text``) into ``folder`` and serve it (``env`` adds to the environment)."""
     folder.mkdir(parents=True, exist_ok=True)
     document = folder / name
     if source is not None:
@@ -147,7 +153,8 @@ def start_room(folder: Path, source: Path | None = None, *, name: str = "doc.md"
         document.write_bytes(text.encode("utf-8"))
     log = open(folder / f"{name}.serve.log", "ab")
     proc = subprocess.Popen([ce_path(), "serve", str(document), "--port", "0", "--owner-port", "0", *args],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, **env} if env else None)
     room = Room(document, proc)
     state_file = document.with_name(document.name + ".commonroom.json")
     deadline = time.monotonic() + wait

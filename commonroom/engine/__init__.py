@@ -21,7 +21,7 @@ from .console import ConsoleMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
 from .filesync import FileFollower, file_state, write_atomic
-from .handoffs import HandoffsMixin
+from .tasks import TasksMixin
 from .history import HistoryMixin
 from .leases import LeasesMixin
 from .peers import PeersMixin
@@ -34,7 +34,7 @@ __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "requi
 log = logging.getLogger("commonroom.engine")
 
 
-class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, HandoffsMixin,
+class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, TasksMixin,
              BoardsMixin, PeersMixin, ConsoleMixin):
     """One room's engine over its document and sidecar."""
 

@@ -12,7 +12,7 @@ A **task** is its execution record, with the MCP tasks statuses::
 
 Creating a handoff creates its task (``working``); accepting leaves the
 task ``working`` and records the assignee; ``handoff_request_input`` makes
-it ``input_required`` until :meth:`HandoffsMixin.task_update` has answered
+it ``input_required`` until ``task_update`` (:mod:`.tasks`) has answered
 every outstanding request; completing makes it ``completed`` (the result
 is copied onto the handoff, which becomes ``result_ready``). Approval and
 rejection decide the handoff and never rewrite the task. Cancelling the
@@ -23,7 +23,7 @@ handoff cancels a task that is not terminal; cancelling the task
 Who may do what: create and accept need ``handoff``; complete and request
 input: the assignee only; approve and reject need ``approve``; cancel: the
 owner or ``approve``; handoff reads need ``read``. A task is visible
-(:meth:`task_get`, :meth:`task_update`, :meth:`task_cancel`) to its owner,
+(``task_get``, ``task_update``, ``task_cancel`` in :mod:`.tasks`) to its owner,
 its assignee and holders of ``approve``; to anyone else it does not exist
 (``handoff_not_found``). The MCP tasks methods (``tasks/get|update|cancel``)
 call those three methods and map ``handoff_not_found`` to -32602 ``unknown
@@ -32,11 +32,14 @@ task``.
 Every change is one :meth:`Store.write` that appends its ``handoff.*``
 event to the ring and to the handoff's own event list (``handoff_event``,
 kept for the handoff's lifetime).
+
+Reading and steering tasks (``task_get``, ``task_update``, ``task_cancel``),
+the TTL sweep and the tasks of task-running tools live in
+:mod:`commonroom.engine.tasks`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 from typing import Any, cast
@@ -46,7 +49,6 @@ from generated.types.handoffs import HandoffAndTask, HandoffEventsPage, Handoffs
 from generated.types.handoffs import Task as TaskWire
 
 from .. import tokens
-from ..clock import rfc3339
 from ..errors import (HandoffConflict, HandoffNotFound, IdempotencyMismatch, InvalidRequest, LimitExceeded,
                       PermissionDenied)
 from ..store import WriteContext
@@ -142,10 +144,10 @@ class HandoffsMixin(EngineBase):
             "lastUpdatedAt": row.last_updated_at,
             "ttlMs": row.ttl_ms,
             "pollIntervalMs": row.poll_interval_ms,
-            "handoffId": row.handoff_id,
+            "handoffId": row.handoff_id or None,
             "owner": self._display(row.owner_id) or "?",
             "assignee": self._display(row.assignee_id),
-            "operation": "handoff.execute",
+            "operation": row.operation,
             "correlationId": row.correlation_id,
             "schemaVersion": 1,
         }
@@ -213,6 +215,15 @@ class HandoffsMixin(EngineBase):
                           type=type, created_at=event["time"], participant_id=participant_id,
                           session_id=session_id, payload=payload)
 
+    def _require_capacity(self) -> None:
+        """``LimitExceeded`` (``active_tasks``) when :data:`MAX_ACTIVE_TASKS` tasks are active (in a write)."""
+        Task = self.store.models.Task
+        active = Task.select().where(Task.status.in_(ACTIVE)).count()
+        if active >= MAX_ACTIVE_TASKS:
+            raise LimitExceeded(
+                f"{active} tasks are working or waiting for input; a room holds at most {MAX_ACTIVE_TASKS}",
+                details={"limit": "active_tasks", "maximum": MAX_ACTIVE_TASKS, "size": active})
+
     def _save(self, row: Any, **values: Any) -> None:
         for name, value in values.items():
             setattr(row, name, value)
@@ -266,11 +277,7 @@ class HandoffsMixin(EngineBase):
                             f"idempotency_key {idempotency_key!r} was used for a different request",
                             details={"idempotency_key": idempotency_key, "handoff_id": earlier.id})
                     return self._pair(earlier, self._live_task(earlier))
-            active = Task.select().where(Task.status.in_(ACTIVE)).count()
-            if active >= MAX_ACTIVE_TASKS:
-                raise LimitExceeded(
-                    f"{active} tasks are working or waiting for input; a room holds at most {MAX_ACTIVE_TASKS}",
-                    details={"limit": "active_tasks", "maximum": MAX_ACTIVE_TASKS, "size": active})
+            self._require_capacity()
             now = self.clock.stamp()
             handoff_id = tokens.new_id("ho_")
             task_id = tokens.new_secret("task_")  # hard to guess (it is still not authorization)
@@ -329,7 +336,7 @@ class HandoffsMixin(EngineBase):
         whose task is active (``HandoffConflict``). The request is an MCP
         ``elicitation/create`` (form mode, ``requested_schema`` or one
         string ``answer``) under a new key ``input_<n>`` (never reused);
-        :meth:`task_update` answers it.
+        ``task_update`` (:mod:`.tasks`) answers it.
         """
         if not isinstance(message, str) or not message:
             raise InvalidRequest("message must be a non-empty string", details={"pointer": "/message"})
@@ -500,144 +507,6 @@ class HandoffsMixin(EngineBase):
         events = [event_dict(_AsEvent(r)) for r in rows[:size]]
         return {"handoff_id": handoff_id, "events": events,  # type: ignore[typeddict-item]
                 "next_cursor": encode_cursor(last.event_id) if last else None}
-
-    # -- tasks (GET /workspace/task; the MCP tasks methods plug in here) ---------------
-
-    def _viewer(self, actor: Actor, participant: str | None) -> Actor:
-        """Whose view a task read takes: the actor, or the participant the operator names."""
-        if participant is None:
-            return actor
-        Participant, Session = self.store.models.Participant, self.store.models.Session
-        found = Participant.get_or_none(Participant.name_key == participant_key(participant))
-        if actor.kind == "operator":
-            if found is None:
-                return Actor(kind="session", capabilities=frozenset(), participant_id="\x00none")
-            now = self.clock.stamp()
-            caps: set[str] = set()
-            for session in Session.select().where((Session.participant == found.id)
-                                                  & Session.revoked_at.is_null() & (Session.expires_at > now)):
-                caps.update(session.capabilities)
-            return Actor(kind="session", capabilities=frozenset(caps), participant_id=found.id,
-                         participant_name=found.name)
-        if found is None or found.id != actor.participant_id:
-            return Actor(kind="session", capabilities=frozenset(), participant_id="\x00none")
-        return actor
-
-    def _visible_task(self, actor: Actor, task_id: str, participant: str | None = None) -> TaskRow:
-        """The task, if ``actor`` (or the named participant) may see it; else ``HandoffNotFound``."""
-        Task = self.store.models.Task
-        viewer = self._viewer(actor, participant)
-        row = Task.get_or_none(Task.id == task_id) if isinstance(task_id, str) else None
-        if row is None or not self.task_visible(viewer, row):
-            raise HandoffNotFound("no such task", details={"task_id": task_id})
-        return row
-
-    def task_visible(self, actor: Actor, row: TaskRow) -> bool:
-        """DESIGN.md's rule: the task's owner, its assignee, or a holder of ``approve``."""
-        who = _who(actor)
-        return "approve" in actor.capabilities or who in (row.owner_id, row.assignee_id)
-
-    def task_get(self, actor: Actor, task_id: str, participant: str | None = None) -> TaskWire:
-        """The task (MCP ``DetailedTask`` fields plus ours), for those who may see it.
-
-        ``HandoffNotFound`` for an unknown id and for a task the caller may
-        not see alike (``tasks/get``: -32602 ``unknown task``).
-        ``participant``: the operator reads as that participant (``ce task
-        --participant``); a session may name only itself.
-        """
-        return self._task_dict(self._visible_task(actor, task_id, participant))
-
-    def task_update(self, actor: Actor, task_id: str, input_responses: dict[str, Any],
-                    participant: str | None = None) -> TaskWire:
-        """Answer outstanding input requests (``tasks/update``).
-
-        Answers for keys that are not outstanding are ignored; when none of
-        the keys is outstanding, or the task is not ``input_required``,
-        ``InvalidRequest`` (``details.reason``) and nothing changes. Once
-        every request is answered the task is ``working`` again. Never
-        restarts work.
-        """
-        if not isinstance(input_responses, dict):
-            raise InvalidRequest("input_responses must be an object", details={"pointer": "/input_responses"})
-
-        def update(ctx: WriteContext) -> TaskWire:
-            task = self._visible_task(actor, task_id, participant)
-            if task.status != "input_required":
-                raise InvalidRequest(f"the task is {task.status}, not input_required",
-                                     details={"reason": "not_input_required", "task_status": task.status})
-            outstanding = dict(task.input_requests or {})
-            answered = [k for k in input_responses if k in outstanding]
-            if not answered:
-                raise InvalidRequest("no answer matches an outstanding input request",
-                                     details={"reason": "no_matching_request", "outstanding": sorted(outstanding)})
-            responses = dict(task.input_responses or {})
-            for key in answered:
-                responses[key] = input_responses[key]
-                del outstanding[key]
-            now = self.clock.stamp()
-            status = "input_required" if outstanding else "working"
-            self._save(task, status=status, input_requests=outstanding or None, input_responses=responses,
-                       status_message=task.status_message if outstanding else None, last_updated_at=now)
-            row = self._get_handoff(task.handoff_id)
-            self._save(row, updated_at=now)
-            self._emit(ctx, actor, row, task, "handoff.input_received", keys=answered)
-            return self._task_dict(task)
-
-        return self.store.write(update)
-
-    def task_cancel(self, actor: Actor, task_id: str, participant: str | None = None,
-                    reason: str | None = None) -> TaskWire:
-        """Cancel a task (``tasks/cancel``): a terminal task stays as it was; any other is ``cancelled``,
-        and its handoff too while ``open`` or ``accepted``. Same visibility as :meth:`task_get`."""
-
-        def cancel(ctx: WriteContext) -> TaskWire:
-            task = self._visible_task(actor, task_id, participant)
-            if task.status in TERMINAL:
-                return self._task_dict(task)
-            row = self._get_handoff(task.handoff_id)
-            if row.status in NEEDS["cancel"]:
-                self._cancel(ctx, actor, row, task, reason)
-            else:  # cannot happen (an active task's handoff is open or accepted); cancel the task alone
-                self._save(task, status="cancelled", status_message=reason or "cancelled",
-                           input_requests=None, last_updated_at=self.clock.stamp())
-            return self._task_dict(task)
-
-        return self.store.write(cancel)
-
-    # -- the TTL sweep (the room's scheduler calls it; idempotent) --------------------
-
-    def sweep_tasks(self) -> dict[str, int]:
-        """Expire tasks by the clock: ``{"expired": n, "deleted": m}``.
-
-        A task not terminal one TTL after its creation becomes ``failed``
-        ("task expired", JSON-RPC error -32603) and its handoff, if
-        ``open`` or ``accepted``, ``cancelled``; a terminal task is deleted
-        one TTL after its last update (the handoff keeps the result).
-        Active work inside its TTL is never touched.
-        """
-        Task, Handoff = self.store.models.Task, self.store.models.Handoff
-
-        def sweep(ctx: WriteContext) -> dict[str, int]:
-            now = self.clock.now()
-            expired = deleted = 0
-            for task in Task.select().where(Task.status.in_(ACTIVE)):
-                if task.created_at > rfc3339(now - dt.timedelta(milliseconds=task.ttl_ms)):
-                    continue
-                stamp = rfc3339(now)
-                self._save(task, status="failed", status_message="task expired", input_requests=None,
-                           error={"code": -32603, "message": "task expired"}, last_updated_at=stamp)
-                row = Handoff.get_or_none(Handoff.id == task.handoff_id)
-                if row is not None and row.status in NEEDS["cancel"]:
-                    self._cancel(ctx, None, row, task, "task expired", by="room")
-                expired += 1
-            for task in Task.select().where(Task.status.in_(TERMINAL)):
-                if task.last_updated_at <= rfc3339(now - dt.timedelta(milliseconds=task.ttl_ms)):
-                    Task.delete().where(Task.id == task.id).execute()
-                    deleted += 1
-            return {"expired": expired, "deleted": deleted}
-
-        return self.store.write(sweep)
-
 
 class _AsEvent:
     """A ``handoff_event`` row seen as an event row (for :func:`event_dict`)."""

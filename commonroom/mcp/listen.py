@@ -15,7 +15,7 @@ room's stream primitive (:class:`~commonroom.mcp.stream.HubStream`):
 2. then ``notifications/resources/updated {uri}`` (once per URI per batch of
    events) and ``notifications/tasks`` (the task as ``tasks/get`` answers
    it, once per task per batch, after every ``handoff.*`` event that changes
-   a listed task);
+   a listed task, and every ``task.updated`` of a task-running tool's task);
 3. every message carries ``_meta["io.modelcontextprotocol/subscriptionId"]``
    = the listen's request id.
 
@@ -45,6 +45,8 @@ ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 TASKS = "notifications/tasks"
 #: ``handoff.*`` events that do not change the task (the decision is the handoff's alone).
 NOT_TASK_CHANGES = frozenset({"handoff.approved", "handoff.rejected"})
+#: The event of every change of a task-running tool's task (:mod:`.tooltasks`).
+TASK_UPDATED = "task.updated"
 
 
 def _visible_tasks(ctx: Context, task_ids: list[Any]) -> list[str]:
@@ -102,7 +104,7 @@ def listen(ctx: Context) -> Stream:
 
     def task_of(event: dict[str, Any]) -> str | None:
         kind = str(event.get("type", ""))
-        if not kind.startswith("handoff.") or kind in NOT_TASK_CHANGES:
+        if kind != TASK_UPDATED and (not kind.startswith("handoff.") or kind in NOT_TASK_CHANGES):
             return None
         task_id = (event.get("payload") or {}).get("task_id")
         return task_id if task_id in task_set else None

@@ -36,6 +36,15 @@ API
     ``cache_key(ctx, value)`` (optional): the encoded result of a successful
     value is reused while the key is the same (the handler still runs).
 
+``registry.add_task_tool(name, *, description, input_schema, run, task_support="optional", prepare=None, title=None, annotations=None)``
+    A tool whose call, when the request declared the tasks extension,
+    becomes a durable task of the room answered ``resultType: "task"``:
+    ``async run(job)`` goes on in the background and its value (or error)
+    finishes the task; ``job.ask({key: request})`` waits for
+    ``tasks/update``, ``job.sleep(s)`` stops early on ``tasks/cancel``.
+    ``task_support="required"`` is -32021 without the declaration. See
+    :mod:`commonroom.mcp.tooltasks`.
+
 ``registry.add_resource(uri, *, name, mime_type, read, description=None, title=None, cache_scope="private", ttl_ms=0)``
     ``read(ctx)`` returns ``str`` (one text content), ``bytes`` (one blob
     content, base64), a ``list`` of ``ResourceContents`` dicts, any other
@@ -319,6 +328,15 @@ class Registry:
                     Draft202012Validator(input_schema), cache_key, authorize)
         self.tools[name] = tool
         return tool
+
+    def add_task_tool(self, name: str, *, description: str, input_schema: dict[str, Any],
+                      run: Callable[[Any], Any], task_support: str = "optional",
+                      prepare: Callable[[Context], Any] | None = None, title: str | None = None,
+                      annotations: dict[str, Any] | None = None) -> Tool:
+        """Register a task-running tool (:func:`commonroom.mcp.tooltasks.add_task_tool`)."""
+        from .tooltasks import add_task_tool  # it builds on this module
+        return add_task_tool(self, name, description=description, input_schema=input_schema, run=run,
+                             task_support=task_support, prepare=prepare, title=title, annotations=annotations)
 
     def add_resource(self, uri: str, *, name: str, mime_type: str | None, read: Callable[[Context], Any],
                      description: str | None = None, title: str | None = None,

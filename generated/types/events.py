@@ -15,7 +15,7 @@ The event ring: the Event envelope, one payload shape per event type, GET /works
 """
 
 
-EventType: TypeAlias = Literal['invitation.created', 'invitation.revoked', 'participant.joined', 'session.opened', 'session.revoked', 'version.committed', 'document.external_edit', 'document.external_edit_rejected', 'lease.acquired', 'lease.renewed', 'lease.released', 'lease.expired', 'proposal.created', 'proposal.approved', 'proposal.rejected', 'proposal.withdrawn', 'board.message_posted', 'board.message_resolved', 'handoff.created', 'handoff.accepted', 'handoff.input_requested', 'handoff.input_received', 'handoff.completed', 'handoff.approved', 'handoff.rejected', 'handoff.cancelled']
+EventType: TypeAlias = Literal['invitation.created', 'invitation.revoked', 'participant.joined', 'session.opened', 'session.revoked', 'version.committed', 'document.external_edit', 'document.external_edit_rejected', 'lease.acquired', 'lease.renewed', 'lease.released', 'lease.expired', 'proposal.created', 'proposal.approved', 'proposal.rejected', 'proposal.withdrawn', 'board.message_posted', 'board.message_resolved', 'handoff.created', 'handoff.accepted', 'handoff.input_requested', 'handoff.input_received', 'handoff.completed', 'handoff.approved', 'handoff.rejected', 'handoff.cancelled', 'task.updated']
 """
 Event types this room emits (a client must ignore types it does not know).
 """
@@ -413,3 +413,19 @@ class HandoffCancelledPayload(TypedDict):
     """
     by: NotRequired[str]
     reason: NotRequired[str | None]
+
+
+class TaskUpdatedPayload(TypedDict):
+    """
+    Payload of task.updated: a task that runs a tool (not a handoff's) changed: started, asked for input, got answers, finished or was cancelled.
+    """
+
+    task_id: str
+    operation: str
+    """
+    tool:<name>, the tool the task runs.
+    """
+    task_status: Literal['working', 'input_required', 'completed', 'failed', 'cancelled']
+    """
+    The task's status after the change.
+    """

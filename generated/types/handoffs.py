@@ -208,10 +208,16 @@ class Task(TypedDict, closed=True):
     """
     failed only: the JSON-RPC error object.
     """
-    handoffId: str
+    handoffId: str | None
+    """
+    The handoff this task executes; null for a task that runs a tool (operation tool:<name>).
+    """
     owner: str
     assignee: str | None
-    operation: Literal['handoff.execute']
+    operation: str
+    """
+    handoff.execute for a handoff's task; tool:<name> for a task a task-running MCP tool started.
+    """
     correlationId: str
     schemaVersion: Literal[1]
 

@@ -11,7 +11,10 @@ under test loads the suite's fixture tools, resources and prompts from
 Scenarios that do not apply to a room or that the seeds overrule are listed,
 each with its reason, in ``tests/conformance/mcp/expected-failures.yml``; the
 suite exits non-zero on any other failure (and on a listed entry that now
-passes), and so does this test.
+passes), and so does this test. The suite judges scored scenarios only; the
+``tasks-*`` scenarios (the tasks extension, unscored) run against the fixture
+tools of ``tests/conformance/mcp/task_fixtures.py`` and this test judges them
+the same way against the same file.
 """
 
 from __future__ import annotations
@@ -68,11 +71,12 @@ def summarize(results: Path) -> dict[str, dict[str, int]]:
 
 
 def report(summary: dict[str, dict[str, int]]) -> str:
-    """Pass counts: scored scenarios (and their checks), then the unscored ones."""
+    """Pass counts: scored scenarios (and their checks), the unscored ones, then ``tasks-*`` alone."""
     scored = scored_scenarios()
     lines = []
     for label, names in (("scored", sorted(s for s in summary if s in scored)),
-                         ("not scored", sorted(s for s in summary if s not in scored))):
+                         ("not scored", sorted(s for s in summary if s not in scored)),
+                         ("tasks-* alone", sorted(s for s in summary if s.startswith("tasks-")))):
         clean = [s for s in names if not summary[s].get("FAILURE") and not summary[s].get("WARNING")]
         passed = sum(summary[s].get("SUCCESS", 0) for s in names)
         failed = sum(summary[s].get("FAILURE", 0) + summary[s].get("WARNING", 0) for s in names)
@@ -80,6 +84,22 @@ def report(summary: dict[str, dict[str, int]]) -> str:
                      f"checks {passed} passed, {failed} failed or warned")
         lines.extend(f"  x {s}: {summary[s]}" for s in names if s not in clean)
     return "\n".join(lines)
+
+
+def expected_entries() -> set[str]:
+    """The ``scenario`` and ``scenario:check`` entries of the expected-failures file."""
+    return {line.strip()[2:].split("#")[0].strip() for line in EXPECTED.read_text().splitlines()
+            if line.strip().startswith("- ")}
+
+
+def tasks_failures(results: Path) -> set[str]:
+    """``scenario:check`` of every ``tasks-*`` check that failed or warned."""
+    out = set()
+    for checks_file in sorted(results.glob("server-tasks-*/checks.json")):
+        scenario = re.sub(r"^server-|-\d{4}-\d{2}-\d{2}T[\d-]+Z$", "", checks_file.parent.name)
+        out.update(f"{scenario}:{c['id']}" for c in json.loads(checks_file.read_text())
+                   if c["status"] in ("FAILURE", "WARNING"))
+    return out
 
 
 @pytest.mark.slow
@@ -102,5 +122,12 @@ def test_conformance_suite(tmp_path, monkeypatch):
         room.stop()
     (tmp_path / "conformance.out").write_text(done.stdout + done.stderr)
     print("\nconformance (2026-07-28 requirement set):\n" + report(summarize(results)))
+    # The suite judges its baseline on scored scenarios only; the tasks-* ones (extension,
+    # unscored) are judged here the same way: every failure listed, no listed entry passing.
+    listed = {e for e in expected_entries() if e.startswith("tasks-")}
+    failed = tasks_failures(results)
+    assert len(list(results.glob("server-tasks-*/checks.json"))) >= 9, "the tasks-* scenarios did not run"
+    assert failed <= listed, f"tasks-* checks failing and not in the baseline: {sorted(failed - listed)}"
+    assert listed <= failed, f"stale tasks-* baseline entries (now passing): {sorted(listed - failed)}"
     tail = "\n".join(done.stdout.splitlines()[-60:])
     assert done.returncode == 0, f"unexpected conformance results (exit {done.returncode}):\n{tail}\n{done.stderr[-3000:]}"

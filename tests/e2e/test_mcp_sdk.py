@@ -4,7 +4,9 @@ The SDK's ``Client(..., mode="2026-07-28")`` talks to ``/mcp`` of a room
 serving a corpus document, with the session bearer set on its HTTP client
 (``streamable_http_client(url, http_client=...)``). Every JSON-RPC message
 the SDK receives is recorded off the wire (an httpx2 response hook) and
-validated against the official 2026-07-28 schema by ``$defs`` name.
+validated against the official 2026-07-28 schema by ``$defs`` name (the
+tasks methods' requests and results, and ``CreateTaskResult``, against the
+official tasks extension schema).
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ RESULT_DEFS = {
     "resources/read": "ReadResourceResult",
     "prompts/list": "ListPromptsResult",
     "prompts/get": "GetPromptResult",
+    "tasks/get": "tasks:GetTaskResult",
+    "tasks/update": "tasks:UpdateTaskResult",
+    "tasks/cancel": "tasks:CancelTaskResult",
 }
+#: tasks method → the ``$defs`` name (tasks schema) of its request, validated too.
+REQUEST_DEFS = {"tasks/get": "tasks:GetTaskRequest", "tasks/update": "tasks:UpdateTaskRequest",
+                "tasks/cancel": "tasks:CancelTaskRequest"}
 
 
 class Wire:
@@ -66,6 +74,8 @@ class Wire:
     def check(self) -> int:
         """Validate every recorded message; returns how many."""
         for request, _status, message in self.exchanges:
+            if request.get("method") in REQUEST_DEFS:
+                validate(REQUEST_DEFS[request["method"]], request)
             if "method" in message:
                 validate("JSONRPCNotification", message)
             elif "error" in message:
@@ -75,6 +85,8 @@ class Wire:
                 result = message["result"]
                 if result.get("resultType") == "input_required":
                     validate("InputRequiredResult", result)
+                elif result.get("resultType") == "task":
+                    validate("tasks:CreateTaskResult", result)
                 elif request.get("method") in RESULT_DEFS:
                     validate(RESULT_DEFS[request["method"]], result)
         return len(self.exchanges)
@@ -260,3 +272,183 @@ def test_sdk_listen_gets_the_ack_and_resource_updates(room):
                                                    else str(event), default=str)
 
     run(scenario())
+
+
+# -- the tasks extension through the SDK ------------------------------------------------
+#
+# mcp 2.3.0 has no tasks client of its own, but its extension surface expresses
+# every step: a ClientExtension declares io.modelcontextprotocol/tasks on each
+# request and claims ``resultType: "task"`` (ResultClaim), and the tasks methods
+# are typed requests sent through ``ClientSession.send_request`` (with
+# ``name_param`` the SDK adds ``Mcp-Name: <taskId>``). No raw request is needed.
+
+from typing import ClassVar, Literal  # noqa: E402
+
+from mcp import types as sdk_types  # noqa: E402
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim  # noqa: E402
+from pydantic import ConfigDict, Field  # noqa: E402
+
+from commonroom.protocol import TASKS_EXTENSION  # noqa: E402
+
+
+
+class CreateTask(sdk_types.Result):
+    """``CreateTaskResult`` as the SDK sees a claimed result."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"] = Field(alias="resultType")
+    task_id: str = Field(alias="taskId")
+    status: str
+
+
+class TaskView(sdk_types.Result):
+    """``tasks/get``'s DetailedTask (commonroom's own fields kept as extras)."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["complete"] = Field(alias="resultType")
+    task_id: str = Field(alias="taskId")
+    status: str
+    input_requests: dict[str, Any] | None = Field(alias="inputRequests", default=None)
+    result: dict[str, Any] | None = None
+
+
+class Ack(sdk_types.Result):
+    """The empty acknowledgement of ``tasks/update`` and ``tasks/cancel``."""
+
+    model_config = ConfigDict(extra="forbid")
+    result_type: Literal["complete"] = Field(alias="resultType")
+
+
+class TaskIdParams(sdk_types.RequestParams):
+    task_id: str = Field(alias="taskId")
+
+
+class UpdateParams(TaskIdParams):
+    input_responses: dict[str, Any] = Field(alias="inputResponses")
+
+
+class GetTask(sdk_types.Request[TaskIdParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class UpdateTask(sdk_types.Request[UpdateParams, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    name_param: ClassVar[str | None] = "taskId"
+
+
+async def get_task(session: Any, task_id: str) -> TaskView:
+    return await session.send_request(GetTask(params=TaskIdParams(taskId=task_id)), TaskView)
+
+
+class Tasks(ClientExtension):
+    """The tasks extension for the SDK: declare it, and resolve a task to its CallToolResult.
+
+    The resolver polls ``tasks/get`` (faster than the 5 s hint: a test), answers an
+    ``input_required`` task through ``tasks/update`` with ``answer``, and returns the
+    completed task's ``result`` as the tool's result.
+    """
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(self, answer: dict[str, Any]):
+        self.answer = answer
+        self.seen: list[str] = []
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreateTask, resolve=self.resolve)]
+
+    async def resolve(self, created: CreateTask, ctx: ClaimContext) -> sdk_types.CallToolResult:
+        self.seen.append(created.status)
+        for _ in range(300):
+            task = await get_task(ctx.session, created.task_id)
+            if not self.seen or self.seen[-1] != task.status:
+                self.seen.append(task.status)
+            if task.status == "input_required":
+                answers = {key: self.answer for key in task.input_requests or {}}
+                ack = await ctx.session.send_request(
+                    UpdateTask(params=UpdateParams(taskId=created.task_id, inputResponses=answers)), Ack)
+                assert ack.result_type == "complete"
+            elif task.status in ("completed", "failed", "cancelled"):
+                assert task.status == "completed" and task.result is not None, task
+                return sdk_types.CallToolResult.model_validate({**task.result, "resultType": "complete"})
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"task {created.task_id} did not finish: {self.seen}")
+
+
+def test_sdk_whole_handoff_flow_through_the_tasks_extension(room):
+    """create (extension) → accept → request input → tasks/update → complete → approve, all through the SDK.
+
+    The owner's client declares the extension (``Tasks``), creates the handoff
+    (``CreateTaskResult``, the claimed shape) and follows the task with
+    ``tasks/get``, answering its input request with ``tasks/update``; the
+    worker's client (extension declared too) accepts, asks, follows the task
+    back to ``working`` and completes; the boss approves and the task stays
+    ``completed``. No raw request: every message is the SDK's, recorded off
+    the wire and validated against the official schemas.
+    """
+    owner_wire, worker_wire, boss_wire = Wire(), Wire(), Wire()
+    owner = room.join("sdk-owner", "read,handoff")
+    worker = room.join("sdk-worker", "read,handoff")
+    boss = room.join("sdk-boss", "read,approve")
+    tasks = Tasks({"action": "accept", "content": {"answer": "casual"}})
+    handoffs: asyncio.Queue[str] = asyncio.Queue()
+
+    def tasks_client(token: str, wire: Wire) -> Client:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        http.event_hooks["response"].append(wire.on_response)
+        return Client(streamable_http_client(room.ingress + "/mcp", http_client=http), mode=VERSION,
+                      extensions=[tasks])
+
+    async def as_owner() -> sdk_types.CallToolResult:
+        async with tasks_client(owner.token, owner_wire) as client:
+            # session.call_tool(allow_claimed=True), not client.call_tool: the latter resolves the claim
+            # and then revalidates the final CallToolResult against handoff_create's outputSchema
+            # ({handoff, task} | error), which a handoff task's result (the completion text as one text
+            # content, no structuredContent) does not carry: RuntimeError "has an output schema but did
+            # not return structured content". The same resolver runs here, and the claimed shape hands
+            # the handoff id to the worker.
+            created = await client.session.call_tool("handoff_create", {"summary": "SDK flow", "assignee": "sdk-worker"},
+                                                     allow_claimed=True)
+            assert isinstance(created, CreateTask) and created.status == "working"
+            view = await get_task(client.session, created.task_id)
+            handoffs.put_nowait(view.model_extra["handoffId"])
+            return await tasks.resolve(created, ClaimContext(session=client.session, tool_name="handoff_create",
+                                                             read_timeout_seconds=None))
+
+    async def as_worker() -> None:
+        handoff_id = await asyncio.wait_for(handoffs.get(), 15)
+        async with tasks_client(worker.token, worker_wire) as client:
+            accepted = tool_value(await client.call_tool("handoff_accept", {"handoff_id": handoff_id}))
+            assert accepted["handoff"]["status"] == "accepted" and accepted["task"]["status"] == "working"
+            asked = tool_value(await client.call_tool("handoff_request_input",
+                                                      {"handoff_id": handoff_id, "message": "Formal or casual?"}))
+            assert asked["task"]["status"] == "input_required"
+            for _ in range(150):  # the assignee follows the task too, until the owner's tasks/update answered
+                got = await get_task(client.session, asked["task"]["taskId"])
+                if got.status == "working":
+                    break
+                await asyncio.sleep(0.1)
+            assert got.model_extra["inputResponses"]["input_1"]["content"] == {"answer": "casual"}
+            done = tool_value(await client.call_tool("handoff_complete",
+                                                     {"handoff_id": handoff_id, "result": "Hi all, casually."}))
+            assert done["handoff"]["status"] == "result_ready"
+
+    async def scenario() -> sdk_types.CallToolResult:
+        final, _ = await asyncio.gather(as_owner(), as_worker())
+        seen = next(m["result"] for r, _s, m in owner_wire.exchanges if r.get("method") == "tasks/get")
+        async with tasks_client(boss.token, boss_wire) as client:
+            approved = tool_value(await client.call_tool("handoff_approve", {"handoff_id": seen["handoffId"]}))
+            assert approved["status"] == "approved" and approved["result"] == "Hi all, casually."
+            after = await get_task(client.session, seen["taskId"])  # approve sees every task
+            assert after.status == "completed"  # approval decides the handoff, never rewrites the task
+        return final
+
+    final = run(scenario())
+    assert final.content[0].text == "Hi all, casually." and not final.is_error
+    assert tasks.seen[0] == "working" and "input_required" in tasks.seen and tasks.seen[-1] == "completed"
+    assert {"tools/call", "tasks/get", "tasks/update"} <= set(owner_wire.methods())
+    for request, _status, message in owner_wire.exchanges:
+        meta = (request.get("params") or {}).get("_meta") or {}
+        assert TASKS_EXTENSION in meta["io.modelcontextprotocol/clientCapabilities"]["extensions"], request
+    assert owner_wire.check() + worker_wire.check() + boss_wire.check() >= 12

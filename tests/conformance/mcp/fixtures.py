@@ -13,6 +13,8 @@ scenario descriptions inside the installed package (``conformance list
 The multi-round-trip (``input_required``) fixtures keep no state: each round's
 ``requestState`` is an HMAC-signed token (key made per room process), so a
 tampered state is refused with -32602.
+
+The ``tasks-*`` scenarios' task-running tools are in :mod:`.task_fixtures`.
 """
 
 from __future__ import annotations
@@ -338,10 +340,13 @@ def register(registry: Any) -> None:
                                       "query": {"type": "string"}},
                        "required": ["region"]},
          handler=lambda ctx: _text(f"region={ctx.arguments.get('region')}"))
-    # Tasks extension scenarios (unscored): the synchronous fixture only.
+    # Tasks extension scenarios (unscored): the synchronous fixture, then the task-running ones.
     tool("greet", description="Greets someone by name",
          input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
          handler=lambda ctx: _text(f"Hello, {ctx.arguments['name']}!"))
+    from .task_fixtures import register_task_tools  # they build on the helpers here
+
+    register_task_tools(registry)
 
     registry.add_resource("test://static-text", name="static-text", mime_type="text/plain",
                           description="A static text resource",
