@@ -370,6 +370,10 @@ class HandoffsMixin(EngineBase):
     def complete_handoff(self, actor: Actor, handoff_id: str, result: str) -> HandoffAndTask:
         """Complete an ``accepted`` handoff with ``result`` (text): task ``completed``, handoff ``result_ready``.
 
+        The task's ``result`` becomes ``handoff_create``'s finished tool result:
+        ``{content: [{type: text, text: result}], structuredContent: {handoff, task}, isError: false}``
+        (the pair as of the completion, the task without its own result).
+
         The assignee only. The result is copied onto the handoff (it
         outlives the task row). A second completion never replaces it: the
         same text again answers as before (a retry), other text is
@@ -394,10 +398,14 @@ class HandoffsMixin(EngineBase):
             if task.status in TERMINAL:
                 raise self._conflict(row, task, "complete")
             now = self.clock.stamp()
-            tool_result = {"content": [{"type": "text", "text": result}], "isError": False}
-            self._save(task, status="completed", status_message=None, result=tool_result, input_requests=None,
-                       last_updated_at=now)
             self._save(row, status="result_ready", result=result, result_at=now, updated_at=now)
+            self._save(task, status="completed", status_message=None, input_requests=None, last_updated_at=now)
+            # The task's result is handoff_create's tool result, finished: the text, and as
+            # structuredContent the {handoff, task} pair of this moment (valid against the tool's
+            # outputSchema, so a client that checks it, like the official SDK, accepts it).
+            tool_result = {"content": [{"type": "text", "text": result}],
+                           "structuredContent": self._pair(row, task), "isError": False}
+            self._save(task, result=tool_result)
             self._emit(ctx, actor, row, task, "handoff.completed")
             return self._pair(row, task)
 

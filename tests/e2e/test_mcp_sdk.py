@@ -354,6 +354,7 @@ class Tasks(ClientExtension):
     def __init__(self, answer: dict[str, Any]):
         self.answer = answer
         self.seen: list[str] = []
+        self.handoff_ids: asyncio.Queue[str] = asyncio.Queue()
 
     def claims(self) -> list[ResultClaim[Any]]:
         return [ResultClaim(result_type="task", model=CreateTask, resolve=self.resolve)]
@@ -362,6 +363,8 @@ class Tasks(ClientExtension):
         self.seen.append(created.status)
         for _ in range(300):
             task = await get_task(ctx.session, created.task_id)
+            if len(self.seen) == 1:
+                self.handoff_ids.put_nowait(task.model_extra["handoffId"])  # the worker takes it from here
             if not self.seen or self.seen[-1] != task.status:
                 self.seen.append(task.status)
             if task.status == "input_required":
@@ -392,7 +395,6 @@ def test_sdk_whole_handoff_flow_through_the_tasks_extension(room):
     worker = room.join("sdk-worker", "read,handoff")
     boss = room.join("sdk-boss", "read,approve")
     tasks = Tasks({"action": "accept", "content": {"answer": "casual"}})
-    handoffs: asyncio.Queue[str] = asyncio.Queue()
 
     def tasks_client(token: str, wire: Wire) -> Client:
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
@@ -402,22 +404,13 @@ def test_sdk_whole_handoff_flow_through_the_tasks_extension(room):
 
     async def as_owner() -> sdk_types.CallToolResult:
         async with tasks_client(owner.token, owner_wire) as client:
-            # session.call_tool(allow_claimed=True), not client.call_tool: the latter resolves the claim
-            # and then revalidates the final CallToolResult against handoff_create's outputSchema
-            # ({handoff, task} | error), which a handoff task's result (the completion text as one text
-            # content, no structuredContent) does not carry: RuntimeError "has an output schema but did
-            # not return structured content". The same resolver runs here, and the claimed shape hands
-            # the handoff id to the worker.
-            created = await client.session.call_tool("handoff_create", {"summary": "SDK flow", "assignee": "sdk-worker"},
-                                                     allow_claimed=True)
-            assert isinstance(created, CreateTask) and created.status == "working"
-            view = await get_task(client.session, created.task_id)
-            handoffs.put_nowait(view.model_extra["handoffId"])
-            return await tasks.resolve(created, ClaimContext(session=client.session, tool_name="handoff_create",
-                                                             read_timeout_seconds=None))
+            # Client.call_tool resolves the claimed CreateTaskResult through Tasks.resolve and then
+            # checks the final CallToolResult against handoff_create's outputSchema: the completed
+            # task's result carries the {handoff, task} pair as structuredContent.
+            return await client.call_tool("handoff_create", {"summary": "SDK flow", "assignee": "sdk-worker"})
 
     async def as_worker() -> None:
-        handoff_id = await asyncio.wait_for(handoffs.get(), 15)
+        handoff_id = await asyncio.wait_for(tasks.handoff_ids.get(), 15)
         async with tasks_client(worker.token, worker_wire) as client:
             accepted = tool_value(await client.call_tool("handoff_accept", {"handoff_id": handoff_id}))
             assert accepted["handoff"]["status"] == "accepted" and accepted["task"]["status"] == "working"
@@ -446,6 +439,9 @@ def test_sdk_whole_handoff_flow_through_the_tasks_extension(room):
 
     final = run(scenario())
     assert final.content[0].text == "Hi all, casually." and not final.is_error
+    assert final.structured_content["handoff"]["status"] == "result_ready"
+    assert final.structured_content["handoff"]["result"] == "Hi all, casually."
+    assert final.structured_content["task"]["status"] == "completed"
     assert tasks.seen[0] == "working" and "input_required" in tasks.seen and tasks.seen[-1] == "completed"
     assert {"tools/call", "tasks/get", "tasks/update"} <= set(owner_wire.methods())
     for request, _status, message in owner_wire.exchanges:

@@ -66,7 +66,11 @@ def test_the_whole_lifecycle_and_its_events(engine, people, clock):
     done = engine.complete_handoff(worker, handoff["id"], "It was a dark night.")
     assert done["handoff"]["status"] == "result_ready" and done["handoff"]["result"] == "It was a dark night."
     assert done["task"]["status"] == "completed"
-    assert done["task"]["result"] == {"content": [{"type": "text", "text": "It was a dark night."}], "isError": False}
+    result = done["task"]["result"]
+    assert result["content"] == [{"type": "text", "text": "It was a dark night."}] and result["isError"] is False
+    # handoff_create's finished tool result: the pair as of the completion, the task without its result
+    assert result["structuredContent"]["handoff"] == done["handoff"]
+    assert {k: v for k, v in done["task"].items() if k != "result"} == result["structuredContent"]["task"]
 
     approved = engine.approve_handoff(boss, handoff["id"])
     assert approved["status"] == "approved" and approved["decided_by"] == "boss"
