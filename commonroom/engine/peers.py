@@ -29,7 +29,7 @@ from ..clock import rfc3339
 from ..errors import PeerNotFound
 from ..store import WriteContext
 from .base import Actor, EngineBase, require
-from .boards import BoardsMixin
+from .board_base import BoardBase
 
 PEER_PREFIX = "peer_"
 #: Retention of peer messages and awareness dedup rows, and the most kept per recipient.
@@ -76,7 +76,7 @@ class PeersMixin(EngineBase):
         board messages.
         """
         require(actor, "message")
-        kind, priority, body, tag_list = BoardsMixin._check_message(kind, priority, body, tags)
+        kind, priority, body, tag_list = BoardBase._check_message(kind, priority, body, tags)
 
         def post(ctx: WriteContext) -> dict[str, Any]:
             recipient = self._live_peers(actor).get(peer_id) if isinstance(peer_id, str) else None

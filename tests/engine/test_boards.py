@@ -15,7 +15,7 @@ from pathlib import Path
 import peewee as pw
 import pytest
 
-from commonroom.engine import OPERATOR, Engine, boards
+from commonroom.engine import OPERATOR, Engine, board_acks, board_base, board_completion
 from commonroom.errors import (AssignmentHistoryLost, AssignmentStale, AssignmentTooLarge, CompletionMismatch,
                                CompletionPersistenceUncertain, InvalidRequest, LimitExceeded, MessageNotFound,
                                NotFound, PermissionDenied)
@@ -77,15 +77,15 @@ def test_post_and_list_with_exact_and_filters(room):
 
 def test_bounds_store_nothing(room):
     engine, c, _, _ = room
-    cases = [({"body": "x" * (boards.BODY_BYTES + 1)}, "body_bytes"),
-             ({"body": "é" * (boards.BODY_BYTES // 2 + 1)}, "body_bytes"),
+    cases = [({"body": "x" * (board_base.BODY_BYTES + 1)}, "body_bytes"),
+             ({"body": "é" * (board_base.BODY_BYTES // 2 + 1)}, "body_bytes"),
              ({"tags": ["t"] * 17}, "tags"), ({"tags": ["t" * 65]}, "tag_chars")]
     for change, limit in cases:
         args = {"body": "ok", "tags": None, **change}
         with pytest.raises(LimitExceeded) as info:
             engine.post_session_message(c, c.session_id, "note", args["body"], tags=args["tags"])
         assert info.value.details["limit"] == limit and info.value.status == 429
-    assert engine.post_session_message(c, c.session_id, "note", "x" * boards.BODY_BYTES, tags=["t" * 64] * 16)
+    assert engine.post_session_message(c, c.session_id, "note", "x" * board_base.BODY_BYTES, tags=["t" * 64] * 16)
     assert len(engine.list_session_messages(c, c.session_id)["messages"]) == 1
 
 
@@ -198,15 +198,15 @@ def test_missing_or_forged_fence_is_invalid_request(room):
 def test_assignment_too_large(room, monkeypatch):
     engine, c, w, _ = room
     todo = post_todo(engine, c)
-    monkeypatch.setattr(boards, "SNAPSHOT_REPLIES", 2)
+    monkeypatch.setattr(board_completion, "SNAPSHOT_REPLIES", 2)
     for i in range(3):
         engine.post_session_message(c, c.session_id, "note", f"reply {i}", reply_to=todo["message_id"])
     with pytest.raises(AssignmentTooLarge) as info:
         engine.get_session_assignment(w, c.session_id, todo["message_id"])
     assert info.value.details["limit"] == "assignment_replies"
-    monkeypatch.setattr(boards, "SNAPSHOT_REPLIES", 200)
+    monkeypatch.setattr(board_completion, "SNAPSHOT_REPLIES", 200)
     fence = engine.get_session_assignment(w, c.session_id, todo["message_id"])["assignment_fence"]
-    monkeypatch.setattr(boards, "SNAPSHOT_BYTES", 1000)
+    monkeypatch.setattr(board_completion, "SNAPSHOT_BYTES", 1000)
     with pytest.raises(AssignmentTooLarge) as info:
         engine.complete_session_message(w, c.session_id, todo["message_id"], "done", "k", fence)
     assert info.value.details["limit"] == "assignment_bytes"
@@ -215,7 +215,7 @@ def test_assignment_too_large(room, monkeypatch):
 
 def test_history_lost_when_retention_prunes_a_reply(room, monkeypatch):
     engine, c, w, _ = room
-    monkeypatch.setattr(boards, "RETAIN_MESSAGES", 3)
+    monkeypatch.setattr(board_base, "RETAIN_MESSAGES", 3)
     todo = post_todo(engine, c)
     engine.post_session_message(c, c.session_id, "guidance", "old reply", reply_to=todo["message_id"])
     fence = engine.get_session_assignment(w, c.session_id, todo["message_id"])["assignment_fence"]
@@ -302,7 +302,7 @@ def test_observation_baseline_delta_pagination_and_history_lost(room, monkeypatc
     engine.complete_session_message(w, c.session_id, old["message_id"], "done", "k", fence)
     assert not observe(engine, w, c.session_id, delta["observation_token"])["changed"]
     # retention: a cursor before the low-watermark has lost history
-    monkeypatch.setattr(boards, "RETAIN_MESSAGES", 3)
+    monkeypatch.setattr(board_base, "RETAIN_MESSAGES", 3)
     engine.post_session_message(c, c.session_id, "note", "prune now")
     lost = observe(engine, w, c.session_id, base["observation_token"])
     assert lost["history_lost"] and len(lost["messages"]) == 3
@@ -431,10 +431,10 @@ def test_ack_state_belongs_to_the_recipient_and_the_message(room, clock):
     fence = engine.get_session_assignment(w, w.session_id, todo["message_id"])["assignment_fence"]
     engine.complete_session_message(w, w.session_id, todo["message_id"], "ok", "k", fence)
     assert [m["message_id"] for m in engine.pending_acks(w)[0]] == [note["message_id"]]  # resolved: gone
-    for i in range(boards.ACK_PIGGYBACK + 3):
+    for i in range(board_base.ACK_PIGGYBACK + 3):
         engine.post_session_message(c, w.session_id, "note", f"n{i}", requires_ack=True)
     shown, omitted = engine.pending_acks(w)
-    assert len(shown) == boards.ACK_PIGGYBACK and omitted == 4
+    assert len(shown) == board_base.ACK_PIGGYBACK and omitted == 4
 
 
 def test_audit_records_metadata_only_and_keeps_the_newest(room, monkeypatch):
@@ -473,7 +473,7 @@ def test_audit_records_metadata_only_and_keeps_the_newest(room, monkeypatch):
     post, _, complete = rows[0], rows[1], rows[2]
     assert post.message_id == todo["message_id"] and post.board_session_id == c.session_id
     assert post.details["body_bytes"] == len("SECRET-BODY ü".encode()) and post.details["tag_count"] == 2
-    assert complete.details["completion_id"] == boards.completion_identity("SECRET-KEY")
+    assert complete.details["completion_id"] == board_base.completion_identity("SECRET-KEY")
     assert complete.details["answer_message_id"] == done["answer"]["message_id"]
     assert complete.details["recording_session_id"] == w.session_id and complete.session_id == w.session_id
     dump = json.dumps([[r.operation, r.outcome, r.details, r.message_id] for r in rows])
@@ -483,7 +483,7 @@ def test_audit_records_metadata_only_and_keeps_the_newest(room, monkeypatch):
         assert not raw.execute("SELECT count(*) FROM board_audit WHERE details LIKE '%SECRET%'").fetchone()[0]
     finally:
         raw.close()
-    monkeypatch.setattr(boards, "AUDIT_ROWS", 3)
+    monkeypatch.setattr(board_acks, "AUDIT_ROWS", 3)
     for _ in range(4):
         engine.record_board_audit(c, "list_session_messages", "ok", {"session_id": c.session_id}, None)
     assert A.select().count() == 3
@@ -535,7 +535,7 @@ def test_peer_ids_resolve_only_inside_the_participant(room, clock):
     with pytest.raises(PeerNotFound):
         engine.post_peer_message(w, engine.peer_id_of(w.session_id), "note", "x")  # oneself
     with pytest.raises(LimitExceeded):
-        engine.post_peer_message(w, p2, "note", "x" * (boards.BODY_BYTES + 1))
+        engine.post_peer_message(w, p2, "note", "x" * (board_base.BODY_BYTES + 1))
     sent = engine.post_peer_message(w, p2, "note", "hello")
     assert sent["peer_id"] == p2 and engine.store.models.PeerMessage.select().count() == 1
     assert engine.project_peers(c, frozenset()) == {}  # nothing for another participant
