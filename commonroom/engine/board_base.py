@@ -50,6 +50,11 @@ ACK_IDS_MAX = 100
 #: The audit log keeps its newest rows (DESIGN.md, *Boards: bounds*).
 AUDIT_ROWS = 20_000
 
+#: A message's columns as the plain-SQL reads select them (the wire shape's sources, and its revision).
+WIRE_COLUMNS = ("id", "board_session_id", "kind", "priority", "tags", "body", "reply_to", "requires_ack", "status",
+                "resolved_by_message_id", "resolved_at", "participant_id", "author_session_id", "created_at",
+                "updated_at", "revision")
+
 FENCE_PREFIX = "af1."
 TOKEN_PREFIX = "bo1."
 BOARD_EVENTS = ("board.message_posted", "board.message_resolved")
@@ -78,8 +83,7 @@ class BoardBase(EngineBase):
 
     # -- checks -------------------------------------------------------------
     def _board_exists(self, session_id: str) -> None:
-        Session = self.store.models.Session
-        if not isinstance(session_id, str) or not Session.select().where(Session.id == session_id).exists():
+        if not self._board_known(session_id):
             raise NotFound("no such session board", details={"session_id": session_id})
 
     def _recording(self, actor: Actor, recording_session_id: str | None) -> str | None:
@@ -149,31 +153,52 @@ class BoardBase(EngineBase):
 
     # -- wire ---------------------------------------------------------------
     def _message_wire(self, row: MessageRow) -> Message:
+        """A message row as its wire shape (``boards#Message``)."""
+        return self._wire_of(row.__data__)
+
+    def _wire_of(self, values: dict[str, Any]) -> Message:
+        """The wire shape of a message from its column values (``tags`` decoded).
+
+        ``first_acked_at``: when the board's own session first ACKed it
+        (only a ``requires_ack`` message can be ACKed; null otherwise).
+        """
+        first_acked_at = None
+        if values["requires_ack"]:
+            found = self.store.db.execute_sql(
+                'SELECT "first_acked_at" FROM "board_ack" WHERE "session_id" = ? AND "message_id" = ?',
+                (values["board_session_id"], values["id"])).fetchone()
+            first_acked_at = found[0] if found else None
         return {
-            "message_id": row.id,
-            "session_id": row.board_session_id,
-            "kind": row.kind,  # type: ignore[typeddict-item]
-            "priority": row.priority,  # type: ignore[typeddict-item]
-            "tags": list(row.tags or []),
-            "body": row.body,
-            "reply_to": row.reply_to,
-            "requires_ack": bool(row.requires_ack),
-            "status": row.status,  # type: ignore[typeddict-item]
-            "resolved_by_message_id": row.resolved_by_message_id,
-            "resolved_at": row.resolved_at,
-            "author": {"participant_id": row.participant_id,
-                       "name": self.participant_name(row.participant_id) or "operator"},
-            "author_session_id": row.author_session_id,
-            "created_at": row.created_at,
-            "updated_at": row.updated_at,
+            "message_id": values["id"],
+            "session_id": values["board_session_id"],
+            "kind": values["kind"],
+            "priority": values["priority"],
+            "tags": list(values["tags"] or []),
+            "body": values["body"],
+            "reply_to": values["reply_to"],
+            "requires_ack": bool(values["requires_ack"]),
+            "status": values["status"],
+            "resolved_by_message_id": values["resolved_by_message_id"],
+            "resolved_at": values["resolved_at"],
+            "author": {"participant_id": values["participant_id"],
+                       "name": self.participant_name(values["participant_id"]) or "operator"},
+            "author_session_id": values["author_session_id"],
+            "created_at": values["created_at"],
+            "updated_at": values["updated_at"],
+            "first_acked_at": first_acked_at,
         }
+
+    def _board_known(self, session_id: Any) -> bool:
+        """True when ``session_id`` names a session of the room (every session has a board); plain SQL."""
+        return isinstance(session_id, str) and self.store.db.execute_sql(
+            'SELECT 1 FROM "session" WHERE "id" = ?', (session_id,)).fetchone() is not None
 
     # -- the board's revision and retention ---------------------------------
     def _board_state(self, session_id: str) -> tuple[int, int]:
-        """``(revision, low_watermark)`` of a board (0, 0 before its first message)."""
-        Board = self.store.models.Board
-        row = Board.get_or_none(Board.session_id == session_id)
-        return (0, 0) if row is None else (row.revision, row.low_watermark)
+        """``(revision, low_watermark)`` of a board (0, 0 before its first message); plain SQL."""
+        found = self.store.db.execute_sql('SELECT "revision", "low_watermark" FROM "board" WHERE "session_id" = ?',
+                                          (session_id,)).fetchone()
+        return (0, 0) if found is None else (int(found[0]), int(found[1]))
 
     def _next_revision(self, session_id: str) -> int:
         db = self.store.db

@@ -17,7 +17,7 @@ from typing import Any
 
 import peewee as pw
 
-from generated.types.boards import Assignment, Completion
+from generated.types.boards import Assignment, Completion, Message
 
 from ..errors import (AssignmentHistoryLost, AssignmentStale, AssignmentTooLarge, CommonroomError,
                       CompletionMismatch, CompletionPersistenceUncertain, InvalidRequest)
@@ -52,7 +52,11 @@ class CompletionMixin(BoardBase):
                                               "message_id": todo.id})
         todo_wire = self._message_wire(todo)
         replies = [self._message_wire(r) for r in rows]
-        state = [self.workspace_id, session_id, todo_wire, replies]
+        # the fence covers the assignment's semantic state: an ACK (observability only) changes no fence
+        def semantic(wire: Message) -> dict[str, Any]:
+            return {k: v for k, v in wire.items() if k != "first_acked_at"}
+
+        state = [self.workspace_id, session_id, semantic(todo_wire), [semantic(r) for r in replies]]
         encoded = _canonical(state)
         if len(encoded) > SNAPSHOT_BYTES:
             raise AssignmentTooLarge(f"the assignment is {len(encoded)} bytes; at most {SNAPSHOT_BYTES}",

@@ -18,7 +18,13 @@ from generated.types.boards import Observation
 
 from ..errors import InvalidRequest
 from .base import Actor, require
-from .board_base import BOARD_EVENTS, OBSERVE_PAGE, TOKEN_PREFIX, WAIT_SECONDS_MAX, BoardBase, _canonical
+from .board_base import (BOARD_EVENTS, OBSERVE_PAGE, TOKEN_PREFIX, WAIT_SECONDS_MAX, WIRE_COLUMNS, BoardBase,
+                         _canonical)
+
+#: Observation answers shared while the database is unchanged (see ``_observe_now``).
+OBSERVE_CACHE = 64
+_DELTA_SQL = (f'SELECT {", ".join(chr(34) + c + chr(34) for c in WIRE_COLUMNS)} FROM "board_message" '
+              'WHERE "board_session_id" = ? AND "revision" > ? ORDER BY "revision" LIMIT ?')
 
 
 class ObservationMixin(BoardBase):
@@ -28,10 +34,13 @@ class ObservationMixin(BoardBase):
     board_streams: Any = None
 
     def _token_key(self) -> bytes:
-        secret = self.store.meta("board_token_secret")
-        if not secret:
-            raise InvalidRequest("this sidecar has no board token key")
-        return secret.encode("ascii")
+        key = self.__dict__.get("_board_token_key")
+        if key is None:
+            secret = self.store.meta("board_token_secret")
+            if not secret:
+                raise InvalidRequest("this sidecar has no board token key")
+            key = self.__dict__["_board_token_key"] = secret.encode("ascii")  # minted once per sidecar
+        return key
 
     def _token(self, session_id: str, revision: int) -> str:
         payload = base64.urlsafe_b64encode(_canonical([session_id, revision])).rstrip(b"=").decode()
@@ -57,17 +66,38 @@ class ObservationMixin(BoardBase):
         return after
 
     def _observe_now(self, session_id: str, after: int, limit: int) -> Observation:
-        M = self.store.models.BoardMessage
-        with self.store.db.atomic():
+        """The delta after revision ``after``, read in one transaction with plain SQL.
+
+        Waits woken by one post all read the same delta: the answer is
+        shared while the database is unchanged (the cache key holds
+        SQLite's ``data_version`` and this connection's ``total_changes``,
+        which move with any commit, so a shared answer is never stale).
+        """
+        db = self.store.db
+        cache: dict[tuple, Observation] = self.__dict__.setdefault("_observe_cache", {})
+        with db.atomic():
+            key = (session_id, after, limit, db.execute_sql("PRAGMA data_version").fetchone()[0],
+                   db.connection().total_changes)
+            hit = cache.get(key)
+            if hit is not None:
+                return {**hit, "messages": list(hit["messages"])}
             revision, low = self._board_state(session_id)
-            rows = list(M.select().where((M.board_session_id == session_id) & (M.revision > after))
-                        .order_by(M.revision).limit(limit + 1))
-        more = len(rows) > limit
-        rows = rows[:limit]
-        through = rows[-1].revision if more else revision
-        return {"session_id": session_id, "observation_token": self._token(session_id, through), "baseline": False,
-                "changed": bool(rows), "messages": [self._message_wire(r) for r in rows], "has_more": more,
-                "history_lost": after < low, "wait_outcome": "updated" if rows else "timeout"}
+            cursor = db.execute_sql(_DELTA_SQL, (session_id, after, limit + 1))
+            rows = [dict(zip(WIRE_COLUMNS, found)) for found in cursor.fetchall()]
+            more = len(rows) > limit
+            rows = rows[:limit]
+            for row in rows:
+                row["tags"] = json.loads(row["tags"]) if row["tags"] else []
+            messages = [self._wire_of(row) for row in rows]
+        through = rows[-1]["revision"] if more else revision
+        result: Observation = {
+            "session_id": session_id, "observation_token": self._token(session_id, through), "baseline": False,
+            "changed": bool(rows), "messages": messages, "has_more": more, "history_lost": after < low,
+            "wait_outcome": "updated" if rows else "timeout"}
+        if len(cache) >= OBSERVE_CACHE:
+            cache.clear()
+        cache[key] = result
+        return {**result, "messages": list(messages)}
 
     async def observe_session_messages(self, actor: Actor, session_id: str,
                                        after_observation_token: str | None = None, wait_seconds: Any = None,

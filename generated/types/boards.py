@@ -154,6 +154,10 @@ class Message(TypedDict, closed=True):
     author_session_id: str | None
     created_at: common.Timestamp
     updated_at: common.Timestamp
+    first_acked_at: common.Timestamp | None
+    """
+    When the board's session first echoed this requires_ack message's id in ack_session_message_ids; null if never. Observability only: not a delivery, read or acceptance receipt, and not part of the assignment fence.
+    """
 
 
 class ListMessagesInput(TypedDict, closed=True):
