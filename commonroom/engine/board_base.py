@@ -226,28 +226,32 @@ class BoardBase(EngineBase):
                  participant_id=actor.participant_id, session_id=actor.session_id)
         return M.get_by_id(message_id)
 
-    def _prune(self, session_id: str) -> None:
-        """Keep the board's newest :data:`RETAIN_MESSAGES` messages plus every open todo.
+    def _prune(self, session_id: str) -> int:
+        """Keep the board's newest :data:`RETAIN_MESSAGES` messages plus every open todo; how many went.
 
         A pruned direct reply marks its todo (``replies_pruned``: its
-        assignment is incomplete from then on); the board's low-watermark
-        moves to the newest revision pruned.
+        assignment is incomplete from then on); a pruned message's ACK row
+        goes with it; the board's low-watermark moves to the newest
+        revision pruned. Inside a write; idempotent.
         """
         db = self.store.db
         found = db.execute_sql('SELECT "seq" FROM "board_message" WHERE "board_session_id" = ? '
                                'ORDER BY "seq" DESC LIMIT 1 OFFSET ?', (session_id, RETAIN_MESSAGES - 1)).fetchone()
         if found is None:
-            return
+            return 0
         doomed = db.execute_sql(
             'SELECT "id", "reply_to", "revision" FROM "board_message" WHERE "board_session_id" = ? AND "seq" < ? '
             'AND NOT ("kind" = \'todo\' AND "status" = \'open\')', (session_id, found[0])).fetchall()
         if not doomed:
-            return
+            return 0
         for message_id, reply_to, _ in doomed:
             if reply_to is not None:
                 db.execute_sql('UPDATE "board_message" SET "replies_pruned" = "replies_pruned" + 1 '
                                'WHERE "id" = ? AND "board_session_id" = ?', (reply_to, session_id))
             db.execute_sql('DELETE FROM "board_message" WHERE "id" = ?', (message_id,))
+            db.execute_sql('DELETE FROM "board_ack" WHERE "session_id" = ? AND "message_id" = ?',
+                           (session_id, message_id))
         newest = max(rev for _, _, rev in doomed)
         db.execute_sql('UPDATE "board" SET "low_watermark" = MAX("low_watermark", ?) WHERE "session_id" = ?',
                        (newest, session_id))
+        return len(doomed)

@@ -94,14 +94,17 @@ class PeersMixin(EngineBase):
 
         return self.store.write(post)
 
-    def _prune_peers(self, recipient: str) -> None:
-        db = self.store.db
-        cutoff = self._ago(PEER_RETAIN_SECONDS)
-        db.execute_sql('DELETE FROM "peer_message" WHERE "created_at" < ?', (cutoff,))
-        db.execute_sql('DELETE FROM "peer_seen" WHERE "shown_at" < ?', (cutoff,))
-        db.execute_sql('DELETE FROM "peer_message" WHERE "recipient_session_id" = ? AND "id" NOT IN ('
-                       'SELECT "id" FROM "peer_message" WHERE "recipient_session_id" = ? '
-                       'ORDER BY "created_at" DESC, rowid DESC LIMIT ?)', (recipient, recipient, PEER_RETAIN_MESSAGES))
+    def _prune_peers(self, recipient: str) -> int:
+        """Keep ``recipient``'s newest :data:`PEER_RETAIN_MESSAGES` peer messages (inside a write); how many went.
+
+        Age (:data:`PEER_RETAIN_SECONDS`) is the room timer's part
+        (:meth:`~.retention.RetentionMixin.sweep_board_retention`); until it
+        runs, an older message is kept but never shown.
+        """
+        return int(self.store.db.execute_sql(
+            'DELETE FROM "peer_message" WHERE "recipient_session_id" = ? AND "id" NOT IN ('
+            'SELECT "id" FROM "peer_message" WHERE "recipient_session_id" = ? '
+            'ORDER BY "created_at" DESC, rowid DESC LIMIT ?)', (recipient, recipient, PEER_RETAIN_MESSAGES)).rowcount)
 
     # -- the piggyback ------------------------------------------------------------
     def _peer_plan(self, actor: Actor, acked: frozenset[str]) -> tuple[list[Any], list[str], dict[str, str]]:
