@@ -15,7 +15,8 @@ worker) serving ``examples/sample.md``:
 2. Each round: every waiter sends ``GET /workspace/boards/{C}/observe?
    after_observation_token=…&wait_seconds=W`` with its current token; once
    all are sent the parent lets them sit idle for ``--idle`` seconds
-   (worker CPU measured meanwhile: a polling wait would show here), reads
+   after a second to take them in (worker CPU measured meanwhile: a
+   polling wait would show here), reads
    the worker's RSS, then posts one note on the board. Every wait must
    answer ``200`` with ``wait_outcome: updated`` carrying that note; the
    waiter keeps the returned token for the next round.
@@ -25,7 +26,8 @@ worker) serving ``examples/sample.md``:
    its own bearer) and times them.
 
 Printed per level: waits opened and answered (``updated``), wrong answers,
-wake-up p50/p99/max, the prober's p50/p99/max while the waits were open,
+wake-up p50/p99/max, the prober's p50/p99/max over the whole run and its
+p99 while every wait sat open and idle,
 worker CPU while N waits sat idle, worker RSS before the waits, with the
 waits open, after, and per wait.
 
@@ -167,7 +169,7 @@ def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
         for proc in procs:
             assert proc.stdout.readline().strip() == "connected"
 
-        probe_ms: list[float] = []
+        probe_ms: list[tuple[float, float]] = []  # (when, ms)
         probe_failures: list[str] = []
         stop = threading.Event()
 
@@ -177,7 +179,7 @@ def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
                 while not stop.is_set():
                     t0 = time.perf_counter()
                     r = client.get("/workspace/document")
-                    probe_ms.append((time.perf_counter() - t0) * 1000)
+                    probe_ms.append((time.monotonic(), (time.perf_counter() - t0) * 1000))
                     if r.status_code != 200:
                         probe_failures.append(r.text[:200])
                     stop.wait(0.2)
@@ -188,6 +190,7 @@ def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
         latencies: list[float] = []
         idle_cpu: list[float] = []
         rss_open: list[int] = []
+        quiet: list[tuple[float, float]] = []  # the idle windows: every wait open, nothing arriving
         post_ms: list[float] = []
         errors: dict[str, int] = {}
         for round_ in range(rounds):
@@ -197,9 +200,11 @@ def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
             for proc in procs:
                 assert proc.stdout.readline().strip() == "sent"
             opened += n
+            time.sleep(1.0)  # the room takes the requests in
             cpu0, wall0 = cpu_seconds(wpid), time.monotonic()
             time.sleep(idle)
             idle_cpu.append(100 * (cpu_seconds(wpid) - cpu0) / (time.monotonic() - wall0))
+            quiet.append((wall0, time.monotonic()))
             rss_open.append(rss_kb(wpid))
             t0 = time.perf_counter()
             r = coordinator.post(f"/workspace/boards/{board}/messages", {"kind": "note", "body": f"round {round_}"})
@@ -225,13 +230,16 @@ def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
         prober_thread.join()
         time.sleep(0.5)
         rss_after = rss_kb(wpid)
+        all_ms = [ms for _, ms in probe_ms]
+        idle_ms = [ms for at, ms in probe_ms if any(a <= at <= b for a, b in quiet)]
         return {
             "waits": n, "rounds": rounds, "opened": opened, "answered": answered, "wrong": wrong, "errors": errors,
             "wake_p50_ms": pct(latencies, 50), "wake_p99_ms": pct(latencies, 99),
             "wake_max_ms": max(latencies) if latencies else float("nan"),
             "probe_n": len(probe_ms), "probe_failures": len(probe_failures),
-            "probe_p50_ms": pct(probe_ms, 50), "probe_p99_ms": pct(probe_ms, 99),
-            "probe_max_ms": max(probe_ms) if probe_ms else float("nan"),
+            "probe_p50_ms": pct(all_ms, 50), "probe_p99_ms": pct(all_ms, 99),
+            "probe_max_ms": max(all_ms) if all_ms else float("nan"),
+            "probe_idle_p50_ms": pct(idle_ms, 50), "probe_idle_p99_ms": pct(idle_ms, 99),
             "idle_cpu_percent": max(idle_cpu), "post_p50_ms": pct(post_ms, 50),
             "rss_before_kb": rss_before, "rss_open_kb": max(rss_open), "rss_after_kb": rss_after,
             "rss_per_wait_kb": (max(rss_open) - rss_before) / n,
@@ -271,7 +279,7 @@ def main() -> None:
     print(f"long-poll: {args.rounds} rounds of one post per level, wait_seconds={args.wait}, "
           f"idle {args.idle:g} s before each post; cpus={os.cpu_count()}")
     print(f"{'waits':>6} {'opened':>7} {'answered':>8} {'wrong':>5} {'wake p50':>9} {'wake p99':>9} {'wake max':>9} "
-          f"{'req p50':>8} {'req p99':>8} {'req max':>8} {'idle cpu%':>9} {'RSS0 MB':>8} {'RSS MB':>7} "
+          f"{'req p50':>8} {'req p99':>8} {'req max':>8} {'idle p99':>8} {'idle cpu%':>9} {'RSS0 MB':>8} {'RSS MB':>7} "
           f"{'KB/wait':>8}")
     results = []
     for level in (int(x) for x in args.levels.split(",")):
@@ -279,13 +287,14 @@ def main() -> None:
         results.append(r)
         print(f"{r['waits']:>6} {r['opened']:>7} {r['answered']:>8} {r['wrong']:>5} {r['wake_p50_ms']:>9.1f} "
               f"{r['wake_p99_ms']:>9.1f} {r['wake_max_ms']:>9.1f} {r['probe_p50_ms']:>8.1f} {r['probe_p99_ms']:>8.1f} "
-              f"{r['probe_max_ms']:>8.1f} {r['idle_cpu_percent']:>9.1f} {r['rss_before_kb'] / 1024:>8.1f} "
+              f"{r['probe_max_ms']:>8.1f} {r['probe_idle_p99_ms']:>8.1f} {r['idle_cpu_percent']:>9.1f} {r['rss_before_kb'] / 1024:>8.1f} "
               f"{r['rss_open_kb'] / 1024:>7.1f} {r['rss_per_wait_kb']:>8.1f}"
               + (f"  errors {r['errors']}" if r["errors"] else ""), flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
     print("wake = answer arrival − the note's created_at (stamped in the post's transaction); req = GET "
-          "/workspace/document at 5/s meanwhile; idle cpu = worker CPU while the waits sat idle (no polling: ~0); "
+          "/workspace/document at 5/s meanwhile (idle: while every wait sat open, nothing arriving); idle cpu = worker "
+          "CPU then (a polling wait would show here); "
           "KB/wait = (RSS with the waits open − RSS before) / waits")
 
 
