@@ -151,19 +151,16 @@ def audit_metadata(operation: str, values: dict[str, Any], result: Any) -> tuple
     recording = _str(values.get("recording_session_id"))
     if recording is not None:
         details["recording_session_id"] = recording
-    if operation == "post_session_message":
+    if operation in ("post_session_message", "post_peer_message"):
         details.update(kind=_str(values.get("kind")), body_bytes=_bytes(values.get("body")),
-                       tag_count=_count(values.get("tags")), reply_to=_str(values.get("reply_to")),
-                       requires_ack=bool(values.get("requires_ack")))
+                       tag_count=_count(values.get("tags")), requires_ack=bool(values.get("requires_ack")))
+        board_post = operation == "post_session_message"
+        details.update({"reply_to": _str(values.get("reply_to"))} if board_post
+                       else {"peer_id": _str(values.get("peer_id"))})
         if ok:
             message_id = result.get("message_id")
-            details["author_session_id"] = result.get("author_session_id")
-    elif operation == "post_peer_message":
-        details.update(peer_id=_str(values.get("peer_id")), kind=_str(values.get("kind")),
-                       body_bytes=_bytes(values.get("body")), tag_count=_count(values.get("tags")),
-                       requires_ack=bool(values.get("requires_ack")))
-        if ok:
-            message_id = result.get("message_id")
+            if board_post:
+                details["author_session_id"] = result.get("author_session_id")
     elif operation == "complete_session_message":
         key, fence = values.get("completion_key"), values.get("expected_assignment_fence")
         details.update(answer_bytes=_bytes(values.get("answer")), tag_count=_count(values.get("tags")),

@@ -45,7 +45,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -53,7 +52,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.fanout import cpu_seconds, pct, rss_kb, stamp, worker_pid  # noqa: E402
+from tests.bench.fanout import Prober, cpu_seconds, pct, rss_kb, stamp, worker_pid  # noqa: E402
 
 #: Waits per session (bearer): ``rounds`` requests each per minute stay under 600.
 PER_SESSION = 100
@@ -137,8 +136,6 @@ def waiter_process(args) -> None:
 
 def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
     """One fresh room, ``n`` concurrent waits for ``rounds`` rounds; the figures."""
-    import httpx
-
     from tests.roomproc import start_room
 
     folder = Path(tempfile.mkdtemp(prefix=f"longpoll{n}-"))
@@ -149,9 +146,9 @@ def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
         coordinator = room.join("coordinator", "read,message")
         board = coordinator.session["id"]
         bearers = [room.join(f"waiter{i}", "read").token for i in range((n + PER_SESSION - 1) // PER_SESSION)]
-        prober = room.join("prober", "read")
+        prober_session = room.join("prober", "read")
         for _ in range(20):  # warm up before measuring the worker's size
-            prober.get("/workspace/document")
+            prober_session.get("/workspace/document")
             coordinator.get(f"/workspace/boards/{board}/observe")
         time.sleep(0.5)
         rss_before = rss_kb(wpid)
@@ -169,23 +166,8 @@ def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
         for proc in procs:
             assert proc.stdout.readline().strip() == "connected"
 
-        probe_ms: list[tuple[float, float]] = []  # (when, ms)
-        probe_failures: list[str] = []
-        stop = threading.Event()
-
-        def probe() -> None:
-            with httpx.Client(base_url=room.ingress, headers={"Authorization": f"Bearer {prober.token}"},
-                              timeout=30) as client:
-                while not stop.is_set():
-                    t0 = time.perf_counter()
-                    r = client.get("/workspace/document")
-                    probe_ms.append((time.monotonic(), (time.perf_counter() - t0) * 1000))
-                    if r.status_code != 200:
-                        probe_failures.append(r.text[:200])
-                    stop.wait(0.2)
-
-        prober_thread = threading.Thread(target=probe)
-        prober_thread.start()
+        prober = Prober(room.ingress, prober_session.token)
+        prober.start()
         opened = answered = wrong = 0
         latencies: list[float] = []
         idle_cpu: list[float] = []
@@ -226,17 +208,15 @@ def run_level(n: int, rounds: int, wait: int, idle: float) -> dict:
                         wrong += 1
                         what = answer.get("error") or f"{answer['status']} {answer.get('outcome')}"
                         errors[what] = errors.get(what, 0) + 1
-        stop.set()
-        prober_thread.join()
+        all_ms = prober.finish()
         time.sleep(0.5)
         rss_after = rss_kb(wpid)
-        all_ms = [ms for _, ms in probe_ms]
-        idle_ms = [ms for at, ms in probe_ms if any(a <= at <= b for a, b in quiet)]
+        idle_ms = [ms for at, ms in prober.samples if any(a <= at and at + ms / 1000 <= b for a, b in quiet)]
         return {
             "waits": n, "rounds": rounds, "opened": opened, "answered": answered, "wrong": wrong, "errors": errors,
             "wake_p50_ms": pct(latencies, 50), "wake_p99_ms": pct(latencies, 99),
             "wake_max_ms": max(latencies) if latencies else float("nan"),
-            "probe_n": len(probe_ms), "probe_failures": len(probe_failures),
+            "probe_n": len(all_ms), "probe_failures": len(prober.failures),
             "probe_p50_ms": pct(all_ms, 50), "probe_p99_ms": pct(all_ms, 99),
             "probe_max_ms": max(all_ms) if all_ms else float("nan"),
             "probe_idle_p50_ms": pct(idle_ms, 50), "probe_idle_p99_ms": pct(idle_ms, 99),

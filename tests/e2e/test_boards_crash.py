@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import sqlite3
 import threading
 import time
@@ -32,26 +31,13 @@ from dataclasses import dataclass, field
 import httpx
 
 from tests.conftest import SAMPLE
+from tests.e2e.test_editing_crash import kill, restart
 from tests.roomproc import Client, Room, start_room
 
 CYCLES = 4
 TODOS = 24
 COMPLETERS = 4
 CAPS = "read,message"
-
-
-def kill(room: Room) -> None:
-    """SIGKILL the room's whole process group: the arbiter and its worker at once."""
-    try:
-        os.killpg(room.proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    room.proc.wait(10)
-
-
-def restart(room: Room) -> Room:
-    room.document.with_name(room.document.name + ".commonroom.json").unlink(missing_ok=True)
-    return start_room(room.document.parent, name=room.document.name)
 
 
 @dataclass
