@@ -69,15 +69,17 @@ class ObservationMixin(BoardBase):
         """The delta after revision ``after``, read in one transaction with plain SQL.
 
         Waits woken by one post all read the same delta: the answer is
-        shared while the database is unchanged (the cache key holds
-        SQLite's ``data_version`` and this connection's ``total_changes``,
-        which move with any commit, so a shared answer is never stale).
+        shared while the database is unchanged (the cache key holds this
+        thread's connection, its SQLite ``data_version`` and its
+        ``total_changes``, which move with any commit by another
+        connection or by this one, so a shared answer is never stale).
         """
         db = self.store.db
         cache: dict[tuple, Observation] = self.__dict__.setdefault("_observe_cache", {})
         with db.atomic():
-            key = (session_id, after, limit, db.execute_sql("PRAGMA data_version").fetchone()[0],
-                   db.connection().total_changes)
+            connection = db.connection()  # per thread: its counters mean nothing on another connection
+            key = (session_id, after, limit, id(connection), db.execute_sql("PRAGMA data_version").fetchone()[0],
+                   connection.total_changes)
             hit = cache.get(key)
             if hit is not None:
                 return {**hit, "messages": list(hit["messages"])}
