@@ -122,7 +122,8 @@ class AcksMixin(BoardBase):
 
 #: The operations whose every call the room audits (metadata only).
 AUDITED = frozenset({"post_session_message", "list_session_messages", "get_session_assignment",
-                     "complete_session_message", "observe_session_messages", "post_peer_message"})
+                     "complete_session_message", "observe_session_messages", "post_peer_message",
+                     "list_session_peers"})
 
 
 def _str(value: Any) -> str | None:
@@ -187,4 +188,6 @@ def audit_metadata(operation: str, values: dict[str, Any], result: Any) -> tuple
         if ok:
             details.update(returned=_count(result.get("messages")), has_more=bool(result.get("has_more")),
                            history_lost=bool(result.get("history_lost")), wait_outcome=result.get("wait_outcome"))
+    elif operation == "list_session_peers" and ok:
+        details.update(peers=_count(result.get("peers")), returned=_count(result.get("messages")))
     return board, message_id, details

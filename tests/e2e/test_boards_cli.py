@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from commonroom.errors import EXIT_CODES
 from commonroom.schemas import errors_of
@@ -72,3 +73,11 @@ def test_ce_board_peers_and_peer_post(room, tmp_path):
     assert code == EXIT_CODES["peer_not_found"] and "peer_not_found" in err
     code, _, err = run("board", "peer-post", p2, "note", "x" * (16 * 1024 + 1), *W1)
     assert code == EXIT_CODES["limit_exceeded"] and "body_bytes" in err
+    con = sqlite3.connect(str(room.document.with_name(room.document.name + ".commonroom.db")))
+    try:
+        audit = con.execute("SELECT outcome, details FROM board_audit WHERE operation = 'list_session_peers' "
+                            "ORDER BY id").fetchall()
+    finally:
+        con.close()
+    assert len(audit) == 6 and all(outcome == "ok" for outcome, _ in audit)
+    assert json.loads(audit[-1][1]) == {"peers": 0, "returned": 1}  # counts only, never a body
