@@ -42,6 +42,9 @@ from .timers import Scheduler
 LEASE_SWEEP_SECONDS = 1.0
 #: How often the task TTL sweep runs (tasks live 24 h; a minute late is fine).
 TASK_SWEEP_SECONDS = 60.0
+#: How often board and peer retention runs (``Engine.sweep_board_retention``): peer
+#: messages live 24 h, so a minute late is fine; count bounds also hold at every post.
+BOARD_SWEEP_SECONDS = 60.0
 
 
 class Hooks(list):
@@ -59,6 +62,7 @@ def room_timers(engine: Engine, runner: Runner) -> Scheduler:
     scheduler = Scheduler(runner.write, clock=engine.clock)
     scheduler.every(LEASE_SWEEP_SECONDS, "lease-expiry", engine.expire_leases)
     scheduler.every(TASK_SWEEP_SECONDS, "task-ttl", engine.sweep_tasks)
+    scheduler.every(BOARD_SWEEP_SECONDS, "board-retention", engine.sweep_board_retention)
     return scheduler
 
 

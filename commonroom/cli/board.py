@@ -2,7 +2,9 @@
 
 ``ce board post BOARD KIND BODY``, ``ce board list BOARD``, ``ce board
 observe BOARD [--token T] [--wait S] [--follow]``, ``ce board assignment
-BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER --key K --fence F``.
+BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER --key K --fence F``;
+peers: ``ce board peers``, ``ce board peer-post PEER KIND BODY``. Each
+calls the route its operation declares in the operation table.
 ``BOARD`` is the public id of the session whose board it is (``ce board``
 commands default to the stored session's own board with ``-``).
 """
@@ -18,6 +20,7 @@ from urllib.parse import quote, urlencode
 import typer
 
 from .. import client
+from ..operations import OPERATIONS
 from .common import emit, handled, load_session
 
 board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
@@ -42,8 +45,23 @@ def _board(session_file: Path | None, board: str) -> str:
     return board
 
 
-def _path(board: str, *rest: str) -> str:
-    return "/workspace/boards/" + "/".join(quote(part, safe="") for part in (board, *rest))
+def _route(operation: str, **params: str) -> tuple[str, str]:
+    """The method and path ``operation`` declares in the operation table, its path parameters filled."""
+    http = OPERATIONS[operation].http
+    assert http is not None
+    path = http.path
+    for name, value in params.items():
+        path = path.replace("{" + name + "}", quote(value, safe=""))
+    return http.method, path
+
+
+def _run(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
+         timeout: float = 60.0, **params: str) -> Any:
+    """Call ``operation``'s route with the stored session."""
+    method, path = _route(operation, **params)
+    if query:
+        path += "?" + urlencode(query)
+    return _call(session_file, method, path, body, timeout)
 
 
 @board_app.command("post")
@@ -60,7 +78,7 @@ def post_command(board: BoardArg, kind: str, body: str, priority: PriorityOpt = 
             payload[key] = value
     if requires_ack:
         payload["requires_ack"] = True
-    emit(_call(session_file, "POST", _path(_board(session_file, board), "messages"), payload))
+    emit(_run(session_file, "post_session_message", payload, session_id=_board(session_file, board)))
 
 
 @board_app.command("list")
@@ -76,14 +94,14 @@ def list_command(board: BoardArg,
     """One page of the board's retained messages, oldest first; every filter given applies (AND)."""
     query = {k: v for k, v in (("message_id", message_id), ("reply_to", reply_to), ("kind", kind),
                                 ("status", status), ("limit", str(limit)), ("cursor", cursor)) if v}
-    emit(_call(session_file, "GET", _path(_board(session_file, board), "messages") + "?" + urlencode(query)))
+    emit(_run(session_file, "list_session_messages", query=query, session_id=_board(session_file, board)))
 
 
 @board_app.command("assignment")
 @handled
 def assignment_command(board: BoardArg, message_id: str, session_file: SessionOpt = None) -> None:
     """The todo, its retained direct replies and the assignment_fence to complete it with."""
-    emit(_call(session_file, "GET", _path(_board(session_file, board), "messages", message_id, "assignment")))
+    emit(_run(session_file, "get_session_assignment", session_id=_board(session_file, board), message_id=message_id))
 
 
 @board_app.command("complete")
@@ -101,8 +119,8 @@ def complete_command(board: BoardArg, message_id: str, answer: str,
     for name, value in (("priority", priority), ("tags", tag), ("recording_session_id", recording_session)):
         if value:
             payload[name] = value
-    emit(_call(session_file, "POST", _path(_board(session_file, board), "messages", message_id, "complete"),
-               payload))
+    emit(_run(session_file, "complete_session_message", payload, session_id=_board(session_file, board),
+              message_id=message_id))
 
 
 @board_app.command("observe")
@@ -121,13 +139,13 @@ def observe_command(board: BoardArg,
     as {"history_lost": true, ...} and following continues from the new token.
     """
     board_id = _board(session_file, board)
-    path = _path(board_id, "observe")
 
     def once(after: str | None, seconds: int) -> Any:
         query: dict[str, str] = {"wait_seconds": str(seconds)}
         if after:
             query["after_observation_token"] = after
-        return _call(session_file, "GET", path + "?" + urlencode(query), timeout=seconds + 30.0)
+        return _run(session_file, "observe_session_messages", query=query, timeout=seconds + 30.0,
+                    session_id=board_id)
 
     if not follow:
         emit(once(token, wait))
@@ -142,6 +160,31 @@ def observe_command(board: BoardArg,
             sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
         sys.stdout.flush()
         current = page["observation_token"]
+
+
+@board_app.command("peers")
+@handled
+def peers_command(session_file: SessionOpt = None) -> None:
+    """Your peers (your participant's other live sessions) with activity in the last 10 minutes, and the
+    peer messages kept for you (24 h), oldest first. Reading records no ACK."""
+    emit(_run(session_file, "list_session_peers"))
+
+
+@board_app.command("peer-post")
+@handled
+def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (peer_…), from ce board peers.")],
+                      kind: str, body: str, priority: PriorityOpt = None, tag: TagsOpt = None,
+                      requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Repeat it on the peer's "
+                                                                 "tool results until it ACKs (while kept).")] = False,
+                      session_file: SessionOpt = None) -> None:
+    """Send a message to a peer: a conversation, not a task (use a board todo for work)."""
+    payload: dict[str, Any] = {"kind": kind, "body": body}
+    for key, value in (("priority", priority), ("tags", tag)):
+        if value:
+            payload[key] = value
+    if requires_ack:
+        payload["requires_ack"] = True
+    emit(_run(session_file, "post_peer_message", payload, peer_id=peer))
 
 
 def register(app: typer.Typer) -> None:

@@ -27,6 +27,7 @@ from .leases import LeasesMixin
 from .peers import PeersMixin
 from .proposals import ProposalsMixin
 from .reading import ReadingMixin
+from .retention import RetentionMixin
 from .versions import VersionsMixin
 
 __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "require"]
@@ -35,7 +36,7 @@ log = logging.getLogger("commonroom.engine")
 
 
 class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, TasksMixin,
-             BoardsMixin, PeersMixin, ConsoleMixin):
+             BoardsMixin, RetentionMixin, PeersMixin, ConsoleMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

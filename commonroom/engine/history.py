@@ -102,8 +102,7 @@ class HistoryMixin(EngineBase):
 
     def ring_bounds(self) -> tuple[int | None, int]:
         """``(oldest id still in the ring or None when empty, newest id ever)``."""
-        Event = self.store.models.Event
-        oldest = Event.select(Event.id).order_by(Event.id).limit(1).scalar()
+        oldest = self.store.db.execute_sql('SELECT MIN("id") FROM "event"').fetchone()[0]
         return oldest, self.store.last_event_id()
 
     def cursor_lost(self, after: int) -> bool:
@@ -112,15 +111,16 @@ class HistoryMixin(EngineBase):
         Also true for a cursor beyond the newest id (from another sidecar):
         either way the client must reread state rather than trust a replay.
         """
-        oldest, last = self.ring_bounds()
-        if after > last:
-            return True
-        if after == last:
-            return False
+        last = self.store.last_event_id()
+        if after >= last:  # the common case of a live cursor: one indexed read
+            return after > last
+        oldest, _ = self.ring_bounds()
         return oldest is None or oldest > after + 1
 
     def events_after(self, event_id: int, limit: int = REPLAY_PAGE) -> list[dict[str, Any]]:
         """Up to ``limit`` events with id > ``event_id``, oldest first (wire dicts)."""
+        if event_id >= self.store.last_event_id():  # nothing newer: no query to build
+            return []
         Event = self.store.models.Event
         query = Event.select().where(Event.id > event_id).order_by(Event.id).limit(limit)
         return [event_dict(r) for r in query]

@@ -24,12 +24,14 @@ from typing import Any
 
 import peewee as pw
 
+from generated.types.boards import PeerActivity, PeersView, ReceivedPeerMessage
+
 from .. import tokens
 from ..clock import rfc3339
 from ..errors import PeerNotFound
 from ..store import WriteContext
 from .base import Actor, EngineBase, require
-from .boards import BoardsMixin
+from .board_base import BoardBase
 
 PEER_PREFIX = "peer_"
 #: Retention of peer messages and awareness dedup rows, and the most kept per recipient.
@@ -76,7 +78,7 @@ class PeersMixin(EngineBase):
         board messages.
         """
         require(actor, "message")
-        kind, priority, body, tag_list = BoardsMixin._check_message(kind, priority, body, tags)
+        kind, priority, body, tag_list = BoardBase._check_message(kind, priority, body, tags)
 
         def post(ctx: WriteContext) -> dict[str, Any]:
             recipient = self._live_peers(actor).get(peer_id) if isinstance(peer_id, str) else None
@@ -94,14 +96,17 @@ class PeersMixin(EngineBase):
 
         return self.store.write(post)
 
-    def _prune_peers(self, recipient: str) -> None:
-        db = self.store.db
-        cutoff = self._ago(PEER_RETAIN_SECONDS)
-        db.execute_sql('DELETE FROM "peer_message" WHERE "created_at" < ?', (cutoff,))
-        db.execute_sql('DELETE FROM "peer_seen" WHERE "shown_at" < ?', (cutoff,))
-        db.execute_sql('DELETE FROM "peer_message" WHERE "recipient_session_id" = ? AND "id" NOT IN ('
-                       'SELECT "id" FROM "peer_message" WHERE "recipient_session_id" = ? '
-                       'ORDER BY "created_at" DESC, rowid DESC LIMIT ?)', (recipient, recipient, PEER_RETAIN_MESSAGES))
+    def _prune_peers(self, recipient: str) -> int:
+        """Keep ``recipient``'s newest :data:`PEER_RETAIN_MESSAGES` peer messages (inside a write); how many went.
+
+        Age (:data:`PEER_RETAIN_SECONDS`) is the room timer's part
+        (:meth:`~.retention.RetentionMixin.sweep_board_retention`); until it
+        runs, an older message is kept but never shown.
+        """
+        return int(self.store.db.execute_sql(
+            'DELETE FROM "peer_message" WHERE "recipient_session_id" = ? AND "id" NOT IN ('
+            'SELECT "id" FROM "peer_message" WHERE "recipient_session_id" = ? '
+            'ORDER BY "created_at" DESC, rowid DESC LIMIT ?)', (recipient, recipient, PEER_RETAIN_MESSAGES)).rowcount)
 
     # -- the piggyback ------------------------------------------------------------
     def _peer_plan(self, actor: Actor, acked: frozenset[str]) -> tuple[list[Any], list[str], dict[str, str]]:
@@ -136,8 +141,8 @@ class PeersMixin(EngineBase):
             return True
         return bool(self._awareness(actor, cutoff))
 
-    def _awareness(self, actor: Actor, cutoff: str) -> dict[str, str]:
-        """Peer session → last meaningful activity, for peers not yet shown to the caller (plain SQL)."""
+    def _awareness(self, actor: Actor, cutoff: str, dedup: bool = True) -> dict[str, str]:
+        """Peer session → last meaningful activity (plain SQL); with ``dedup``, only peers not yet shown."""
         db = self.store.db
         live = [row[0] for row in db.execute_sql(
             'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND "revoked_at" IS NULL AND '
@@ -146,7 +151,7 @@ class PeersMixin(EngineBase):
             return {}
         seen = {row[0] for row in db.execute_sql(
             'SELECT "peer_session_id" FROM "peer_seen" WHERE "observer_session_id" = ? AND "shown_at" >= ?',
-            (actor.session_id, cutoff)).fetchall()}
+            (actor.session_id, cutoff)).fetchall()} if dedup else set()
         since = self._ago(AWARENESS_SECONDS)
         marks = ", ".join("?" * len(MEANINGFUL_EVENTS))
         out: dict[str, str] = {}
@@ -158,6 +163,39 @@ class PeersMixin(EngineBase):
             if row and row[0]:
                 out[sid] = row[0]
         return out
+
+    def _received_wire(self, row: Any) -> ReceivedPeerMessage:
+        """A peer message as its recipient sees it (``boards#ReceivedPeerMessage``)."""
+        return {"message_id": row.id, "from_peer_id": self.peer_id_of(row.sender_session_id), "kind": row.kind,
+                "priority": row.priority, "tags": list(row.tags or []), "body": row.body,
+                "requires_ack": bool(row.requires_ack), "created_at": row.created_at,
+                "first_acked_at": row.first_acked_at}
+
+    def _activity_wire(self, aware: dict[str, str]) -> list[PeerActivity]:
+        return [{"peer_id": self.peer_id_of(sid), "last_activity_at": at}
+                for sid, at in sorted(aware.items(), key=lambda kv: kv[1])]
+
+    def list_session_peers(self, actor: Actor) -> PeersView:
+        """The caller's peers with recent activity and the peer messages retained for it. Needs ``read``.
+
+        ``{peers: [{peer_id, last_activity_at}], messages: [ReceivedPeerMessage]}``:
+        peers are the other live sessions of the caller's participant with
+        meaningful activity in the last :data:`AWARENESS_SECONDS` (the
+        ``peer_awareness`` rule, not deduplicated: an explicit read); messages
+        are those addressed to the caller's session within retention (24 h,
+        at most 200), oldest first, ACKed or not. A read: it records no
+        projection and no ACK (those are the MCP piggyback's). The operator
+        (no session) has no peers.
+        """
+        require(actor, "read")
+        if actor.session_id is None or actor.participant_id is None:
+            return {"peers": [], "messages": []}
+        P = self.store.models.PeerMessage
+        cutoff = self._ago(PEER_RETAIN_SECONDS)
+        rows = (P.select().where((P.recipient_session_id == actor.session_id) & (P.created_at >= cutoff))
+                .order_by(P.created_at, pw.SQL("rowid")).limit(PEER_RETAIN_MESSAGES))
+        return {"peers": self._activity_wire(self._awareness(actor, cutoff, dedup=False)),
+                "messages": [self._received_wire(r) for r in rows]}
 
     def project_peers(self, actor: Actor, acked: frozenset[str]) -> dict[str, Any]:
         """The peer part of a tool result's ``_meta`` (a write: projections, ACKs, awareness dedup).
@@ -187,13 +225,9 @@ class PeersMixin(EngineBase):
                                '"shown_at") VALUES (?, ?, ?)', (actor.session_id, sid, now))
             out: dict[str, Any] = {}
             if show:
-                out["commonroom/peer_messages"] = [
-                    {"message_id": r.id, "from_peer_id": self.peer_id_of(r.sender_session_id), "kind": r.kind,
-                     "priority": r.priority, "tags": list(r.tags or []), "body": r.body,
-                     "requires_ack": bool(r.requires_ack), "created_at": r.created_at} for r in show]
+                out["commonroom/peer_messages"] = [self._received_wire(r) for r in show]
             if aware:
-                out["commonroom/peer_awareness"] = [{"peer_id": self.peer_id_of(sid), "last_activity_at": at}
-                                                    for sid, at in sorted(aware.items(), key=lambda kv: kv[1])]
+                out["commonroom/peer_awareness"] = self._activity_wire(aware)
             return out
 
         return self.store.write(project)

@@ -97,7 +97,7 @@ def ack_ids(meta: Any) -> frozenset[str]:
     ids = meta.get(META_ACK_IDS)
     if not isinstance(ids, list):
         return frozenset()
-    from ..engine.boards import ACK_IDS_MAX
+    from ..engine.board_base import ACK_IDS_MAX
     return frozenset(i for i in ids[:ACK_IDS_MAX] if isinstance(i, str) and 0 < len(i) <= 200)
 
 

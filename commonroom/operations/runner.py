@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..engine.boards import AUDITED
+from ..engine.board_acks import AUDITED
 from ..errors import CommonroomError
 from .spec import Operation
 

@@ -301,6 +301,10 @@ OPERATIONS = Table([
                 "participant (ids come in the peer_awareness hint of tool results). It rides on the peer's next "
                 "tool result (requires_ack=false), or on each until the peer ACKs it (true); kept 24 h. A "
                 "conversation, not a task: no assignment or completion. Needs message.")),
+    Operation(
+        "list_session_peers", "Your peers with recent activity, and the peer messages kept for you",
+        "list_session_peers", "common#NoArguments", "boards#PeersView", "boards", capability="read",
+        http=Http("GET", "/workspace/peers", listeners=(INGRESS,))),
     # -- the operator (owner port) ----------------------------------------
     Operation(
         "invitation_create", "Make an invitation (owner token)", "invite", "owner#InviteRequest",

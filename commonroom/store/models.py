@@ -328,7 +328,7 @@ class BoardAudit(_Row):
     (``participant_id``, ``session_id``); the target (``board_session_id``,
     ``message_id``); ``details``: byte and tag counts, correlation ids and
     the completion identity (``cid_…``). The newest
-    :data:`commonroom.engine.boards.AUDIT_ROWS` rows are kept.
+    :data:`commonroom.engine.board_base.AUDIT_ROWS` rows are kept.
     """
 
     id = pw.AutoField()

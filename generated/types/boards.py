@@ -154,6 +154,10 @@ class Message(TypedDict, closed=True):
     author_session_id: str | None
     created_at: common.Timestamp
     updated_at: common.Timestamp
+    first_acked_at: common.Timestamp | None
+    """
+    When the board's session first echoed this requires_ack message's id in ack_session_message_ids; null if never. Observability only: not a delivery, read or acceptance receipt, and not part of the assignment fence.
+    """
 
 
 class ListMessagesInput(TypedDict, closed=True):
@@ -219,3 +223,40 @@ class Observation(TypedDict, closed=True):
     The token predates the board's retention low-watermark: this is not complete history; reload the board.
     """
     wait_outcome: Literal['updated', 'timeout'] | None
+
+
+class PeerActivity(TypedDict, closed=True):
+    """
+    A peer (another live session of the caller's participant) with recent meaningful activity in this room: recent activity, not liveness or presence.
+    """
+
+    peer_id: PeerId
+    last_activity_at: common.Timestamp
+
+
+class ReceivedPeerMessage(TypedDict, closed=True):
+    """
+    A retained peer message addressed to the caller's session, as its recipient sees it (the piggyback item of commonroom/peer_messages, and an item of list_session_peers).
+    """
+
+    message_id: str
+    from_peer_id: PeerId
+    kind: MessageKind
+    priority: Priority
+    tags: Tags
+    body: str
+    requires_ack: bool
+    created_at: common.Timestamp
+    first_acked_at: common.Timestamp | None
+    """
+    When the recipient first echoed this requires_ack message's id in ack_session_message_ids; null if never. Observability only.
+    """
+
+
+class PeersView(TypedDict, closed=True):
+    """
+    The caller's peers with meaningful activity in the last 10 minutes (the peer_awareness rule, not deduplicated), and the peer messages retained for the caller's session, oldest first. A read: it records no projection and no ACK.
+    """
+
+    peers: list[PeerActivity]
+    messages: list[ReceivedPeerMessage]

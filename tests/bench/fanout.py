@@ -139,6 +139,36 @@ def stamp(text: str) -> float:
     return dt.datetime.fromisoformat(text).timestamp()
 
 
+class Prober(threading.Thread):
+    """Ordinary requests timed while a bench runs: ``GET /workspace/document`` 5 a second, its own bearer."""
+
+    def __init__(self, base: str, token: str):
+        super().__init__(daemon=True)
+        self.base, self.token = base, token
+        self.samples: list[tuple[float, float]] = []  # (time.monotonic() at the start, milliseconds)
+        self.failures: list[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        import httpx
+
+        with httpx.Client(base_url=self.base, headers={"Authorization": f"Bearer {self.token}"},
+                          timeout=30) as client:
+            while not self.stop.is_set():
+                started, t0 = time.monotonic(), time.perf_counter()
+                r = client.get("/workspace/document")
+                self.samples.append((started, (time.perf_counter() - t0) * 1000))
+                if r.status_code != 200:
+                    self.failures.append(r.text[:200])
+                self.stop.wait(0.2)
+
+    def finish(self) -> list[float]:
+        """Stop, and every request's milliseconds."""
+        self.stop.set()
+        self.join()
+        return [ms for _, ms in self.samples]
+
+
 def run_level(n: int, seconds: float, rate: float) -> dict:
     import httpx
 
@@ -177,22 +207,9 @@ def run_level(n: int, seconds: float, rate: float) -> dict:
         rss_connected = rss_kb(wpid)
         start_id = room.operator().get("/workspace/room").json()["last_event_id"]
 
-        probe_ms: list[float] = []
-        stop = threading.Event()
-
-        def probe() -> None:
-            with httpx.Client(base_url=room.ingress, headers={"Authorization": f"Bearer {prober.token}"},
-                              timeout=30) as client:
-                while not stop.is_set():
-                    t0 = time.perf_counter()
-                    r = client.get("/workspace/document")
-                    probe_ms.append((time.perf_counter() - t0) * 1000)
-                    assert r.status_code == 200, r.text
-                    stop.wait(0.2)
-
-        prober_thread = threading.Thread(target=probe)
+        prober = Prober(room.ingress, prober.token)
         cpu0, wall0 = cpu_seconds(wpid), time.monotonic()
-        prober_thread.start()
+        prober.start()
         commit_ms: list[float] = []
         with httpx.Client(base_url=room.owner, headers={"Authorization": f"Bearer {room.owner_token}"},
                           timeout=30) as owner:
@@ -207,8 +224,8 @@ def run_level(n: int, seconds: float, rate: float) -> dict:
                 time.sleep(max(0.0, next_at - time.perf_counter()))
         worker_cpu = (cpu_seconds(wpid) - cpu0) / (time.monotonic() - wall0)
         time.sleep(1.0)  # let the last events arrive
-        stop.set()
-        prober_thread.join()
+        probe_ms = prober.finish()
+        assert not prober.failures, prober.failures[:3]
         rss_after = rss_kb(wpid)
         end_id = room.operator().get("/workspace/room").json()["last_event_id"]
         for proc in procs:

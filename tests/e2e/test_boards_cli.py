@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from commonroom.errors import EXIT_CODES
 from commonroom.schemas import errors_of
@@ -40,3 +41,43 @@ def test_ce_board_flow(room, tmp_path):
     assert [m["body"] for m in page["messages"]] == ["done: 1f2e3d4"]
     delta = ok("board", "observe", "-", "--token", base["observation_token"], *C)
     assert [m["kind"] for m in delta["messages"]] == ["answer", "todo"]  # the todo once, in its latest state
+
+
+def test_ce_board_peers_and_peer_post(room, tmp_path):
+    files = {}
+    for name, who in (("w1", "worker"), ("w2", "worker"), ("other", "someone")):
+        files[name] = str(tmp_path / f"{name}.json")
+        code, out, err = run("join", room.invite(who, "read,observe,message"), "--session-file", files[name])
+        assert code == 0, err
+    W1, W2, O = (("--session-file", files[n]) for n in ("w1", "w2", "other"))
+
+    def ok(*args):
+        code, out, err = run(*args)
+        assert code == 0, (args, out, err)
+        body = json.loads(out)
+        return body
+
+    assert ok("board", "peers", *W1) == {"peers": [], "messages": []}  # W2 has done nothing meaningful yet
+    ok("board", "post", "-", "progress", "on it", *W2)  # meaningful activity of W2
+    peers = ok("board", "peers", *W1)
+    assert errors_of("boards#PeersView", peers) == [] and len(peers["peers"]) == 1
+    assert ok("board", "peers", *W1)["peers"] == peers["peers"]  # an explicit read: not deduplicated
+    assert ok("board", "peers", *O)["peers"] == []  # another participant sees no peer of W's
+    p2 = peers["peers"][0]["peer_id"]
+    sent = ok("board", "peer-post", p2, "question", "which branch?", "--tag", "q", "--requires-ack", *W1)
+    assert errors_of("boards#PeerMessage", sent) == [] and sent["requires_ack"] is True
+    inbox = ok("board", "peers", *W2)["messages"]
+    assert [(m["body"], m["tags"], m["first_acked_at"]) for m in inbox] == [("which branch?", ["q"], None)]
+    assert ok("board", "peers", *W2)["messages"] == inbox  # reading records nothing
+    code, _, err = run("board", "peer-post", p2, "note", "hi", *O)  # a foreign participant's peer id
+    assert code == EXIT_CODES["peer_not_found"] and "peer_not_found" in err
+    code, _, err = run("board", "peer-post", p2, "note", "x" * (16 * 1024 + 1), *W1)
+    assert code == EXIT_CODES["limit_exceeded"] and "body_bytes" in err
+    con = sqlite3.connect(str(room.document.with_name(room.document.name + ".commonroom.db")))
+    try:
+        audit = con.execute("SELECT outcome, details FROM board_audit WHERE operation = 'list_session_peers' "
+                            "ORDER BY id").fetchall()
+    finally:
+        con.close()
+    assert len(audit) == 6 and all(outcome == "ok" for outcome, _ in audit)
+    assert json.loads(audit[-1][1]) == {"peers": 0, "returned": 1}  # counts only, never a body

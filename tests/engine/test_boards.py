@@ -15,36 +15,17 @@ from pathlib import Path
 import peewee as pw
 import pytest
 
-from commonroom.engine import OPERATOR, Engine, boards
+from commonroom.engine import OPERATOR, Engine, board_base, board_completion
 from commonroom.errors import (AssignmentHistoryLost, AssignmentStale, AssignmentTooLarge, CompletionMismatch,
                                CompletionPersistenceUncertain, InvalidRequest, LimitExceeded, MessageNotFound,
                                NotFound, PermissionDenied)
 from commonroom.live.hub import Hub
 from commonroom.live.stream import Streams
 from commonroom.store import db as store_db
+from tests.engine.boardkit import CAPS, observe, post_todo, room  # noqa: F401 - room is a fixture
 from tests.fakeclock import join, open_engine
 
 CASES = json.loads((Path(__file__).parent / "boards_cases" / "completion.json").read_text("utf-8"))
-CAPS = ["read", "observe", "message"]
-
-
-
-@pytest.fixture
-def room(engine):
-    """Coordinator C and worker W (another participant), plus W's second session W2."""
-    c, cj = join(engine, "coordinator", CAPS)
-    w, wj = join(engine, "worker", CAPS)
-    w2, _ = join(engine, "worker", CAPS)
-    return engine, c, w, w2
-
-
-def observe(engine, actor, session_id, token=None, **kw):
-    return asyncio.run(engine.observe_session_messages(actor, session_id, token, **kw))
-
-
-def post_todo(engine, c, body="implement X; answer with the commit"):
-    return engine.post_session_message(c, c.session_id, "todo", body, tags=["work"])
-
 
 # ---------------------------------------------------------------- posting
 
@@ -77,15 +58,15 @@ def test_post_and_list_with_exact_and_filters(room):
 
 def test_bounds_store_nothing(room):
     engine, c, _, _ = room
-    cases = [({"body": "x" * (boards.BODY_BYTES + 1)}, "body_bytes"),
-             ({"body": "é" * (boards.BODY_BYTES // 2 + 1)}, "body_bytes"),
+    cases = [({"body": "x" * (board_base.BODY_BYTES + 1)}, "body_bytes"),
+             ({"body": "é" * (board_base.BODY_BYTES // 2 + 1)}, "body_bytes"),
              ({"tags": ["t"] * 17}, "tags"), ({"tags": ["t" * 65]}, "tag_chars")]
     for change, limit in cases:
         args = {"body": "ok", "tags": None, **change}
         with pytest.raises(LimitExceeded) as info:
             engine.post_session_message(c, c.session_id, "note", args["body"], tags=args["tags"])
         assert info.value.details["limit"] == limit and info.value.status == 429
-    assert engine.post_session_message(c, c.session_id, "note", "x" * boards.BODY_BYTES, tags=["t" * 64] * 16)
+    assert engine.post_session_message(c, c.session_id, "note", "x" * board_base.BODY_BYTES, tags=["t" * 64] * 16)
     assert len(engine.list_session_messages(c, c.session_id)["messages"]) == 1
 
 
@@ -198,15 +179,15 @@ def test_missing_or_forged_fence_is_invalid_request(room):
 def test_assignment_too_large(room, monkeypatch):
     engine, c, w, _ = room
     todo = post_todo(engine, c)
-    monkeypatch.setattr(boards, "SNAPSHOT_REPLIES", 2)
+    monkeypatch.setattr(board_completion, "SNAPSHOT_REPLIES", 2)
     for i in range(3):
         engine.post_session_message(c, c.session_id, "note", f"reply {i}", reply_to=todo["message_id"])
     with pytest.raises(AssignmentTooLarge) as info:
         engine.get_session_assignment(w, c.session_id, todo["message_id"])
     assert info.value.details["limit"] == "assignment_replies"
-    monkeypatch.setattr(boards, "SNAPSHOT_REPLIES", 200)
+    monkeypatch.setattr(board_completion, "SNAPSHOT_REPLIES", 200)
     fence = engine.get_session_assignment(w, c.session_id, todo["message_id"])["assignment_fence"]
-    monkeypatch.setattr(boards, "SNAPSHOT_BYTES", 1000)
+    monkeypatch.setattr(board_completion, "SNAPSHOT_BYTES", 1000)
     with pytest.raises(AssignmentTooLarge) as info:
         engine.complete_session_message(w, c.session_id, todo["message_id"], "done", "k", fence)
     assert info.value.details["limit"] == "assignment_bytes"
@@ -215,7 +196,7 @@ def test_assignment_too_large(room, monkeypatch):
 
 def test_history_lost_when_retention_prunes_a_reply(room, monkeypatch):
     engine, c, w, _ = room
-    monkeypatch.setattr(boards, "RETAIN_MESSAGES", 3)
+    monkeypatch.setattr(board_base, "RETAIN_MESSAGES", 3)
     todo = post_todo(engine, c)
     engine.post_session_message(c, c.session_id, "guidance", "old reply", reply_to=todo["message_id"])
     fence = engine.get_session_assignment(w, c.session_id, todo["message_id"])["assignment_fence"]
@@ -302,7 +283,7 @@ def test_observation_baseline_delta_pagination_and_history_lost(room, monkeypatc
     engine.complete_session_message(w, c.session_id, old["message_id"], "done", "k", fence)
     assert not observe(engine, w, c.session_id, delta["observation_token"])["changed"]
     # retention: a cursor before the low-watermark has lost history
-    monkeypatch.setattr(boards, "RETAIN_MESSAGES", 3)
+    monkeypatch.setattr(board_base, "RETAIN_MESSAGES", 3)
     engine.post_session_message(c, c.session_id, "note", "prune now")
     lost = observe(engine, w, c.session_id, base["observation_token"])
     assert lost["history_lost"] and len(lost["messages"]) == 3
@@ -405,212 +386,3 @@ def test_a_version_2_or_3_sidecar_is_upgraded_in_place(tmp_path, clock, start):
         assert again.list_session_messages(OPERATOR, c.session_id)["messages"] == [posted]
     finally:
         again.close()
-
-
-# -- ACK and audit (issue 11 items 6 and 9) ------------------------------------------
-
-def test_ack_state_belongs_to_the_recipient_and_the_message(room, clock):
-    engine, c, w, w2 = room
-    note = engine.post_session_message(c, w.session_id, "guidance", "stop", requires_ack=True)
-    todo = engine.post_session_message(c, w.session_id, "todo", "do", requires_ack=True)
-    engine.post_session_message(c, w.session_id, "note", "plain")
-    shown, omitted = engine.pending_acks(w)
-    assert [m["message_id"] for m in shown] == [note["message_id"], todo["message_id"]] and omitted == 0
-    assert engine.pending_acks(c) == ([], 0) and engine.pending_acks(w2) == ([], 0)  # addressed to W only
-    assert [m["message_id"] for m in engine.pending_acks(w, frozenset({note["message_id"]}))[0]] == [todo["message_id"]]
-    revision = engine._board_state(w.session_id)[0]
-    assert engine.ack_session_messages(c, [note["message_id"]]) == 0  # not the recipient
-    assert engine.ack_session_messages(w, [note["message_id"], "msg_unknown"]) == 1
-    first = engine.first_acked_at(w.session_id, note["message_id"])
-    clock.advance(5)
-    assert engine.ack_session_messages(w, [note["message_id"]]) == 0
-    assert engine.first_acked_at(w.session_id, note["message_id"]) == first
-    assert engine.first_acked_at(c.session_id, note["message_id"]) is None
-    assert engine._board_state(w.session_id)[0] == revision  # ACK advances nothing, resolves nothing
-    assert len(engine.pending_acks(w)[0]) == 2  # still shown to a request that omits the id
-    fence = engine.get_session_assignment(w, w.session_id, todo["message_id"])["assignment_fence"]
-    engine.complete_session_message(w, w.session_id, todo["message_id"], "ok", "k", fence)
-    assert [m["message_id"] for m in engine.pending_acks(w)[0]] == [note["message_id"]]  # resolved: gone
-    for i in range(boards.ACK_PIGGYBACK + 3):
-        engine.post_session_message(c, w.session_id, "note", f"n{i}", requires_ack=True)
-    shown, omitted = engine.pending_acks(w)
-    assert len(shown) == boards.ACK_PIGGYBACK and omitted == 4
-
-
-def test_audit_records_metadata_only_and_keeps_the_newest(room, monkeypatch):
-    from commonroom.operations import OPERATIONS
-    from commonroom.operations.runner import Runner
-
-    engine, c, w, _ = room
-    runner = Runner(engine)
-    ops = OPERATIONS
-
-    async def flow():
-        todo = await runner.run(ops["post_session_message"], c, {
-            "session_id": c.session_id, "kind": "todo", "body": "SECRET-BODY ü", "tags": ["a", "b"]})
-        assignment = await runner.run(ops["get_session_assignment"], w, {
-            "session_id": c.session_id, "message_id": todo["message_id"]})
-        args = {"session_id": c.session_id, "message_id": todo["message_id"], "answer": "SECRET-ANSWER",
-                "completion_key": "SECRET-KEY", "expected_assignment_fence": assignment["assignment_fence"],
-                "recording_session_id": w.session_id}
-        done = await runner.run(ops["complete_session_message"], w, args)
-        with pytest.raises(CompletionMismatch):
-            await runner.run(ops["complete_session_message"], w, {**args, "answer": "SECRET-OTHER"})
-        await runner.run(ops["list_session_messages"], c, {"session_id": c.session_id, "reply_to": todo["message_id"]})
-        await runner.run(ops["observe_session_messages"], c, {"session_id": c.session_id})
-        return todo, done
-
-    try:
-        todo, done = asyncio.run(flow())
-    finally:
-        runner.close()
-    A = engine.store.models.BoardAudit
-    rows = list(A.select().order_by(A.id))
-    assert [(r.operation, r.outcome) for r in rows] == [
-        ("post_session_message", "ok"), ("get_session_assignment", "ok"), ("complete_session_message", "ok"),
-        ("complete_session_message", "completion_mismatch"), ("list_session_messages", "ok"),
-        ("observe_session_messages", "ok")]
-    post, _, complete = rows[0], rows[1], rows[2]
-    assert post.message_id == todo["message_id"] and post.board_session_id == c.session_id
-    assert post.details["body_bytes"] == len("SECRET-BODY ü".encode()) and post.details["tag_count"] == 2
-    assert complete.details["completion_id"] == boards.completion_identity("SECRET-KEY")
-    assert complete.details["answer_message_id"] == done["answer"]["message_id"]
-    assert complete.details["recording_session_id"] == w.session_id and complete.session_id == w.session_id
-    dump = json.dumps([[r.operation, r.outcome, r.details, r.message_id] for r in rows])
-    assert "SECRET" not in dump
-    raw = sqlite3.connect(str(engine.store.path))
-    try:
-        assert not raw.execute("SELECT count(*) FROM board_audit WHERE details LIKE '%SECRET%'").fetchone()[0]
-    finally:
-        raw.close()
-    monkeypatch.setattr(boards, "AUDIT_ROWS", 3)
-    for _ in range(4):
-        engine.record_board_audit(c, "list_session_messages", "ok", {"session_id": c.session_id}, None)
-    assert A.select().count() == 3
-
-
-def test_a_version_4_sidecar_gains_ack_audit_and_peer_tables(tmp_path, clock):
-    engine = open_engine(tmp_path, "# Plan\n", clock=clock)
-    c, _ = join(engine, "coordinator", CAPS)
-    note = engine.post_session_message(c, c.session_id, "note", "kept", requires_ack=True)
-    sidecar = engine.store.path
-    engine.close()
-    con = sqlite3.connect(sidecar)
-    for table in ("board_ack", "board_audit", "peer_message", "peer_seen"):
-        con.execute(f'DROP TABLE "{table}"')
-    con.execute('DROP INDEX "board_message_ack"')
-    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
-    con.commit()
-    con.close()
-    again = Engine.open(tmp_path / "doc.md", clock=clock)
-    try:
-        assert again.store.meta("schema_version") == "5"
-        assert [m["message_id"] for m in again.pending_acks(c)[0]] == [note["message_id"]]
-        assert again.ack_session_messages(c, [note["message_id"]]) == 1
-        index = again.store.db.execute_sql(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'board_message_ack'").fetchall()
-        assert index == [("board_message_ack",)]
-    finally:
-        again.close()
-
-
-# -- peers (issue 11 item 7), with the injected clock ---------------------------------
-
-def _aware(engine, actor):
-    return engine.project_peers(actor, frozenset()).get("commonroom/peer_awareness", [])
-
-
-def test_peer_ids_resolve_only_inside_the_participant(room, clock):
-    from commonroom.errors import PeerNotFound
-
-    engine, c, w, w2 = room
-    p2 = engine.peer_id_of(w2.session_id)
-    assert p2.startswith("peer_") and w2.session_id not in p2
-    with pytest.raises(PeerNotFound) as foreign:
-        engine.post_peer_message(c, p2, "note", "x")  # another participant's peer
-    with pytest.raises(PeerNotFound) as unknown:
-        engine.post_peer_message(c, "peer_00", "note", "x")
-    assert foreign.value.to_dict()["details"] == {"peer_id": p2}
-    assert unknown.value.to_dict()["details"] == {"peer_id": "peer_00"}
-    with pytest.raises(PeerNotFound):
-        engine.post_peer_message(w, engine.peer_id_of(w.session_id), "note", "x")  # oneself
-    with pytest.raises(LimitExceeded):
-        engine.post_peer_message(w, p2, "note", "x" * (boards.BODY_BYTES + 1))
-    sent = engine.post_peer_message(w, p2, "note", "hello")
-    assert sent["peer_id"] == p2 and engine.store.models.PeerMessage.select().count() == 1
-    assert engine.project_peers(c, frozenset()) == {}  # nothing for another participant
-
-
-def test_peer_awareness_window_and_dedup(room, clock):
-    from commonroom.engine import peers
-
-    engine, c, w, w2 = room
-    assert _aware(engine, w) == []  # joining is not activity
-    engine.post_session_message(w2, w2.session_id, "progress", "working")
-    assert [a["peer_id"] for a in _aware(engine, w)] == [engine.peer_id_of(w2.session_id)]
-    assert _aware(engine, w) == []  # once per observer and peer
-    assert _aware(engine, c) == []  # another participant
-    assert _aware(engine, w2) == []  # w did nothing meaningful
-    clock.advance(peers.AWARENESS_SECONDS + 1)
-    engine.post_session_message(w, w.session_id, "progress", "me too")
-    clock.advance(peers.AWARENESS_SECONDS + 1)
-    assert _aware(engine, w2) == []  # w's activity is older than 10 minutes
-
-
-def test_peer_messages_piggyback_and_retention(room, clock):
-    from commonroom.engine import peers
-
-    engine, c, w, w2 = room
-    p2 = engine.peer_id_of(w2.session_id)
-    once = engine.post_peer_message(w, p2, "question", "once?")
-    acked = engine.post_peer_message(w, p2, "risk", "until ack", requires_ack=True)
-
-    def shown(ack=frozenset()):
-        return [m["message_id"] for m in engine.project_peers(w2, ack).get("commonroom/peer_messages", [])]
-
-    assert shown() == [once["message_id"], acked["message_id"]]
-    assert shown() == [acked["message_id"]]
-    assert shown(frozenset({acked["message_id"]})) == []
-    assert shown() == []
-    P = engine.store.models.PeerMessage
-    row = P.get_by_id(acked["message_id"])
-    assert row.projection_count == 2 and row.first_acked_at is not None and row.first_projected_at is not None
-    # retention: at most 200 per recipient, 24 h
-    for i in range(peers.PEER_RETAIN_MESSAGES + 5):
-        engine.post_peer_message(w, p2, "note", f"n{i}")
-    assert P.select().where(P.recipient_session_id == w2.session_id).count() == peers.PEER_RETAIN_MESSAGES
-    assert len(engine.project_peers(w2, frozenset())["commonroom/peer_messages"]) == peers.PEER_PIGGYBACK
-    clock.advance(peers.PEER_RETAIN_SECONDS + 1)
-    assert engine.project_peers(w2, frozenset()) == {}  # expired: never shown
-    engine.post_peer_message(w2, engine.peer_id_of(w.session_id), "note", "prunes")
-    assert P.select().where(P.recipient_session_id == w2.session_id).count() == 0
-
-
-def test_concurrent_board_calls_are_each_audited_once(room):
-    from commonroom.operations import OPERATIONS
-    from commonroom.operations.runner import Runner
-
-    engine, c, w, _ = room
-    runner = Runner(engine)
-    calls = []
-
-    def counting(entries):
-        calls.append(len(entries))
-        original(entries)
-
-    original = engine.record_board_audits
-    engine.record_board_audits = counting  # type: ignore[method-assign]
-
-    async def many():
-        posts = [runner.run(OPERATIONS["post_session_message"], c, {"session_id": c.session_id, "kind": "note",
-                                                                    "body": f"n{i}"}) for i in range(20)]
-        lists = [runner.run(OPERATIONS["list_session_messages"], w, {"session_id": c.session_id}) for _ in range(30)]
-        await asyncio.gather(*posts, *lists)
-
-    try:
-        asyncio.run(many())
-    finally:
-        runner.close()
-    A = engine.store.models.BoardAudit
-    assert A.select().count() == 50 and sum(calls) == 50
-    assert len(calls) < 50  # rows that wait together share a transaction
