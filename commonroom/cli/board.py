@@ -18,7 +18,8 @@ from urllib.parse import quote, urlencode
 import typer
 
 from .. import client
-from .common import emit, handled, load_session
+from .common import handled, load_session
+from .render import show
 
 board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True)
@@ -60,7 +61,7 @@ def post_command(board: BoardArg, kind: str, body: str, priority: PriorityOpt = 
             payload[key] = value
     if requires_ack:
         payload["requires_ack"] = True
-    emit(_call(session_file, "POST", _path(_board(session_file, board), "messages"), payload))
+    show(_call(session_file, "POST", _path(_board(session_file, board), "messages"), payload), "boards#Message")
 
 
 @board_app.command("list")
@@ -76,14 +77,16 @@ def list_command(board: BoardArg,
     """One page of the board's retained messages, oldest first; every filter given applies (AND)."""
     query = {k: v for k, v in (("message_id", message_id), ("reply_to", reply_to), ("kind", kind),
                                 ("status", status), ("limit", str(limit)), ("cursor", cursor)) if v}
-    emit(_call(session_file, "GET", _path(_board(session_file, board), "messages") + "?" + urlencode(query)))
+    show(_call(session_file, "GET", _path(_board(session_file, board), "messages") + "?" + urlencode(query)),
+         "boards#MessagesPage")
 
 
 @board_app.command("assignment")
 @handled
 def assignment_command(board: BoardArg, message_id: str, session_file: SessionOpt = None) -> None:
     """The todo, its retained direct replies and the assignment_fence to complete it with."""
-    emit(_call(session_file, "GET", _path(_board(session_file, board), "messages", message_id, "assignment")))
+    show(_call(session_file, "GET", _path(_board(session_file, board), "messages", message_id, "assignment")),
+         "boards#Assignment")
 
 
 @board_app.command("complete")
@@ -101,8 +104,8 @@ def complete_command(board: BoardArg, message_id: str, answer: str,
     for name, value in (("priority", priority), ("tags", tag), ("recording_session_id", recording_session)):
         if value:
             payload[name] = value
-    emit(_call(session_file, "POST", _path(_board(session_file, board), "messages", message_id, "complete"),
-               payload))
+    show(_call(session_file, "POST", _path(_board(session_file, board), "messages", message_id, "complete"),
+               payload), "boards#Completion")
 
 
 @board_app.command("observe")
@@ -130,7 +133,7 @@ def observe_command(board: BoardArg,
         return _call(session_file, "GET", path + "?" + urlencode(query), timeout=seconds + 30.0)
 
     if not follow:
-        emit(once(token, wait))
+        show(once(token, wait), "boards#Observation")
         return
     seconds = wait or 30
     current = token or once(None, 0)["observation_token"]
