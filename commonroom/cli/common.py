@@ -48,8 +48,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the answer as JSON 
 def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
     """Decorator of a ``ce`` command: ``--json``, and a ``CommonroomError`` turned into :func:`fail`.
 
-    The command gains a ``--json`` option (unless ``json_only``: then it
-    always prints JSON, errors included); while it runs,
+    The command gains a ``--json`` option (with ``json_only`` it always
+    prints JSON, errors included, and ``--json`` changes nothing); while it runs,
     :data:`render.JSON_OUTPUT` says whether it was given, so
     :func:`render.show` and :func:`fail` print JSON or text.
     """
@@ -59,7 +59,7 @@ def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        wants_json = True if json_only else bool(kwargs.pop("json_output", False))
+        wants_json = bool(kwargs.pop("json_output", False)) or json_only
         token = render.JSON_OUTPUT.set(wants_json)
         try:
             return command(*args, **kwargs)
@@ -68,14 +68,11 @@ def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
         finally:
             render.JSON_OUTPUT.reset(token)
 
-    if not json_only:
-        signature = inspect.signature(command, eval_str=True)
-        option = inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY, default=False,
-                                   annotation=JsonOpt)
-        wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
-            parameters=[*signature.parameters.values(), option])
-        wrapper.__annotations__ = {**typing.get_type_hints(command, include_extras=True),
-                                   "json_output": JsonOpt}
+    signature = inspect.signature(command, eval_str=True)
+    option = inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt)
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), option])
+    wrapper.__annotations__ = {**typing.get_type_hints(command, include_extras=True), "json_output": JsonOpt}
     return wrapper
 
 

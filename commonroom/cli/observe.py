@@ -4,7 +4,9 @@ It opens ``GET /workspace/observe`` with the stored session through the
 byte client (seed ``protocol.txt``: HTTP/1.1, ``Host: commonroom``) and
 prints, on stdout, one line per event::
 
-    2026-11-29T08:10:23.330767+00:00  #42  proposal.created  ann (p_…/s_…)  proposal pr_… lines 3-7: fix typo
+    08:10:23  #42  proposal.created  ann (p_…/s_…)  proposal pr_… lines 3-7: fix typo
+
+(the time is local; the exact time is in ``--json``).
 
 With ``--json`` each line is instead the event itself, one JSON object
 (schema ``events#Event``). Status lines (connecting, reconnecting, resync) go to stderr, prefixed
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from datetime import datetime
 import sys
 import time
 from pathlib import Path
@@ -32,7 +35,7 @@ import typer
 from .. import client, errors
 from ..protocol import LAST_EVENT_ID_HEADER, SSE_EVENT_RESYNC
 from .common import handled, load_session
-from .render import JSON_OUTPUT
+from .render import JSON_OUTPUT, short
 
 #: Reconnect backoff (seconds): first wait, cap.
 BACKOFF_START, BACKOFF_MAX = 0.5, 10.0
@@ -94,12 +97,20 @@ def actor_label(event: dict[str, Any], names: dict[str, str]) -> str:
     if not pid and not sid:
         return "operator"
     name = names.get(pid or "", "?")
-    return f"{name} ({pid or '-'}/{sid or '-'})"
+    return f"{name} ({short(pid) if pid else '-'}/{short(sid) if sid else '-'})"
+
+
+def clock(timestamp: Any) -> str:
+    """``16:24:07`` (local time) of an ISO timestamp; the text itself when it is not one."""
+    try:
+        return datetime.fromisoformat(str(timestamp)).astimezone().strftime("%H:%M:%S")
+    except ValueError:
+        return str(timestamp)
 
 
 def format_event(event: dict[str, Any], names: dict[str, str]) -> str:
-    """The printed line of one event."""
-    return f"{event.get('time')}  #{event.get('id')}  {event.get('type')}  {actor_label(event, names)}  {summary(event)}"
+    """The printed line of one event: local time, id, type, who, what."""
+    return f"{clock(event.get('time'))}  #{event.get('id')}  {event.get('type')}  {actor_label(event, names)}  {summary(event)}"
 
 
 def learn_names(event: dict[str, Any], names: dict[str, str]) -> None:

@@ -38,7 +38,11 @@ def version_diff(answer: dict[str, Any]) -> None:
 @renders("editing#VersionInfo")
 def version(answer: dict[str, Any]) -> None:
     """``v2 committed by alice: shorter goals``."""
-    line(f"v{answer['number']} committed by {answer.get('author') or 'the operator'}: {answer.get('summary') or '-'}")
+    line(_committed(answer))
+
+
+def _committed(info: dict[str, Any]) -> str:
+    return f"v{info['number']} committed by {info.get('author') or 'the operator'}: {info.get('summary') or '-'}"
 
 
 @renders("editing#VersionsPage")
@@ -70,8 +74,9 @@ def proposal(answer: dict[str, Any]) -> None:
 
 @renders("editing#ApproveResult")
 def approved(answer: dict[str, Any]) -> None:
-    """``v2 committed by alice: shorter goals`` (the proposal's version)."""
-    version(answer["version"])
+    """``v2 committed by alice: shorter goals (proposal pr_… approved by bob)``."""
+    proposal = answer["proposal"]
+    line(f"{_committed(answer['version'])} (proposal {proposal['id']} approved by {_name(proposal.get('decided_by'))})")
 
 
 @renders("editing#ProposalsPage")
