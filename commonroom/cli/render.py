@@ -181,7 +181,7 @@ def diff(text: str, stderr: bool = False) -> None:
     """A unified diff: coloured on a terminal, the text as it is otherwise."""
     out = console(stderr)
     if out.is_terminal:
-        out.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+        out.print(Syntax(text.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
         return
     stream = sys.stderr if stderr else sys.stdout
     stream.write(text)

@@ -28,6 +28,8 @@ from tests.conftest import SAMPLE
 from tests.roomproc import Room, ce, ce_path, corpus_files, start_room
 
 ANSI = re.compile(r"\x1b\[")
+#: A foreground colour in an SGR sequence (30-37, 90-97, 38;…).
+COLOUR = re.compile(r"\x1b\[(?:\d+;)*(?:3[0-8]|9[0-7])[;m]")
 SAMPLE_TEXT = SAMPLE.read_text("utf-8")
 GOALS = "## Goals\n\n- Ship it.\n\n"
 
@@ -216,12 +218,14 @@ def test_a_terminal_gets_colour_unless_no_color(tmp_path: Path):
         writer = room.join("w", "read,write")
         r = writer.request("PUT", "/workspace/document", json={"expected_version": 1, "text": SAMPLE_TEXT + "\nMore.\n"})
         assert r.status_code == 200, r.text
+        rendered = on_a_terminal("read", "--session-file", join(room, tmp_path, "r", "read"))
+        assert "Release plan" in rendered and "# Release plan" not in rendered  # Markdown, rendered
     finally:
         room.stop()
     coloured = on_a_terminal("diff", doc, "1", "2")
-    assert re.search(r"\x1b\[[0-9;]*3\dm|\x1b\[38;", coloured), coloured
+    assert COLOUR.search(coloured) and "+More." in coloured, coloured
     no_color = on_a_terminal("diff", doc, "1", "2", env={"NO_COLOR": "1"})
-    assert not re.search(r"\x1b\[[0-9;]*3\dm|\x1b\[38;", no_color) and "+More." in no_color
+    assert not COLOUR.search(no_color) and "+More." in no_color, no_color
 
 
 def test_version_and_completion():
