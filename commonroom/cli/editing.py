@@ -208,7 +208,8 @@ def propose_command(
 @handled
 def approve_command(proposal_id: str, session_file: SessionOpt = None) -> None:
     """Approve a proposal: it becomes the next version."""
-    show(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}), "editing#ApproveResult")
+    show(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}),
+         "editing#ApproveResult")
 
 
 @handled

@@ -85,7 +85,8 @@ def handoff_command(file: FileArg, handoff_id: IdArg) -> None:
 @handled
 def handoff_events_command(file: FileArg, handoff_id: IdArg, limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of a handoff's own events, oldest first."""
-    show(_read(file, "handoff_events", {"handoff_id": handoff_id, "limit": limit, "cursor": cursor}), "handoffs#HandoffEventsPage")
+    show(_read(file, "handoff_events", {"handoff_id": handoff_id, "limit": limit, "cursor": cursor}),
+         "handoffs#HandoffEventsPage")
 
 
 @handled
@@ -99,7 +100,8 @@ def task_cancel_command(file: FileArg, task_id: TaskArg, participant: Participan
     """Cancel a task as --participant (a terminal task stays as it was)."""
     body = {"task_id": task_id, "participant": participant}
     document = require_document(file)
-    show(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)), "handoffs#Task")
+    show(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)),
+         "handoffs#Task")
 
 
 # -- participant commands (scripts) -----------------------------------------------
@@ -140,7 +142,8 @@ def handoff_request_input_command(handoff_id: IdArg,
                                   message: Annotated[str, typer.Option(help="The question for the owner.")],
                                   session_file: SessionOpt = None) -> None:
     """As the assignee, ask the handoff's owner a question (the task waits for input)."""
-    show(_remote(session_file, "POST", _path(handoff_id, "request-input"), {"message": message}), "handoffs#HandoffAndTask")
+    show(_remote(session_file, "POST", _path(handoff_id, "request-input"), {"message": message}),
+         "handoffs#HandoffAndTask")
 
 
 @handled
@@ -153,7 +156,8 @@ def handoff_complete_command(
     """As the assignee, complete a handoff with its result (at most 256 KiB)."""
     from .editing import _text
 
-    show(_remote(session_file, "POST", _path(handoff_id, "complete"), {"result": _text(result, result_file)}), "handoffs#HandoffAndTask")
+    show(_remote(session_file, "POST", _path(handoff_id, "complete"), {"result": _text(result, result_file)}),
+         "handoffs#HandoffAndTask")
 
 
 @handled
@@ -166,14 +170,16 @@ def handoff_approve_command(handoff_id: IdArg, session_file: SessionOpt = None) 
 def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Reject a handoff's result (needs approve)."""
-    show(_remote(session_file, "POST", _path(handoff_id, "reject"), {"reason": reason} if reason else {}), "handoffs#Handoff")
+    show(_remote(session_file, "POST", _path(handoff_id, "reject"), {"reason": reason} if reason else {}),
+         "handoffs#Handoff")
 
 
 @handled
 def handoff_cancel_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Cancel an open or accepted handoff (its owner, or approve)."""
-    show(_remote(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}), "handoffs#Handoff")
+    show(_remote(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}),
+         "handoffs#Handoff")
 
 
 def register(app: typer.Typer) -> None:

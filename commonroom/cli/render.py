@@ -205,7 +205,7 @@ NEXT: dict[str, str] = {
     "invalid_region": "check --heading / --lines against the document (ce read)",
     "version_not_found": "list the versions with ce versions FILE",
     "transport_unavailable": "check that the room is running (ce status FILE) and retry",
-    "invalid_request": "see the command's --help",
+    "invalid_request": "check the command's arguments (--help) and the record's current status",
     "not_found": "check the id (the list commands print them)",
 }
 
