@@ -19,7 +19,7 @@ import typer
 
 from .. import client
 from .common import handled, load_session
-from .render import show
+from .render import JSON_OUTPUT, show
 
 board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True)
@@ -113,15 +113,16 @@ def complete_command(board: BoardArg, message_id: str, answer: str,
 def observe_command(board: BoardArg,
                     token: Annotated[Optional[str], typer.Option("--token", help="after_observation_token.")] = None,
                     wait: Annotated[int, typer.Option(help="Seconds to wait when nothing changed, 0 to 30.")] = 0,
-                    follow: Annotated[bool, typer.Option("--follow", help="Keep long-polling; one JSON "
-                                                         "line per changed message.")] = False,
+                    follow: Annotated[bool, typer.Option("--follow", help="Keep long-polling; one line "
+                                                         "per changed message (JSON with --json).")] = False,
                     session_file: SessionOpt = None) -> None:
     """The board's changes after --token (without one: a baseline token).
 
     With --follow: a baseline (unless --token), then long-polls of --wait
-    seconds (30 when 0) forever, printing each changed message as one JSON
-    line and draining has_more before the next wait; history_lost is printed
-    as {"history_lost": true, ...} and following continues from the new token.
+    seconds (30 when 0) forever, printing each changed message as one line
+    (with --json: one JSON line) and draining has_more before the next wait;
+    history_lost is said (with --json: {"history_lost": true, ...}) and
+    following continues from the new token.
     """
     board_id = _board(session_file, board)
     path = _path(board_id, "observe")
@@ -139,11 +140,17 @@ def observe_command(board: BoardArg,
     current = token or once(None, 0)["observation_token"]
     while True:
         page = once(current, seconds)
-        if page["history_lost"]:
-            sys.stdout.write(json.dumps({"history_lost": True, "session_id": board_id}) + "\n")
-        for message in page["messages"]:
-            sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        if not JSON_OUTPUT.get():  # one readable line per changed message
+            if page["history_lost"]:
+                print(f"history lost on board {board_id}: some changes were dropped; following on", flush=True)
+            for message in page["messages"]:
+                show(message, "boards#Message")
+        else:
+            if page["history_lost"]:
+                sys.stdout.write(json.dumps({"history_lost": True, "session_id": board_id}) + "\n")
+            for message in page["messages"]:
+                sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
         current = page["observation_token"]
 
 
