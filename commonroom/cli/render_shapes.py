@@ -204,13 +204,22 @@ def handoffs(answer: dict[str, Any]) -> None:
     ], "no handoffs", answer.get("next_cursor"))
 
 
+def _actor(event: dict[str, Any]) -> str:
+    pid = (event.get("actor") or {}).get("participant_id")
+    return short(pid) if pid else "operator"
+
+
 @renders("handoffs#HandoffEventsPage")
 def handoff_events(answer: dict[str, Any]) -> None:
     """A handoff's own events, oldest first."""
+    from .observe import summary
+
     table(answer["events"], [
+        ("#", lambda e: e.get("id")),
         ("event", lambda e: e.get("type")),
-        ("when", lambda e: when(e.get("time") or e.get("created_at"))),
-        ("who", lambda e: _name(e.get("actor") or e.get("participant"))),
+        ("when", lambda e: when(e.get("time"))),
+        ("who", _actor),
+        ("summary", summary),
     ], "no events", answer.get("next_cursor"))
 
 

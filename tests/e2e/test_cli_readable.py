@@ -148,6 +148,10 @@ def test_every_command_readable_and_json(tmp_path: Path):
         made = plain(ce("handoff-create", "--summary", "check the goals", *B))
         assert made.startswith("handoff ho_") and " open: check the goals (owner bob, assignee -)\n" in made
         assert re.search(r"^ho_[0-9a-f]{8}…\s+open\s+bob\s+-\s+", plain(ce("handoffs", doc)), re.M)
+        handoff_id = made.split()[1]
+        assert re.search(r"^\d+\s+handoff\.created\s+(just now|\d+s ago)\s+p_[0-9a-f]{8}…\s+",
+                         plain(ce("handoff-events", doc, handoff_id)), re.M)
+        as_json("handoff-events", doc, handoff_id, schema="handoffs#HandoffEventsPage")
         as_json("handoffs", doc, schema="handoffs#HandoffsPage")
         assert plain(ce("board", "post", "-", "note", "hello board", *B)).startswith("note msg_")
         assert re.search(r"^msg_[0-9a-f]{8}…\s+note\s+open\s+normal\s+bob\s+", plain(ce("board", "list", "-", *B)), re.M)
