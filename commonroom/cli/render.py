@@ -167,10 +167,14 @@ def fields(answer: Any) -> None:
 
 
 def markdown(text: str) -> None:
-    """The document: rendered Markdown on a terminal, its exact bytes otherwise."""
-    out = console()
-    if out.is_terminal and not JSON_OUTPUT.get():
-        out.print(Markdown(text))
+    """The document: rendered Markdown on a terminal, its exact bytes otherwise.
+
+    Whether stdout is a terminal is asked of stdout itself, not of Rich
+    (``FORCE_COLOR`` makes Rich treat a pipe as a terminal), so
+    ``ce read > copy.md`` is a byte-for-byte copy whatever the environment.
+    """
+    if sys.stdout.isatty() and not JSON_OUTPUT.get():
+        console().print(Markdown(text))
         return
     sys.stdout.flush()
     sys.stdout.buffer.write(text.encode("utf-8"))

@@ -76,6 +76,9 @@ def test_read_into_a_file_is_the_document_byte_for_byte(tmp_path: Path, source: 
                                   stderr=subprocess.PIPE, timeout=120)
         assert done.returncode == 0, done.stderr
         assert copy.read_bytes() == source.read_bytes()
+        forced = subprocess.run([ce_path(), "read", "--session-file", session], capture_output=True, timeout=120,
+                                env={**os.environ, "FORCE_COLOR": "1"})
+        assert forced.stdout == source.read_bytes()  # a pipe, even when colour is forced
         assert as_json("read", "--session-file", session, schema="room#Document")["version"] == 1
     finally:
         room.stop()
