@@ -15,13 +15,13 @@ from .. import client, invitation
 from ..errors import InvalidRequest
 from .common import (
     default_session_file,
-    emit,
     handled,
     operator_write,
     parse_duration,
     require_document,
     save_session,
 )
+from .render import JSON_OUTPUT, show
 
 invitation_app = typer.Typer(help="Inspect invitation tokens.", no_args_is_help=True)
 
@@ -37,6 +37,9 @@ def invite_command(
 ) -> None:
     """Print an invitation token for PARTICIPANT (through the owner port if the room runs).
 
+    stdout is the token alone (``TOKEN=$(ce invite …)``), a line about it
+    goes to stderr; ``--json`` prints the whole answer instead.
+
     With no room running it writes the sidecar itself, holding the room's
     writer lock; if a room holds the lock but cannot be reached it fails
     (``transport_unavailable``) and changes nothing.
@@ -51,6 +54,9 @@ def invite_command(
     }
 
     result = operator_write(document, "POST", "/owner/invitations", body, offline("invitation_create", body))
+    if JSON_OUTPUT.get():
+        show(result, "owner#InviteResult")
+        return
     print(result["token"])
     print(f"invitation {result['invitation_id']} for {result['participant']} "
           f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
@@ -92,7 +98,7 @@ def revoke_command(
         raise InvalidRequest("give exactly one of --invitation ID_OR_TOKEN or --session ID",
                              details={"option": "--invitation/--session"})
 
-    emit(operator_write(document, "POST", "/owner/revoke", body, offline("revoke", body)))
+    show(operator_write(document, "POST", "/owner/revoke", body, offline("revoke", body)), "owner#RevokeResult")
 
 
 @handled
@@ -116,8 +122,8 @@ def join_command(
         "file_name": result["file_name"],
         "transport": payload["transport"],
     })
-    emit({"session": result["session"], "workspace_id": result["workspace_id"],
-          "file_name": result["file_name"], "session_file": str(path)})
+    show({"session": result["session"], "workspace_id": result["workspace_id"],
+          "file_name": result["file_name"], "session_file": str(path)}, "cli#Joined")
 
 
 @invitation_app.command("decode")
@@ -132,7 +138,7 @@ def decode_command(token: Annotated[str, typer.Argument(help="The commonroom://j
     payload = invitation.decode(token)
     shown = invitation.masked(payload)
     shown["expired"] = invitation.expired(payload)
-    emit(shown)
+    show(shown, "invitation")
     if shown["expired"]:
         print(f"ce invitation decode: this invitation expired at {payload['expires_at']}; "
               "the room refuses it (invitation_expired). Ask for a new one.", file=sys.stderr)

@@ -21,7 +21,8 @@ import typer
 
 from .. import client
 from ..operations import OPERATIONS
-from .common import emit, handled, load_session
+from .common import handled, load_session
+from .render import JSON_OUTPUT, show
 
 board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True)
@@ -78,7 +79,7 @@ def post_command(board: BoardArg, kind: str, body: str, priority: PriorityOpt = 
             payload[key] = value
     if requires_ack:
         payload["requires_ack"] = True
-    emit(_run(session_file, "post_session_message", payload, session_id=_board(session_file, board)))
+    show(_run(session_file, "post_session_message", payload, session_id=_board(session_file, board)), "boards#Message")
 
 
 @board_app.command("list")
@@ -94,14 +95,16 @@ def list_command(board: BoardArg,
     """One page of the board's retained messages, oldest first; every filter given applies (AND)."""
     query = {k: v for k, v in (("message_id", message_id), ("reply_to", reply_to), ("kind", kind),
                                 ("status", status), ("limit", str(limit)), ("cursor", cursor)) if v}
-    emit(_run(session_file, "list_session_messages", query=query, session_id=_board(session_file, board)))
+    show(_run(session_file, "list_session_messages", query=query, session_id=_board(session_file, board)),
+         "boards#MessagesPage")
 
 
 @board_app.command("assignment")
 @handled
 def assignment_command(board: BoardArg, message_id: str, session_file: SessionOpt = None) -> None:
     """The todo, its retained direct replies and the assignment_fence to complete it with."""
-    emit(_run(session_file, "get_session_assignment", session_id=_board(session_file, board), message_id=message_id))
+    show(_run(session_file, "get_session_assignment", session_id=_board(session_file, board), message_id=message_id),
+         "boards#Assignment")
 
 
 @board_app.command("complete")
@@ -119,8 +122,8 @@ def complete_command(board: BoardArg, message_id: str, answer: str,
     for name, value in (("priority", priority), ("tags", tag), ("recording_session_id", recording_session)):
         if value:
             payload[name] = value
-    emit(_run(session_file, "complete_session_message", payload, session_id=_board(session_file, board),
-              message_id=message_id))
+    show(_run(session_file, "complete_session_message", payload, session_id=_board(session_file, board),
+              message_id=message_id), "boards#Completion")
 
 
 @board_app.command("observe")
@@ -128,15 +131,16 @@ def complete_command(board: BoardArg, message_id: str, answer: str,
 def observe_command(board: BoardArg,
                     token: Annotated[Optional[str], typer.Option("--token", help="after_observation_token.")] = None,
                     wait: Annotated[int, typer.Option(help="Seconds to wait when nothing changed, 0 to 30.")] = 0,
-                    follow: Annotated[bool, typer.Option("--follow", help="Keep long-polling; one JSON "
-                                                         "line per changed message.")] = False,
+                    follow: Annotated[bool, typer.Option("--follow", help="Keep long-polling; one line "
+                                                         "per changed message (JSON with --json).")] = False,
                     session_file: SessionOpt = None) -> None:
     """The board's changes after --token (without one: a baseline token).
 
     With --follow: a baseline (unless --token), then long-polls of --wait
-    seconds (30 when 0) forever, printing each changed message as one JSON
-    line and draining has_more before the next wait; history_lost is printed
-    as {"history_lost": true, ...} and following continues from the new token.
+    seconds (30 when 0) forever, printing each changed message as one line
+    (with --json: one JSON line) and draining has_more before the next wait;
+    history_lost is said (with --json: {"history_lost": true, ...}) and
+    following continues from the new token.
     """
     board_id = _board(session_file, board)
 
@@ -148,17 +152,23 @@ def observe_command(board: BoardArg,
                     session_id=board_id)
 
     if not follow:
-        emit(once(token, wait))
+        show(once(token, wait), "boards#Observation")
         return
     seconds = wait or 30
     current = token or once(None, 0)["observation_token"]
     while True:
         page = once(current, seconds)
-        if page["history_lost"]:
-            sys.stdout.write(json.dumps({"history_lost": True, "session_id": board_id}) + "\n")
-        for message in page["messages"]:
-            sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        if not JSON_OUTPUT.get():  # one readable line per changed message
+            if page["history_lost"]:
+                print(f"history lost on board {board_id}: some changes were dropped; following on", flush=True)
+            for message in page["messages"]:
+                show(message, "boards#Message")
+        else:
+            if page["history_lost"]:
+                sys.stdout.write(json.dumps({"history_lost": True, "session_id": board_id}) + "\n")
+            for message in page["messages"]:
+                sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
         current = page["observation_token"]
 
 
@@ -167,7 +177,7 @@ def observe_command(board: BoardArg,
 def peers_command(session_file: SessionOpt = None) -> None:
     """Your peers (your participant's other live sessions) with activity in the last 10 minutes, and the
     peer messages kept for you (24 h), oldest first. Reading records no ACK."""
-    emit(_run(session_file, "list_session_peers"))
+    show(_run(session_file, "list_session_peers"), "boards#PeersView")
 
 
 @board_app.command("peer-post")
@@ -184,7 +194,7 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
             payload[key] = value
     if requires_ack:
         payload["requires_ack"] = True
-    emit(_run(session_file, "post_peer_message", payload, peer_id=peer))
+    show(_run(session_file, "post_peer_message", payload, peer_id=peer), "boards#PeerMessage")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,14 +13,14 @@ from ..errors import InvalidRequest
 from .common import emit, handled, load_session
 
 
-@handled
+@handled(json_only=True)
 def call_command(
     method: Annotated[str, typer.Argument(help="GET, POST, PUT, PATCH or DELETE.")],
     path: Annotated[str, typer.Argument(help="The route, e.g. /workspace/document.")],
     data: Annotated[Optional[str], typer.Option("--data", "-d", help="JSON request body.")] = None,
     session_file: Annotated[Optional[Path], typer.Option(help="The session to use.")] = None,
 ) -> None:
-    """Call a route of the room with the stored session and print the JSON answer."""
+    """Call a route of the room with the stored session and print the JSON answer (errors as JSON too)."""
     session = load_session(session_file)
     body = None
     if data is not None:

@@ -1,51 +1,78 @@
 """What every ``ce`` command shares: output, errors, sessions, finding the room.
 
-Errors print their JSON envelope on stderr and exit with the code's own
-status (:data:`commonroom.errors.EXIT_CODES`). Session files are JSON, mode
+Answers print through :mod:`commonroom.cli.render` (readable, or JSON
+with ``--json``); errors print one line on stderr (their JSON envelope with
+``--json``) and exit with the code's own status
+(:data:`commonroom.errors.EXIT_CODES`). Session files are JSON, mode
 0600, default ``$COMMONROOM_SESSION`` or
 ``$XDG_CONFIG_HOME/commonroom/session.json``.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
-import sys
 import time
+import typing
 from functools import wraps
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Annotated, Any, Callable
 
 import typer
 
 from .. import client
+from . import render
 from ..errors import CommonroomError, InvalidRequest, TransportUnavailable
 from ..roomfiles import RoomFiles, RoomNotVerified, private_umask, write_private
 
+if TYPE_CHECKING:
+    from ..engine import Engine
+
 
 def emit(value: Any) -> None:
-    """Print ``value`` as indented JSON on stdout."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+    """Print ``value`` as indented JSON on stdout, whatever ``--json`` says (``ce call``)."""
+    render.emit_json(value)
 
 
 def fail(error: CommonroomError) -> None:
-    """Print the error envelope on stderr; exit with the code's status."""
-    sys.stderr.write(json.dumps(error.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    """Print the error on stderr (one line, or its envelope with ``--json``); exit with the code's status."""
+    render.error(error)
     raise typer.Exit(error.exit_code)
 
 
-def handled(fn: Callable) -> Callable:
-    """Decorator: turn a ``CommonroomError`` into :func:`fail`."""
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the answer as JSON (the schema'd answer, unchanged).")]
 
-    @wraps(fn)
+
+def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
+    """Decorator of a ``ce`` command: ``--json``, and a ``CommonroomError`` turned into :func:`fail`.
+
+    The command gains a ``--json`` option (with ``json_only`` it always
+    prints JSON, errors included, and ``--json`` changes nothing); while it runs,
+    :data:`render.JSON_OUTPUT` says whether it was given, so
+    :func:`render.show` and :func:`fail` print JSON or text.
+    """
+    if fn is None:
+        return lambda f: handled(f, json_only=json_only)
+    command = fn
+
+    @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        wants_json = bool(kwargs.pop("json_output", False)) or json_only
+        token = render.JSON_OUTPUT.set(wants_json)
         try:
-            return fn(*args, **kwargs)
+            return command(*args, **kwargs)
         except CommonroomError as error:
             fail(error)
+        finally:
+            render.JSON_OUTPUT.reset(token)
 
+    signature = inspect.signature(command, eval_str=True)
+    option = inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt)
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), option])
+    wrapper.__annotations__ = {**typing.get_type_hints(command, include_extras=True), "json_output": JsonOpt}
     return wrapper
 
 
@@ -200,3 +227,25 @@ def require_document(document: Path) -> Path:
     if not path.is_file() and not RoomFiles.of(path).sidecar.exists():
         raise InvalidRequest(f"{document}: no such file", details={"file": str(document)})
     return path
+
+
+def operator_read(file: Path, operation: str, values: dict[str, Any], engine: "Engine | None" = None) -> Any:
+    """Run a read-only operation as the local operator on the sidecar (validated like the route).
+
+    ``values`` that are None are left out. Works whether or not the room
+    runs. Opens (and closes) the sidecar unless ``engine`` is given.
+    """
+    from .. import schemas
+    from ..engine import OPERATOR, Engine
+    from ..operations import OPERATIONS
+
+    op = OPERATIONS[operation]
+    body = {k: v for k, v in values.items() if v is not None}
+    schemas.validate(op.input, body)
+    if engine is not None:
+        return op.bind(engine, OPERATOR, body)
+    opened = Engine.open(require_document(file), readonly=True)
+    try:
+        return op.bind(opened, OPERATOR, body)
+    finally:
+        opened.close()

@@ -1,7 +1,11 @@
 """Editing commands.
 
 Local operator reads (the sidecar; work whether or not the room runs):
-``ce proposals FILE``, ``ce versions FILE``, ``ce diff FILE A [B]``.
+``ce proposals FILE``, ``ce versions FILE``, ``ce leases FILE``,
+``ce participants FILE``, ``ce diff FILE A [B]``.
+
+Every command prints for people (see :mod:`commonroom.cli.render`);
+``--json`` prints the schema'd answer unchanged.
 
 Participant commands over the stored session (the byte client):
 ``ce read``, ``ce lease acquire|renew|release|list``, ``ce propose``,
@@ -21,7 +25,8 @@ import typer
 from .. import client
 from ..engine import OPERATOR, Engine
 from ..errors import InvalidRequest
-from .common import emit, handled, load_session, require_document
+from .common import handled, load_session, operator_read, require_document
+from .render import show
 
 lease_app = typer.Typer(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True)
 
@@ -68,7 +73,7 @@ def proposals_command(
     """List one page of proposals from the sidecar (works whether or not the room runs)."""
     engine = _local(file)
     try:
-        emit(engine.proposals(OPERATOR, status, limit, cursor))
+        show(engine.proposals(OPERATOR, status, limit, cursor), "editing#ProposalsPage")
     finally:
         engine.close()
 
@@ -82,9 +87,23 @@ def versions_command(
     """List one page of versions, newest first, from the sidecar."""
     engine = _local(file)
     try:
-        emit(engine.versions(OPERATOR, limit, cursor))
+        show(engine.versions(OPERATOR, limit, cursor), "editing#VersionsPage")
     finally:
         engine.close()
+
+
+@handled
+def leases_command(file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
+                   limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
+    """List one page of the live leases, oldest acquired first, from the sidecar."""
+    show(operator_read(file, "leases_list", {"limit": limit, "cursor": cursor}), "editing#LeasesPage")
+
+
+@handled
+def participants_command(file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
+                         limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
+    """List one page of the participants, in join order, from the sidecar."""
+    show(operator_read(file, "participants_list", {"limit": limit, "cursor": cursor}), "room#ParticipantsPage")
 
 
 @handled
@@ -93,10 +112,10 @@ def diff_command(
     a: Annotated[int, typer.Argument(help="From version.")],
     b: Annotated[Optional[int], typer.Argument(help="To version (default: the head).")] = None,
 ) -> None:
-    """Print the unified diff between two versions."""
+    """Print the unified diff between two versions (coloured on a terminal)."""
     engine = _local(file)
     try:
-        sys.stdout.write(engine.diff(OPERATOR, a, b)["diff"])
+        show(engine.diff(OPERATOR, a, b), "editing#Diff")
     finally:
         engine.close()
 
@@ -106,15 +125,16 @@ def diff_command(
 
 @handled
 def read_command(heading: HeadingOpt = None, lines: LinesOpt = None, session_file: SessionOpt = None,
-                 raw: Annotated[bool, typer.Option("--raw", help="Print only the text.")] = False) -> None:
-    """Read the document (or a region) with the stored session."""
+                 raw: Annotated[bool, typer.Option("--raw", hidden=True, help="Kept for scripts: the text is "
+                                                   "what ce read prints.")] = False) -> None:
+    """Print the document (or a region): rendered on a terminal, its exact bytes when piped.
+
+    ``ce read > copy.md`` reproduces the document byte for byte; ``--json``
+    prints the Document answer (text, version, content hash, lines).
+    """
     region = _region(heading, lines)
     path = "/workspace/document" + (f"?region={quote(json.dumps(region))}" if region else "")
-    result = _remote(session_file, "GET", path)
-    if raw:
-        sys.stdout.write(result["text"])
-    else:
-        emit(result)
+    show(_remote(session_file, "GET", path), "room#Document")
 
 
 @lease_app.command("acquire")
@@ -126,7 +146,7 @@ def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
     body: dict[str, Any] = {"region": _region(heading, lines)}
     if ttl is not None:
         body["ttl_seconds"] = ttl
-    emit(_remote(session_file, "POST", "/workspace/leases", body))
+    show(_remote(session_file, "POST", "/workspace/leases", body), "editing#Lease")
 
 
 @lease_app.command("renew")
@@ -135,14 +155,14 @@ def lease_renew(lease_id: str, ttl: Annotated[Optional[int], typer.Option(help="
                 session_file: SessionOpt = None) -> None:
     """Renew a lease of this session."""
     body = {"ttl_seconds": ttl} if ttl is not None else {}
-    emit(_remote(session_file, "POST", f"/workspace/leases/{quote(lease_id)}/renew", body))
+    show(_remote(session_file, "POST", f"/workspace/leases/{quote(lease_id)}/renew", body), "editing#Lease")
 
 
 @lease_app.command("release")
 @handled
 def lease_release(lease_id: str, session_file: SessionOpt = None) -> None:
     """Release a lease of this session."""
-    emit(_remote(session_file, "DELETE", f"/workspace/leases/{quote(lease_id)}"))
+    show(_remote(session_file, "DELETE", f"/workspace/leases/{quote(lease_id)}"), "editing#Lease")
 
 
 @lease_app.command("list")
@@ -150,10 +170,10 @@ def lease_release(lease_id: str, session_file: SessionOpt = None) -> None:
 def lease_list(limit: LimitOpt = 50, cursor: CursorOpt = None, session_file: SessionOpt = None) -> None:
     """List one page of the live leases in the room, oldest acquired first.
 
-    Prints a LeasesPage; pass its ``next_cursor`` as ``--cursor`` for the next page.
+    Prints a table (a LeasesPage with ``--json``); pass its ``next_cursor`` as ``--cursor`` for the next page.
     """
     query = f"?limit={limit}" + (f"&cursor={quote(cursor)}" if cursor else "")
-    emit(_remote(session_file, "GET", "/workspace/leases" + query))
+    show(_remote(session_file, "GET", "/workspace/leases" + query), "editing#LeasesPage")
 
 
 def _text(text: str | None, text_file: Path | None) -> str:
@@ -182,13 +202,14 @@ def propose_command(
     """Propose replacement text for a region as seen at --base."""
     body = {"base_version": base, "region": _region(heading, lines), "text": _text(text, text_file),
             "summary": summary}
-    emit(_remote(session_file, "POST", "/workspace/proposals", body))
+    show(_remote(session_file, "POST", "/workspace/proposals", body), "editing#Proposal")
 
 
 @handled
 def approve_command(proposal_id: str, session_file: SessionOpt = None) -> None:
     """Approve a proposal: it becomes the next version."""
-    emit(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}))
+    show(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}),
+         "editing#ApproveResult")
 
 
 @handled
@@ -196,13 +217,13 @@ def reject_command(proposal_id: str, reason: Annotated[Optional[str], typer.Opti
                    session_file: SessionOpt = None) -> None:
     """Reject a proposal."""
     body = {"reason": reason} if reason else {}
-    emit(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/reject", body))
+    show(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/reject", body), "editing#Proposal")
 
 
 @handled
 def withdraw_command(proposal_id: str, session_file: SessionOpt = None) -> None:
     """Withdraw your own proposal."""
-    emit(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/withdraw", {}))
+    show(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/withdraw", {}), "editing#Proposal")
 
 
 @handled
@@ -218,13 +239,15 @@ def write_command(
     """Replace the document or a region directly (needs write)."""
     body = {"expected_version": expected, "region": _region(heading, lines), "text": _text(text, text_file),
             "summary": summary}
-    emit(_remote(session_file, "PUT", "/workspace/document", body))
+    show(_remote(session_file, "PUT", "/workspace/document", body), "editing#VersionInfo")
 
 
 def register(app: typer.Typer) -> None:
     """Add the editing commands to ``ce``."""
     app.command("proposals")(proposals_command)
     app.command("versions")(versions_command)
+    app.command("leases")(leases_command)
+    app.command("participants")(participants_command)
     app.command("diff")(diff_command)
     app.command("read")(read_command)
     app.add_typer(lease_app, name="lease")

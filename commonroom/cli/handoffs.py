@@ -27,7 +27,8 @@ import typer
 from .. import client, schemas
 from ..engine import OPERATOR, Engine
 from ..operations import OPERATIONS
-from .common import emit, handled, load_session, operator_write, require_document
+from .common import handled, load_session, operator_read, operator_write, require_document
+from .render import show
 
 FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]
 IdArg = Annotated[str, typer.Argument(help="The handoff id (ho_…).")]
@@ -41,14 +42,7 @@ CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previ
 
 def _read(file: Path, operation: str, values: dict[str, Any]) -> Any:
     """Run a read-only operation as the local operator on the sidecar (validated like the route)."""
-    op = OPERATIONS[operation]
-    body = {k: v for k, v in values.items() if v is not None}
-    schemas.validate(op.input, body)
-    engine = Engine.open(require_document(file), readonly=True)
-    try:
-        return op.bind(engine, OPERATOR, body)
-    finally:
-        engine.close()
+    return operator_read(file, operation, values)
 
 
 def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
@@ -79,25 +73,26 @@ def handoffs_command(file: FileArg,
                                                                    "rejected or cancelled.")] = None,
                      limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of handoffs from the sidecar, oldest first."""
-    emit(_read(file, "handoff_list", {"status": status, "limit": limit, "cursor": cursor}))
+    show(_read(file, "handoff_list", {"status": status, "limit": limit, "cursor": cursor}), "handoffs#HandoffsPage")
 
 
 @handled
 def handoff_command(file: FileArg, handoff_id: IdArg) -> None:
     """Show one handoff."""
-    emit(_read(file, "handoff_get", {"handoff_id": handoff_id}))
+    show(_read(file, "handoff_get", {"handoff_id": handoff_id}), "handoffs#Handoff")
 
 
 @handled
 def handoff_events_command(file: FileArg, handoff_id: IdArg, limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of a handoff's own events, oldest first."""
-    emit(_read(file, "handoff_events", {"handoff_id": handoff_id, "limit": limit, "cursor": cursor}))
+    show(_read(file, "handoff_events", {"handoff_id": handoff_id, "limit": limit, "cursor": cursor}),
+         "handoffs#HandoffEventsPage")
 
 
 @handled
 def task_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
     """Show a task as --participant may see it (handoff_not_found for anyone else)."""
-    emit(_read(file, "task_get", {"task_id": task_id, "participant": participant}))
+    show(_read(file, "task_get", {"task_id": task_id, "participant": participant}), "handoffs#Task")
 
 
 @handled
@@ -105,7 +100,8 @@ def task_cancel_command(file: FileArg, task_id: TaskArg, participant: Participan
     """Cancel a task as --participant (a terminal task stays as it was)."""
     body = {"task_id": task_id, "participant": participant}
     document = require_document(file)
-    emit(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)))
+    show(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)),
+         "handoffs#Task")
 
 
 # -- participant commands (scripts) -----------------------------------------------
@@ -132,13 +128,13 @@ def handoff_create_command(
         body["assignee"] = assignee
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
-    emit(_remote(session_file, "POST", "/workspace/handoffs", body))
+    show(_remote(session_file, "POST", "/workspace/handoffs", body), "handoffs#HandoffAndTask")
 
 
 @handled
 def handoff_accept_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
     """Accept an open handoff: you become its assignee."""
-    emit(_remote(session_file, "POST", _path(handoff_id, "accept"), {}))
+    show(_remote(session_file, "POST", _path(handoff_id, "accept"), {}), "handoffs#HandoffAndTask")
 
 
 @handled
@@ -146,7 +142,8 @@ def handoff_request_input_command(handoff_id: IdArg,
                                   message: Annotated[str, typer.Option(help="The question for the owner.")],
                                   session_file: SessionOpt = None) -> None:
     """As the assignee, ask the handoff's owner a question (the task waits for input)."""
-    emit(_remote(session_file, "POST", _path(handoff_id, "request-input"), {"message": message}))
+    show(_remote(session_file, "POST", _path(handoff_id, "request-input"), {"message": message}),
+         "handoffs#HandoffAndTask")
 
 
 @handled
@@ -159,27 +156,30 @@ def handoff_complete_command(
     """As the assignee, complete a handoff with its result (at most 256 KiB)."""
     from .editing import _text
 
-    emit(_remote(session_file, "POST", _path(handoff_id, "complete"), {"result": _text(result, result_file)}))
+    show(_remote(session_file, "POST", _path(handoff_id, "complete"), {"result": _text(result, result_file)}),
+         "handoffs#HandoffAndTask")
 
 
 @handled
 def handoff_approve_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
     """Approve a handoff's result (needs approve)."""
-    emit(_remote(session_file, "POST", _path(handoff_id, "approve"), {}))
+    show(_remote(session_file, "POST", _path(handoff_id, "approve"), {}), "handoffs#Handoff")
 
 
 @handled
 def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Reject a handoff's result (needs approve)."""
-    emit(_remote(session_file, "POST", _path(handoff_id, "reject"), {"reason": reason} if reason else {}))
+    show(_remote(session_file, "POST", _path(handoff_id, "reject"), {"reason": reason} if reason else {}),
+         "handoffs#Handoff")
 
 
 @handled
 def handoff_cancel_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Cancel an open or accepted handoff (its owner, or approve)."""
-    emit(_remote(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}))
+    show(_remote(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}),
+         "handoffs#Handoff")
 
 
 def register(app: typer.Typer) -> None:

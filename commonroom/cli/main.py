@@ -1,6 +1,14 @@
-"""The ``ce`` application: every command group registered in one place."""
+"""The ``ce`` application: every command group registered in one place.
+
+Commands print for people by default and take ``--json`` for the
+schema'd answer (:mod:`commonroom.cli.render`); ``ce --version`` and
+Typer's ``--install-completion`` / ``--show-completion`` are on the app.
+"""
 
 from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Optional
 
 import typer
 
@@ -11,15 +19,42 @@ from . import board, editing, handoffs
 from .mcp import mcp_command
 from .observe import observe_command
 from .serve import serve_command
+from .status import status_command
 
 app = typer.Typer(
     name="ce",
-    help="commonroom: people and AI agents working together on one markdown file.",
+    help="commonroom: people and AI agents working together on one markdown file. "
+         "Output is for people; add --json to any command for the schema'd JSON answer.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def package_version() -> str:
+    """The installed commonroom version (``unknown`` when not installed as a package)."""
+    try:
+        return version("commonroom")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"ce {package_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(version_flag: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = None) -> None:
+    """commonroom: people and AI agents working together on one markdown file.
+
+    Output is for people; add --json to any command for the schema'd JSON answer.
+    """
+
+
 app.command("serve")(serve_command)
+app.command("status")(status_command)
 app.command("invite")(invite_command)
 app.command("revoke")(revoke_command)
 app.command("join")(join_command)

@@ -4,9 +4,12 @@ It opens ``GET /workspace/observe`` with the stored session through the
 byte client (seed ``protocol.txt``: HTTP/1.1, ``Host: commonroom``) and
 prints, on stdout, one line per event::
 
-    2026-11-29T08:10:23.330767+00:00  #42  proposal.created  ann (p_…/s_…)  proposal pr_… lines 3-7: fix typo
+    08:10:23  #42  proposal.created  ann (p_…/s_…)  proposal pr_… lines 3-7: fix typo
 
-Status lines (connecting, reconnecting, resync) go to stderr, prefixed
+(the time is local; the exact time is in ``--json``).
+
+With ``--json`` each line is instead the event itself, one JSON object
+(schema ``events#Event``). Status lines (connecting, reconnecting, resync) go to stderr, prefixed
 ``ce observe:``. After a dropped connection it reconnects with backoff
 (0.5 s doubling to 10 s) and resumes after the last id it printed
 (``Last-Event-ID``), so nothing is printed twice or skipped while the ring
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from datetime import datetime
 import sys
 import time
 from pathlib import Path
@@ -31,6 +35,7 @@ import typer
 from .. import client, errors
 from ..protocol import LAST_EVENT_ID_HEADER, SSE_EVENT_RESYNC
 from .common import handled, load_session
+from .render import JSON_OUTPUT, short
 
 #: Reconnect backoff (seconds): first wait, cap.
 BACKOFF_START, BACKOFF_MAX = 0.5, 10.0
@@ -92,12 +97,20 @@ def actor_label(event: dict[str, Any], names: dict[str, str]) -> str:
     if not pid and not sid:
         return "operator"
     name = names.get(pid or "", "?")
-    return f"{name} ({pid or '-'}/{sid or '-'})"
+    return f"{name} ({short(pid) if pid else '-'}/{short(sid) if sid else '-'})"
+
+
+def clock(timestamp: Any) -> str:
+    """``16:24:07`` (local time) of an ISO timestamp; the text itself when it is not one."""
+    try:
+        return datetime.fromisoformat(str(timestamp)).astimezone().strftime("%H:%M:%S")
+    except ValueError:
+        return str(timestamp)
 
 
 def format_event(event: dict[str, Any], names: dict[str, str]) -> str:
-    """The printed line of one event."""
-    return f"{event.get('time')}  #{event.get('id')}  {event.get('type')}  {actor_label(event, names)}  {summary(event)}"
+    """The printed line of one event: local time, id, type, who, what."""
+    return f"{clock(event.get('time'))}  #{event.get('id')}  {event.get('type')}  {actor_label(event, names)}  {summary(event)}"
 
 
 def learn_names(event: dict[str, Any], names: dict[str, str]) -> None:
@@ -126,7 +139,7 @@ def printable(line: str) -> str:
 class Follower:
     """The reconnecting loop of ``ce observe`` (one session, one room)."""
 
-    def __init__(self, session: dict[str, Any], since: int | None, out: IO[str] = sys.stdout):
+    def __init__(self, session: dict[str, Any], since: int | None, out: IO[str] = sys.stdout, raw: bool = False):
         self.session = session
         self.transport = session["transport"]
         self.token = session["token"]
@@ -134,6 +147,7 @@ class Follower:
         self.out = out
         self.names: dict[str, str] = {}
         self.reconnecting = False
+        self.raw = raw
 
     def _call(self, path: str) -> Any:
         return client.call_json(self.transport, "GET", path, token=self.token)
@@ -190,7 +204,8 @@ class Follower:
                 continue
             event = json.loads(frame.data)
             learn_names(event, self.names)
-            print(printable(format_event(event, self.names)), file=self.out, flush=True)
+            shown = json.dumps(event, ensure_ascii=False) if self.raw else printable(format_event(event, self.names))
+            print(shown, file=self.out, flush=True)
             self.last = int(frame.id)
         return "ended" if got_anything else "dropped"
 
@@ -241,9 +256,12 @@ def observe_command(
     since: Annotated[Optional[int], typer.Option(help="Replay the events after this id first (still in the ring).",
                                                  min=0)] = None,
 ) -> None:
-    """Follow the room's events, one line each; reconnects and resumes by itself."""
+    """Follow the room's events, one line each (time, who, what); reconnects and resumes by itself.
+
+    With ``--json`` each line is the raw event (schema ``events#Event``) as one JSON object.
+    """
     session = load_session(session_file)
     try:
-        Follower(session, since).run()
+        Follower(session, since, raw=JSON_OUTPUT.get()).run()
     except KeyboardInterrupt:
         raise typer.Exit(0) from None

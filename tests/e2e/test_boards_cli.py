@@ -19,7 +19,7 @@ def test_ce_board_flow(room, tmp_path):
     C, W = ("--session-file", files["coordinator"]), ("--session-file", files["worker"])
 
     def ok(*args, schema=None):
-        code, out, err = run(*args)
+        code, out, err = run(*args, "--json")
         assert code == 0, (args, out, err)
         body = json.loads(out)
         if schema:
@@ -35,7 +35,7 @@ def test_ce_board_flow(room, tmp_path):
     done = ok(*args, schema="boards#Completion")
     assert ok(*args)["replayed"] is True and done["replayed"] is False
     code, out, _ = run("board", "complete", board, todo["message_id"], "other", "--key", "W-1",
-                       "--fence", assignment["assignment_fence"], *W)
+                       "--fence", assignment["assignment_fence"], *W, "--json")
     assert code == EXIT_CODES["completion_mismatch"]
     page = ok("board", "list", board, "--reply-to", todo["message_id"], *C, schema="boards#MessagesPage")
     assert [m["body"] for m in page["messages"]] == ["done: 1f2e3d4"]

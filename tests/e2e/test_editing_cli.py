@@ -40,7 +40,8 @@ def run(*args: str, input: str | None = None, real: bool = False) -> tuple[int, 
 
 
 def ok_json(args: tuple[str, ...], schema: str | None = None, **kw: Any) -> Any:
-    code, out, errout = run(*args, **kw)
+    """Run ``ce args --json``: it must succeed with a JSON answer (valid against ``schema``)."""
+    code, out, errout = run(*args, "--json", **kw)
     assert code == 0, (args, out, errout)
     body = json.loads(out)
     if schema:
@@ -49,8 +50,8 @@ def ok_json(args: tuple[str, ...], schema: str | None = None, **kw: Any) -> Any:
 
 
 def fails(args: tuple[str, ...], error: str, **kw: Any) -> dict[str, Any]:
-    """Run ``ce args``: it must exit with ``error``'s status and print its envelope on stderr."""
-    code, out, errout = run(*args, **kw)
+    """Run ``ce args --json``: it must exit with ``error``'s status and print its envelope on stderr."""
+    code, out, errout = run(*args, "--json", **kw)
     body = json.loads(errout)
     assert body["error"] == error, (args, body)
     assert code == EXIT_CODES[error], (args, code, body)
@@ -61,7 +62,7 @@ def fails(args: tuple[str, ...], error: str, **kw: Any) -> dict[str, Any]:
 def join(room: Room, folder: Path, name: str, caps: str, real: bool = False) -> str:
     """``ce join`` into a session file; returns its path."""
     path = folder / f"{name}.session.json"
-    code, out, errout = run("join", room.invite(name, caps), "--session-file", str(path), real=real)
+    code, out, errout = run("join", room.invite(name, caps), "--session-file", str(path), "--json", real=real)
     assert code == 0, errout
     assert json.loads(out)["session"]["participant"]["name"] == name
     return str(path)

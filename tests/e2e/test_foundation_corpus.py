@@ -65,7 +65,7 @@ def test_serve_invite_join_read_byte_for_byte(tmp_path: Path, source: Path, stop
         token = invited.stdout.decode().strip()
 
         session_file = tmp_path / "session.json"
-        joined = ce_bytes("join", token, "--session-file", str(session_file))
+        joined = ce_bytes("join", token, "--session-file", str(session_file), "--json")
         assert joined.returncode == 0, joined.stderr
         assert json.loads(joined.stdout)["file_name"] == source.name
 

@@ -72,7 +72,7 @@ def ce_invite(room: Room, participant: str, *args: str) -> str:
 
 
 def ce_join(token: str, session_file: Path) -> dict:
-    done = ce("join", token, "--session-file", str(session_file))
+    done = ce("join", token, "--session-file", str(session_file), "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -120,7 +120,7 @@ def when(stamp: str) -> dt.datetime:
 def ce_parallel(runs: dict[str, tuple[str, ...]]) -> dict[str, Any]:
     """Run several independent ``ce`` commands at once (each ``ce`` is a new process)."""
     with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {key: pool.submit(ce, *argv) for key, argv in runs.items()}
+        futures = {key: pool.submit(ce, *argv, "--json") for key, argv in runs.items()}
         return {key: future.result() for key, future in futures.items()}
 
 
@@ -189,7 +189,7 @@ def test_revoked_session_ce(shared_room, tmp_path):
     session_file = tmp_path / "s.json"
     joined = ce_join(shared_room.invite("revokee-ce", "read"), session_file)
     assert ce_call(session_file, "GET", "/workspace/document").returncode == 0
-    done = ce("revoke", str(shared_room.document), "--session", joined["session"]["id"])
+    done = ce("revoke", str(shared_room.document), "--session", joined["session"]["id"], "--json")
     assert ce_ok(done) == {"revoked": True, "kind": "session", "id": joined["session"]["id"]}
     body = ce_error(ce_call(session_file, "GET", "/workspace/document"), "unauthorized")
     assert body["details"]["reason"] == "revoked"
@@ -260,7 +260,7 @@ def test_invitation_expired_http(shared_room, lapsed):
 
 
 def test_invitation_expired_ce(lapsed, tmp_path):
-    ce_error(ce("join", lapsed["ce_invitation"], "--session-file", str(tmp_path / "s.json")),
+    ce_error(ce("join", lapsed["ce_invitation"], "--session-file", str(tmp_path / "s.json"), "--json"),
              "invitation_expired")
     assert not (tmp_path / "s.json").exists()
 
@@ -315,8 +315,8 @@ def test_invitation_revoked_by_id_http(shared_room):
 
 def test_invitation_revoked_ce(shared_room, tmp_path):
     token = shared_room.invite("revoked-ce", "read")
-    assert ce_ok(ce("revoke", str(shared_room.document), "--invitation", token))["revoked"] is True
-    ce_error(ce("join", token, "--session-file", str(tmp_path / "s.json")), "invitation_revoked")
+    assert ce_ok(ce("revoke", str(shared_room.document), "--invitation", token, "--json"))["revoked"] is True
+    ce_error(ce("join", token, "--session-file", str(tmp_path / "s.json"), "--json"), "invitation_revoked")
 
 
 def test_invitation_redeemed_http(shared_room):
@@ -334,7 +334,7 @@ def test_invitation_redeemed_http(shared_room):
 def test_invitation_redeemed_ce(shared_room, tmp_path):
     token = shared_room.invite("once-ce", "read")
     ce_join(token, tmp_path / "first.json")
-    ce_error(ce("join", token, "--session-file", str(tmp_path / "second.json")), "invitation_redeemed")
+    ce_error(ce("join", token, "--session-file", str(tmp_path / "second.json"), "--json"), "invitation_redeemed")
     assert not (tmp_path / "second.json").exists()
 
 
@@ -364,12 +364,12 @@ def version_two(shared_room) -> str:
 
 
 def test_unsupported_version_decode_ce(version_two):
-    body = ce_error(ce("invitation", "decode", version_two), "unsupported_version")
+    body = ce_error(ce("invitation", "decode", version_two, "--json"), "unsupported_version")
     assert body["details"]["supported"] == ["1"]
 
 
 def test_unsupported_version_join_ce(version_two, tmp_path):
-    ce_error(ce("join", version_two, "--session-file", str(tmp_path / "s.json")), "unsupported_version")
+    ce_error(ce("join", version_two, "--session-file", str(tmp_path / "s.json"), "--json"), "unsupported_version")
 
 
 @pytest.mark.parametrize("version", ["2", 2, "1.1"])
@@ -388,7 +388,7 @@ def test_numeric_version_one_joins(shared_room):
 def test_decode_ce_masks_the_secret(shared_room):
     token = shared_room.invite("decoded", "read,observe")
     secret = invitation.decode(token)["secret"]
-    shown = ce_ok(ce("invitation", "decode", token))
+    shown = ce_ok(ce("invitation", "decode", token, "--json"))
     assert secret not in json.dumps(shown)
     assert shown["capabilities"] == ["read", "observe"]
     assert shown["version"] == "1" and shown["protocol"] == "commonroom"
@@ -498,7 +498,7 @@ def test_bad_durations_ce(shared_room):
 
 
 def test_unknown_capability_ce(shared_room):
-    done = ce("invite", str(shared_room.document), "--participant", "x", "--cap", "read,fly")
+    done = ce("invite", str(shared_room.document), "--participant", "x", "--cap", "read,fly", "--json")
     assert ce_error(done, "invalid_request")["details"]["pointer"] == "/capabilities/1"
 
 
@@ -528,7 +528,7 @@ def test_join_where_nothing_listens_ce(shared_room, tmp_path):
     good = shared_room.invite("unreachable", "read")
     port = free_port()
     token = recode(good, transport={**invitation.decode(good)["transport"], "port": port})
-    body = ce_error(ce("join", token, "--session-file", str(tmp_path / "s.json")), "transport_unavailable")
+    body = ce_error(ce("join", token, "--session-file", str(tmp_path / "s.json"), "--json"), "transport_unavailable")
     assert body["details"]["port"] == port
     assert f"127.0.0.1:{port}" in body["message"]
     assert not (tmp_path / "s.json").exists()
@@ -542,7 +542,7 @@ def test_tailcat_transport(shared_room):
                                  {"participant": "t", "capabilities": ["read"], "transport": "tailcat"}),
                       "transport_unavailable")
     assert body["details"]["transport"] == "tailcat"
-    done = ce("invite", str(shared_room.document), "--participant", "t", "--transport", "tailcat")
+    done = ce("invite", str(shared_room.document), "--participant", "t", "--transport", "tailcat", "--json")
     assert ce_error(done, "transport_unavailable")["details"]["transport"] == "tailcat"
 
 

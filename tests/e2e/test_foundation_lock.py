@@ -92,11 +92,11 @@ def test_a_room_that_cannot_be_reached_gets_no_second_writer(tmp_path):
                                           "owner_url": f"http://127.0.0.1:{port}"}))
         before = sidecar_bytes(room.document)
 
-        body = unreachable(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read"))
+        body = unreachable(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read", "--json"))
         assert body["details"]["pid"] == room.proc.pid
         assert body["details"]["owner_url"] == f"http://127.0.0.1:{port}"
-        unreachable(ce("revoke", str(room.document), "--invitation", existing))
-        unreachable(ce("revoke", str(room.document), "--session", member.session["id"]))
+        unreachable(ce("revoke", str(room.document), "--invitation", existing, "--json"))
+        unreachable(ce("revoke", str(room.document), "--session", member.session["id"], "--json"))
 
         assert sidecar_bytes(room.document) == before
         assert rows(room.document, "SELECT participant_name, revoked_at FROM invitation ORDER BY created_at") == [

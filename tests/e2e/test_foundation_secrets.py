@@ -196,7 +196,7 @@ def plain_env(monkeypatch):
 
 def test_default_session_file_under_xdg_config_home(shared_room: Room, tmp_path: Path, plain_env):
     env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
-    done = ce("join", shared_room.invite("xdg", "read"), env=env)
+    done = ce("join", shared_room.invite("xdg", "read"), "--json", env=env)
     assert done.returncode == 0, done.stderr
     path = tmp_path / "xdg" / "commonroom" / "session.json"
     assert json.loads(done.stdout)["session_file"] == str(path)

@@ -164,17 +164,17 @@ def test_a_task_survives_a_restart_and_the_ce_commands(room, tmp_path):
         assert r.status_code == 200 and r.json() == created["task"]
         # the operator's commands (the room is running: reads on the sidecar, the cancel on the owner port)
         doc = str(again.document)
-        listed = ce("handoffs", doc)
+        listed = ce("handoffs", doc, "--json")
         assert listed.returncode == 0 and json.loads(listed.stdout)["handoffs"][0]["id"] == handoff_id
-        assert json.loads(ce("handoff", doc, handoff_id).stdout)["status"] == "open"
-        assert json.loads(ce("handoff-events", doc, handoff_id).stdout)["events"][0]["type"] == "handoff.created"
-        shown = ce("task", doc, task_id, "--participant", "owner")
+        assert json.loads(ce("handoff", doc, handoff_id, "--json").stdout)["status"] == "open"
+        assert json.loads(ce("handoff-events", doc, handoff_id, "--json").stdout)["events"][0]["type"] == "handoff.created"
+        shown = ce("task", doc, task_id, "--participant", "owner", "--json")
         assert shown.returncode == 0 and json.loads(shown.stdout)["taskId"] == task_id
-        missing = ce("task", doc, task_id)
+        missing = ce("task", doc, task_id, "--json")
         assert missing.returncode == 2  # --participant is required
-        hidden = ce("task", doc, task_id, "--participant", "nobody")
+        hidden = ce("task", doc, task_id, "--participant", "nobody", "--json")
         assert hidden.returncode == 28 and json.loads(hidden.stderr)["error"] == "handoff_not_found"
-        cancelled = ce("task-cancel", doc, task_id, "--participant", "owner")
+        cancelled = ce("task-cancel", doc, task_id, "--participant", "owner", "--json")
         assert cancelled.returncode == 0 and json.loads(cancelled.stdout)["status"] == "cancelled"
         assert owner.get(f"/workspace/handoffs/{handoff_id}").json()["status"] == "cancelled"
     finally:
@@ -190,19 +190,19 @@ def test_ce_script_commands(room, tmp_path):
 
     owner, worker, boss = session("owner", "read,handoff"), session("worker", "read,handoff"), session("boss", "read,approve")
     made = ce("handoff-create", "--summary", "by script", "--artifact", "file:///a.md", "--idempotency-key", "k",
-              "--session-file", owner)
+              "--session-file", owner, "--json")
     assert made.returncode == 0, made.stderr
     handoff_id = json.loads(made.stdout)["handoff"]["id"]
-    assert json.loads(ce("handoff-accept", handoff_id, "--session-file", worker).stdout)["handoff"]["status"] == "accepted"
-    asked = ce("handoff-request-input", handoff_id, "--message", "why?", "--session-file", worker)
+    assert json.loads(ce("handoff-accept", handoff_id, "--session-file", worker, "--json").stdout)["handoff"]["status"] == "accepted"
+    asked = ce("handoff-request-input", handoff_id, "--message", "why?", "--session-file", worker, "--json")
     assert json.loads(asked.stdout)["task"]["status"] == "input_required"
-    done = ce("handoff-complete", handoff_id, "--result", "because", "--session-file", worker)
+    done = ce("handoff-complete", handoff_id, "--result", "because", "--session-file", worker, "--json")
     assert json.loads(done.stdout)["handoff"]["result"] == "because"
-    refused = ce("handoff-approve", handoff_id, "--session-file", worker)
+    refused = ce("handoff-approve", handoff_id, "--session-file", worker, "--json")
     assert refused.returncode == 11  # permission_denied
-    approved = ce("handoff-approve", handoff_id, "--session-file", boss)
+    approved = ce("handoff-approve", handoff_id, "--session-file", boss, "--json")
     assert json.loads(approved.stdout)["status"] == "approved"
-    again = ce("handoff-reject", handoff_id, "--session-file", boss)
+    again = ce("handoff-reject", handoff_id, "--session-file", boss, "--json")
     assert again.returncode == 29 and json.loads(again.stderr)["details"]["status"] == "approved"
-    other = json.loads(ce("handoff-create", "--summary", "x", "--session-file", owner).stdout)["handoff"]["id"]
-    assert json.loads(ce("handoff-cancel", other, "--reason", "r", "--session-file", owner).stdout)["status"] == "cancelled"
+    other = json.loads(ce("handoff-create", "--summary", "x", "--session-file", owner, "--json").stdout)["handoff"]["id"]
+    assert json.loads(ce("handoff-cancel", other, "--reason", "r", "--session-file", owner, "--json").stdout)["status"] == "cancelled"

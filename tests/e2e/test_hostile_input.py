@@ -186,7 +186,7 @@ def test_a_loopback_token_naming_another_host_is_not_dialled(room):
     payload["transport"]["address"] = "10.255.255.1"
     raw = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     forged = "commonroom://join/" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-    done = ce("join", forged, "--session-file", "/dev/null", timeout=30)
+    done = ce("join", forged, "--session-file", "/dev/null", "--json", timeout=30)
     assert done.returncode != 0
     assert json.loads(done.stderr)["error"] == "transport_unavailable"
 

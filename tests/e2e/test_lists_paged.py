@@ -141,7 +141,7 @@ def test_ce_lease_list_is_paged(leased):
     _, _, session_file, ids = leased
 
     def page(limit: int, cursor: str | None) -> dict[str, Any]:
-        args = ["lease", "list", "--limit", str(limit), "--session-file", str(session_file)]
+        args = ["lease", "list", "--limit", str(limit), "--session-file", str(session_file), "--json"]
         if cursor is not None:
             args += ["--cursor", cursor]
         result = CliRunner().invoke(app, args)
@@ -150,7 +150,7 @@ def test_ce_lease_list_is_paged(leased):
 
     assert walk(page, 200) == (ids, [200, 6])
     assert len(page(50, None)["leases"]) == 50
-    result = CliRunner().invoke(app, ["lease", "list", "--limit", "201", "--session-file", str(session_file)])
+    result = CliRunner().invoke(app, ["lease", "list", "--limit", "201", "--session-file", str(session_file), "--json"])
     assert result.exit_code != 0 and json.loads(result.stderr)["error"] == "invalid_request"
 
 

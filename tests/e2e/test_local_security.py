@@ -159,12 +159,12 @@ def test_a_state_file_naming_another_listener_gets_no_owner_token(secured):
     room, fake, files, real = secured
     rewrite_state(files, real, owner_port=fake.port, owner_url=f"http://127.0.0.1:{fake.port}")
     assert mode(files.state) == 0o600  # private, written by this user: only the listener check can tell
-    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read"),
+    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read", "--json"),
             f"127.0.0.1:{fake.port} is not a listener of pid {room.proc.pid}")
-    refused(ce("revoke", str(room.document), "--session", "s_000000000000000000000000"), "not a listener")
+    refused(ce("revoke", str(room.document), "--session", "s_000000000000000000000000", "--json"), "not a listener")
     # a non-loopback owner address is refused before anything is dialled
     rewrite_state(files, real, owner_url=f"http://192.0.2.1:{json.loads(real)['owner_port']}")
-    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read"), "loopback")
+    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read", "--json"), "loopback")
     time.sleep(0.3)
     assert fake.connections == 0 and fake.received == b""
     assert room.owner_token.encode() not in fake.received and b"cro_" not in fake.received
@@ -177,18 +177,18 @@ def test_a_state_file_others_can_write_is_refused(secured):
     room, fake, files, real = secured
     for bits in (0o666, 0o620, 0o602):
         os.chmod(files.state, bits)
-        refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read"),
+        refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read", "--json"),
                 f"mode {bits:04o}: others can write it")
     os.chmod(files.state, 0o600)
     os.chmod(files.owner_token, 0o640)
-    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read"),
+    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read", "--json"),
             "others can read or write it")
     os.chmod(files.owner_token, 0o600)
     # a symbolic link is not the room's file either
     moved = files.state.with_name("elsewhere.json")
     files.state.rename(moved)
     files.state.symlink_to(moved)
-    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read"), "symbolic link")
+    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read", "--json"), "symbolic link")
     files.state.unlink()
     moved.rename(files.state)
     assert fake.received == b""
@@ -200,7 +200,7 @@ def test_a_state_file_of_another_user_is_refused(secured):
     room, fake, files, real = secured
     os.chown(files.state, 65534, -1)
     try:
-        refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read"),
+        refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read", "--json"),
                 "not to this user")
     finally:
         os.chown(files.state, 0, -1)
@@ -212,7 +212,7 @@ def test_a_pid_that_does_not_hold_the_lock_is_refused(secured):
     since the writer lock is the room's."""
     room, fake, files, real = secured
     rewrite_state(files, real, pid=os.getpid(), owner_port=fake.port, owner_url=f"http://127.0.0.1:{fake.port}")
-    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read"),
+    refused(ce("invite", str(room.document), "--participant", "intruder", "--cap", "read", "--json"),
             f"pid {os.getpid()} named by its state file does not hold the writer lock")
     assert fake.connections == 0 and fake.received == b""
 
@@ -225,10 +225,10 @@ def test_invitation_decode_says_when_it_has_expired(tmp_path):
     finally:
         room.stop()
     time.sleep(1.2)
-    done = ce("invitation", "decode", short)
+    done = ce("invitation", "decode", short, "--json")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     assert shown["expired"] is True
     assert "expired" in done.stderr and shown["expires_at"] in done.stderr
-    done = ce("invitation", "decode", fresh)
+    done = ce("invitation", "decode", fresh, "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["expired"] is False and done.stderr == ""

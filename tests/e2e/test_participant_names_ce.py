@@ -25,7 +25,7 @@ def test_ce_invite_and_join_equivalent_names_make_one_participant(tmp_path):
             assert invited.returncode == 0, invited.stderr
             assert " for Ana (read)" in invited.stderr  # the name it is shown by, whatever was typed
             session_file = tmp_path / f"s{i}.json"
-            joined = ce("join", invited.stdout.strip(), "--session-file", str(session_file))
+            joined = ce("join", invited.stdout.strip(), "--session-file", str(session_file), "--json")
             assert joined.returncode == 0, joined.stderr
             body = json.loads(joined.stdout)
             assert body["session"]["participant"]["name"] == "Ana"

@@ -1,0 +1,240 @@
+"""How ``ce`` prints an answer: for people by default, the schema'd JSON with ``--json``.
+
+Every command that prints data hands its answer to :func:`show` with the
+answer's shape (the schema reference of the operation's output, such as
+``editing#VersionsPage``). With ``--json`` the answer is printed as it
+came, indented JSON, unchanged; otherwise the shape's renderer (registered
+with :func:`renders`, see :mod:`commonroom.cli.render_shapes`) prints it
+with Rich: tables for pages, one line for an outcome, the markdown itself
+for a document. Shapes without a renderer print as a two-column table.
+
+Colour and terminal rendering only when stdout is a terminal (Rich's
+:class:`~rich.console.Console` detects it, and honours ``NO_COLOR``);
+piped output has no escape codes. Errors are one line on stderr (code,
+message, what to do next); with ``--json`` the error envelope, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextvars import ContextVar
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import CommonroomError
+
+#: True while the running command was given ``--json``.
+JSON_OUTPUT: ContextVar[bool] = ContextVar("ce_json_output", default=False)
+
+Renderer = Callable[[Any], None]
+_RENDERERS: dict[str, Renderer] = {}
+
+#: Columns a table gets when stdout is not a terminal (nothing is cut).
+PIPE_WIDTH = 200
+
+
+def renders(shape: str) -> Callable[[Renderer], Renderer]:
+    """Decorator: register the readable renderer of answers of ``shape``."""
+
+    def register(fn: Renderer) -> Renderer:
+        _RENDERERS[shape] = fn
+        return fn
+
+    return register
+
+
+def console(stderr: bool = False) -> Console:
+    """A Rich console on the current stdout (or stderr); wide and plain when it is not a terminal."""
+    file = sys.stderr if stderr else sys.stdout
+    out = Console(file=file, highlight=False, soft_wrap=False)
+    if not out.is_terminal:
+        out = Console(file=file, highlight=False, soft_wrap=False, width=PIPE_WIDTH, no_color=True)
+    return out
+
+
+def emit_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout (the ``--json`` form of every answer)."""
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def show(answer: Any, shape: str) -> None:
+    """Print ``answer`` (of schema ``shape``): JSON with ``--json``, else its readable form."""
+    if JSON_OUTPUT.get():
+        emit_json(answer)
+        return
+    from . import render_shapes  # noqa: F401  (registers the renderers)
+
+    _RENDERERS.get(shape, fields)(answer)
+
+
+def line(text: str | Text) -> None:
+    """Print one line for people on stdout."""
+    console().print(text, overflow="ignore", crop=False, soft_wrap=True)
+
+
+# -- small pieces the renderers share ---------------------------------------------
+
+
+def short(identifier: Any, keep: int = 8) -> str:
+    """``pr_85ee0f…``: the prefix and the first ``keep`` characters of an id."""
+    text = str(identifier or "-")
+    prefix, sep, rest = text.partition("_")
+    if not sep:
+        prefix, rest = "", text
+    return text if len(rest) <= keep else f"{prefix}{sep}{rest[:keep]}…"
+
+
+def when(timestamp: Any, now: datetime | None = None) -> str:
+    """A timestamp relative to now: ``just now``, ``5m ago``, ``in 2h``, ``3d ago``."""
+    if not timestamp:
+        return "-"
+    try:
+        moment = datetime.fromisoformat(str(timestamp).replace("Z", "+00:00"))
+    except ValueError:
+        return str(timestamp)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    seconds = int(((now or datetime.now(timezone.utc)) - moment).total_seconds())
+    if abs(seconds) < 5:
+        return "just now"
+    amount = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if amount >= size:
+            count = f"{amount // size}{unit}"
+            break
+    return f"{count} ago" if seconds > 0 else f"in {count}"
+
+
+def span(lines: Any) -> str:
+    """``lines 6–10`` for a ``[6, 10]`` line span, ``""`` for none."""
+    if isinstance(lines, list) and len(lines) == 2:
+        return f"line {lines[0]}" if lines[0] == lines[1] else f"lines {lines[0]}–{lines[1]}"
+    return ""
+
+
+def place(region: Any, lines: Any) -> str:
+    """Where a region is: ``"Goals" (lines 6–10)``, ``lines 6–10`` or ``the whole document``."""
+    heading = region.get("heading") if isinstance(region, dict) else None
+    where = span(lines)
+    if heading:
+        title = " › ".join(str(h) for h in heading)
+        return f'"{title}"' + (f" ({where})" if where else "")
+    return where or "the whole document"
+
+
+def table(rows: Iterable[dict[str, Any]], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]],
+          empty: str, next_cursor: Any = None) -> None:
+    """A Rich table of ``rows`` (``columns``: header, cell of a row), then the next-page hint."""
+    rows = list(rows)
+    if not rows:
+        line(Text(empty, style="dim"))
+    else:
+        grid = Table(box=None, header_style="bold", pad_edge=False)
+        for header, _ in columns:
+            grid.add_column(header, no_wrap=header != "summary", overflow="fold")
+        for row in rows:
+            grid.add_row(*(Text(str(cell(row) if cell(row) is not None else "-")) for _, cell in columns))
+        console().print(grid)
+    more(next_cursor)
+
+
+def more(next_cursor: Any) -> None:
+    """The hint for the next page of a paged answer, if there is one."""
+    if next_cursor:
+        line(Text(f"more: run again with --cursor {next_cursor}", style="dim"))
+
+
+def fields(answer: Any) -> None:
+    """Any answer as a two-column table of its fields (nested values as compact JSON)."""
+    if not isinstance(answer, dict):
+        line(Text(json.dumps(answer, ensure_ascii=False)))
+        return
+    grid = Table(box=None, show_header=False, pad_edge=False)
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for key, value in answer.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        grid.add_row(key, Text(shown))
+    console().print(grid)
+
+
+def markdown(text: str) -> None:
+    """The document: rendered Markdown on a terminal, its exact bytes otherwise.
+
+    Whether stdout is a terminal is asked of stdout itself, not of Rich
+    (``FORCE_COLOR`` makes Rich treat a pipe as a terminal), so
+    ``ce read > copy.md`` is a byte-for-byte copy whatever the environment.
+    """
+    if sys.stdout.isatty() and not JSON_OUTPUT.get():
+        console().print(Markdown(text))
+        return
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
+
+
+def diff(text: str, stderr: bool = False) -> None:
+    """A unified diff: coloured on a terminal, the text as it is otherwise."""
+    out = console(stderr)
+    if out.is_terminal:
+        out.print(Syntax(text.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
+        return
+    stream = sys.stderr if stderr else sys.stdout
+    stream.write(text)
+    stream.flush()
+
+
+# -- errors ----------------------------------------------------------------------
+
+#: What to do next, by error code (the message says what happened).
+NEXT: dict[str, str] = {
+    "unauthorized": "join again with a fresh invitation (ce join TOKEN)",
+    "session_expired": "ask the room's operator for a new invitation, then ce join it",
+    "permission_denied": "ask the room's operator for an invitation with that capability",
+    "invitation_expired": "ask the room's operator for a new invitation",
+    "invitation_revoked": "ask the room's operator for a new invitation",
+    "invitation_redeemed": "an invitation admits once: ask for a new one",
+    "unsupported_version": "upgrade ce, or ask for an invitation this version understands",
+    "lease_conflict": "wait until that lease is released or expires (ce lease list), then retry",
+    "proposal_not_found": "list the proposals with ce proposals FILE",
+    "proposal_conflict": "the proposal was already decided: see ce proposals FILE",
+    "invalid_region": "check --heading / --lines against the document (ce read)",
+    "version_not_found": "list the versions with ce versions FILE",
+    "transport_unavailable": "check that the room is running (ce status FILE) and retry",
+    "invalid_request": "check the command's arguments (--help) and the record's current status",
+    "not_found": "check the id (the list commands print them)",
+}
+
+
+def _next_step(envelope: dict[str, Any]) -> str:
+    code = envelope.get("error", "")
+    if code == "stale_version":
+        head = envelope.get("current_version")
+        option = "--expected" if "expected_version" in envelope else "--base"
+        return f"the head is now v{head}: rebase your text on it and rerun with {option} {head}"
+    if code == "limit_exceeded" and envelope.get("retry_after_seconds") is not None:
+        return f"retry after {envelope['retry_after_seconds']} s"
+    return NEXT.get(code, "")
+
+
+def error(err: CommonroomError) -> None:
+    """Print ``err`` on stderr: the envelope with ``--json``, else the diff (if any) and one line."""
+    envelope = err.to_dict()
+    if JSON_OUTPUT.get():
+        sys.stderr.write(json.dumps(envelope, indent=2, ensure_ascii=False) + "\n")
+        return
+    if envelope.get("error") == "stale_version" and envelope.get("diff"):
+        diff(envelope["diff"], stderr=True)
+    message = " ".join(str(envelope.get("message", "")).split())
+    step = _next_step(envelope)
+    text = Text(f"ce: {envelope.get('error')}: ", style="bold red")
+    text.append(message + (f" — next: {step}" if step else ""))
+    console(stderr=True).print(text, overflow="ignore", crop=False, soft_wrap=True)

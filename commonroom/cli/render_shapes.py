@@ -1,0 +1,279 @@
+"""The readable form of each answer shape ``ce`` prints (registered in :mod:`commonroom.cli.render`).
+
+Pages are tables (short ids, who, when relative to now, summary, status)
+followed by the next-page hint; outcomes are one line; ``--json`` never
+reaches this module (the answer is printed as it came).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from .render import console, diff, line, markdown, place, renders, short, table, when
+
+
+def _name(who: Any) -> str:
+    if isinstance(who, dict):
+        return str(who.get("name") or who.get("id") or "-")
+    return str(who or "-")
+
+
+# -- the document and its versions -------------------------------------------------
+
+
+@renders("room#Document")
+def document(answer: dict[str, Any]) -> None:
+    """The text itself (rendered on a terminal, exact bytes when piped)."""
+    markdown(answer["text"])
+
+
+@renders("editing#Diff")
+def version_diff(answer: dict[str, Any]) -> None:
+    """The unified diff, coloured on a terminal."""
+    diff(answer["diff"])
+
+
+@renders("editing#VersionInfo")
+def version(answer: dict[str, Any]) -> None:
+    """``v2 committed by alice: shorter goals``."""
+    line(_committed(answer))
+
+
+def _committed(info: dict[str, Any]) -> str:
+    return f"v{info['number']} committed by {info.get('author') or 'the operator'}: {info.get('summary') or '-'}"
+
+
+@renders("editing#VersionsPage")
+def versions(answer: dict[str, Any]) -> None:
+    """Versions, newest first."""
+    table(answer["versions"], [
+        ("version", lambda v: f"v{v['number']}"),
+        ("who", lambda v: v.get("author")),
+        ("when", lambda v: when(v.get("created_at"))),
+        ("source", lambda v: v.get("source")),
+        ("summary", lambda v: v.get("summary") or ""),
+    ], "no versions", answer.get("next_cursor"))
+
+
+# -- proposals ----------------------------------------------------------------------
+
+
+@renders("editing#Proposal")
+def proposal(answer: dict[str, Any]) -> None:
+    """``proposal pr_… open on "Goals" (lines 6–10), base v1``."""
+    text = (f"proposal {answer['id']} {answer['status']} on {place(answer.get('region'), answer.get('lines'))}, "
+            f"base v{answer['base_version']}")
+    if answer.get("committed_version"):
+        text += f", committed as v{answer['committed_version']}"
+    if answer.get("reason"):
+        text += f": {answer['reason']}"
+    line(text)
+
+
+@renders("editing#ApproveResult")
+def approved(answer: dict[str, Any]) -> None:
+    """``v2 committed by alice: shorter goals (proposal pr_… approved by bob)``."""
+    proposal = answer["proposal"]
+    line(f"{_committed(answer['version'])} (proposal {proposal['id']} approved by {_name(proposal.get('decided_by'))})")
+
+
+@renders("editing#ProposalsPage")
+def proposals(answer: dict[str, Any]) -> None:
+    """Proposals, oldest first."""
+    table(answer["proposals"], [
+        ("id", lambda p: short(p["id"])),
+        ("status", lambda p: p["status"]),
+        ("who", lambda p: p.get("author")),
+        ("when", lambda p: when(p.get("created_at"))),
+        ("where", lambda p: place(p.get("region"), p.get("lines"))),
+        ("base", lambda p: f"v{p['base_version']}"),
+        ("summary", lambda p: p.get("summary") or ""),
+    ], "no proposals", answer.get("next_cursor"))
+
+
+# -- leases ---------------------------------------------------------------------------
+
+
+@renders("editing#Lease")
+def lease(answer: dict[str, Any]) -> None:
+    """``lease ls_… active on lines 3–7 for alice, expires in 5m``."""
+    line(f"lease {answer['id']} {answer.get('status', '')} on {place(answer.get('region'), answer.get('lines'))} "
+         f"for {_name(answer.get('participant'))}, expires {when(answer.get('expires_at'))}")
+
+
+@renders("editing#LeasesPage")
+def leases(answer: dict[str, Any]) -> None:
+    """Live leases, oldest acquired first."""
+    table(answer["leases"], [
+        ("id", lambda l: short(l["id"])),
+        ("status", lambda l: l.get("status")),
+        ("who", lambda l: _name(l.get("participant"))),
+        ("where", lambda l: place(l.get("region"), l.get("lines"))),
+        ("acquired", lambda l: when(l.get("acquired_at"))),
+        ("expires", lambda l: when(l.get("expires_at"))),
+    ], "no live leases", answer.get("next_cursor"))
+
+
+# -- the room ---------------------------------------------------------------------------
+
+
+@renders("room#ParticipantsPage")
+def participants(answer: dict[str, Any]) -> None:
+    """Participants, in join order."""
+    table(answer["participants"], [
+        ("id", lambda p: short(p["id"])),
+        ("who", lambda p: p["name"]),
+        ("joined", lambda p: when(p.get("created_at"))),
+        ("sessions", lambda p: p.get("sessions")),
+    ], "no participants", answer.get("next_cursor"))
+
+
+@renders("cli#Joined")
+def joined(answer: dict[str, Any]) -> None:
+    """``joined sample.md as alice (read, observe, propose); session saved in alice.json``."""
+    session = answer["session"]
+    line(f"joined {answer['file_name']} as {_name(session.get('participant'))} "
+         f"({', '.join(session.get('capabilities') or [])}); session saved in {answer['session_file']}")
+
+
+@renders("owner#RevokeResult")
+def revoked(answer: dict[str, Any]) -> None:
+    """``revoked session s_…`` (or ``… was already revoked``)."""
+    line(f"{answer.get('kind', '')} {answer.get('id', '')} " + ("revoked" if answer.get("revoked") else
+                                                               "was already revoked"))
+
+
+@renders("cli#Status")
+def status(answer: dict[str, Any]) -> None:
+    """The room at a glance: running, ports, head, participants, open proposals, leases."""
+    room = answer["room"]
+    if answer["running"]:
+        ingress = answer.get("ingress") or {}
+        where = f"{ingress.get('host', '?')}:{ingress.get('port', '?')}" + (
+            f" and {ingress['socket']}" if ingress.get("socket") else "")
+        ports = f"owner port {answer.get('owner_port')}, ingress {where}"
+        line(Text(f"{answer['file']}: running (pid {answer.get('pid')}; {ports})", style="bold green"))
+    else:
+        line(Text(f"{answer['file']}: not running (read from the sidecar)", style="bold"))
+    line(f"head v{room['head_version']} · {room['participants']} participants · {room['sessions']} live sessions · "
+         f"last event #{room['last_event_id']}")
+    for title, renderer, key in (("participants", participants, "participants"),
+                                 ("open proposals", proposals, "proposals"), ("leases", leases, "leases")):
+        console().print(Text(f"\n{title}", style="bold underline"))
+        renderer(answer[key])
+
+
+# -- handoffs -----------------------------------------------------------------------------
+
+
+@renders("handoffs#Handoff")
+def handoff(answer: dict[str, Any]) -> None:
+    """``handoff ho_… open: summary (owner alice, assignee bob)``."""
+    line(f"handoff {answer['id']} {answer['status']}: {answer.get('summary', '')} "
+         f"(owner {_name(answer.get('owner'))}, assignee {_name(answer.get('assignee'))})")
+
+
+@renders("handoffs#HandoffAndTask")
+def handoff_and_task(answer: dict[str, Any]) -> None:
+    """The handoff's line, then its task's id and status."""
+    handoff(answer["handoff"])
+    task = answer.get("task") or {}
+    line(f"task {task.get('taskId', '-')} {task.get('status', '')}")
+
+
+@renders("handoffs#Task")
+def task(answer: dict[str, Any]) -> None:
+    """``task task_… working: message (handoff ho_…)``."""
+    line(f"task {answer.get('taskId')} {answer.get('status')}"
+         + (f": {answer['statusMessage']}" if answer.get("statusMessage") else "")
+         + f" (handoff {answer.get('handoffId', '-')})")
+
+
+@renders("handoffs#HandoffsPage")
+def handoffs(answer: dict[str, Any]) -> None:
+    """Handoffs, oldest first."""
+    table(answer["handoffs"], [
+        ("id", lambda h: short(h["id"])),
+        ("status", lambda h: h["status"]),
+        ("who", lambda h: _name(h.get("owner"))),
+        ("assignee", lambda h: _name(h.get("assignee"))),
+        ("when", lambda h: when(h.get("updated_at") or h.get("created_at"))),
+        ("summary", lambda h: h.get("summary") or ""),
+    ], "no handoffs", answer.get("next_cursor"))
+
+
+def _actor(event: dict[str, Any]) -> str:
+    pid = (event.get("actor") or {}).get("participant_id")
+    return short(pid) if pid else "operator"
+
+
+@renders("handoffs#HandoffEventsPage")
+def handoff_events(answer: dict[str, Any]) -> None:
+    """A handoff's own events, oldest first."""
+    from .observe import summary
+
+    table(answer["events"], [
+        ("#", lambda e: e.get("id")),
+        ("event", lambda e: e.get("type")),
+        ("when", lambda e: when(e.get("time"))),
+        ("who", _actor),
+        ("summary", summary),
+    ], "no events", answer.get("next_cursor"))
+
+
+# -- boards ----------------------------------------------------------------------------------
+
+
+@renders("boards#Message")
+def message(answer: dict[str, Any]) -> None:
+    """``note m_… (normal, open) by alice: body``."""
+    line(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}) "
+         f"by {_name(answer.get('author'))}: {answer.get('body', '')}")
+
+
+def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:
+    table(rows, [
+        ("id", lambda m: short(m["message_id"])),
+        ("kind", lambda m: m["kind"]),
+        ("status", lambda m: m.get("status")),
+        ("priority", lambda m: m.get("priority")),
+        ("who", lambda m: _name(m.get("author"))),
+        ("when", lambda m: when(m.get("created_at"))),
+        ("summary", lambda m: m.get("body") or ""),
+    ], "no messages", next_cursor)
+
+
+@renders("boards#MessagesPage")
+def messages(answer: dict[str, Any]) -> None:
+    """A board's messages, oldest first."""
+    _messages(answer["messages"], answer.get("next_cursor"))
+
+
+@renders("boards#Observation")
+def observation(answer: dict[str, Any]) -> None:
+    """The changed messages, then the token to observe after."""
+    if answer.get("history_lost"):
+        line(Text("history lost: some changes were dropped; reread the board", style="yellow"))
+    _messages(answer.get("messages") or [])
+    line(Text(f"next: --token {answer['observation_token']}" + (" (more waiting)" if answer.get("has_more") else ""),
+              style="dim"))
+
+
+@renders("boards#Assignment")
+def assignment(answer: dict[str, Any]) -> None:
+    """The todo, its replies and the fence to complete it with."""
+    message(answer["todo"])
+    if answer.get("replies"):
+        _messages(answer["replies"])
+    line(f"fence {answer['assignment_fence']}" + ("" if answer.get("completable") else " (not completable)"))
+
+
+@renders("boards#Completion")
+def completion(answer: dict[str, Any]) -> None:
+    """The answer posted (or replayed) and the todo resolved."""
+    message(answer["answer"])
+    line(f"todo {answer['todo']['message_id']} {answer['todo'].get('status')}"
+         + (" (replayed)" if answer.get("replayed") else ""))
+
