@@ -52,7 +52,7 @@ def test_ce_board_peers_and_peer_post(room, tmp_path):
     W1, W2, O = (("--session-file", files[n]) for n in ("w1", "w2", "other"))
 
     def ok(*args):
-        code, out, err = run(*args)
+        code, out, err = run(*args, "--json")
         assert code == 0, (args, out, err)
         body = json.loads(out)
         return body
@@ -71,7 +71,7 @@ def test_ce_board_peers_and_peer_post(room, tmp_path):
     assert ok("board", "peers", *W2)["messages"] == inbox  # reading records nothing
     code, _, err = run("board", "peer-post", p2, "note", "hi", *O)  # a foreign participant's peer id
     assert code == EXIT_CODES["peer_not_found"] and "peer_not_found" in err
-    code, _, err = run("board", "peer-post", p2, "note", "x" * (16 * 1024 + 1), *W1)
+    code, _, err = run("board", "peer-post", p2, "note", "x" * (16 * 1024 + 1), *W1, "--json")
     assert code == EXIT_CODES["limit_exceeded"] and "body_bytes" in err
     con = sqlite3.connect(str(room.document.with_name(room.document.name + ".commonroom.db")))
     try:

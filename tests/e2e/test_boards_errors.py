@@ -62,7 +62,7 @@ class Caller:
             result = self.mcp.call_tool(operation, args)
             value = result["structuredContent"]
             return (value["error"], value.get("details")) if result["isError"] else ("", value)
-        code, out, err = run(*argv, "--session-file", self.file)
+        code, out, err = run(*argv, "--session-file", self.file, "--json")
         if code == 0:
             return "", json.loads(out)
         found = [c for c, exit_code in EXIT_CODES.items() if exit_code == code]
