@@ -217,7 +217,7 @@ def operation_object(op: Operation, listener: str, extra: dict[str, Any]) -> dic
     if body is not None:
         out["requestBody"] = body
     media = "text/event-stream" if op.streams else "application/json"
-    success = {"description": op.summary + (f" (an event stream: each event's data is one {component_name(op.answer)})"
+    success: dict[str, Any] = {"description": op.summary + (f" (an event stream: each event's data is one {component_name(op.answer)})"
                                             if op.streams else ""),
                "content": {media: {"schema": ref(op.answer)}}}
     if op.http.cache is not None:
