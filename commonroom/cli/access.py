@@ -23,7 +23,7 @@ from .common import (
     save_session,
 )
 
-invitation_app = typer.Typer(help="Inspect invitation tokens.", no_args_is_help=True)
+invitation_app = typer.Typer(help="Inspect invitation tokens.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @handled

@@ -19,14 +19,15 @@ Each calls the route its operation declares; nothing here decides.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 from urllib.parse import quote
 
 import typer
 
-from .. import client, schemas
-from ..engine import OPERATOR, Engine
-from ..operations import OPERATIONS
+from .. import client
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 from .common import emit, handled, load_session, operator_write, require_document
 
 FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]
@@ -41,6 +42,10 @@ CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previ
 
 def _read(file: Path, operation: str, values: dict[str, Any]) -> Any:
     """Run a read-only operation as the local operator on the sidecar (validated like the route)."""
+    from .. import schemas
+    from ..engine import OPERATOR, Engine
+    from ..operations import OPERATIONS
+
     op = OPERATIONS[operation]
     body = {k: v for k, v in values.items() if v is not None}
     schemas.validate(op.input, body)
@@ -52,6 +57,10 @@ def _read(file: Path, operation: str, values: dict[str, Any]) -> Any:
 
 
 def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
+    from .. import schemas
+    from ..engine import OPERATOR
+    from ..operations import OPERATIONS
+
     op = OPERATIONS[operation]
 
     def run(engine: Engine) -> Any:

@@ -17,6 +17,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: importing rich costs ~200 ms at every start
 )
 app.command("serve")(serve_command)
 app.command("invite")(invite_command)
