@@ -14,6 +14,8 @@ After the SQLite commit the file on disk follows the head atomically
 
 from __future__ import annotations
 
+import json
+import threading
 from collections import OrderedDict
 from typing import Any, cast
 
@@ -28,6 +30,50 @@ from .base import Actor, EngineBase, content_hash, decode_cursor, encode_cursor,
 
 CHECKPOINT_EVERY = 64
 _CACHE_SIZE = 8
+#: Most memory the checkpoints' line lists kept for reconstruction may take
+#: (estimated: text bytes plus :data:`LINE_OVERHEAD` per line).
+CHECKPOINT_CACHE_BYTES = 48 * 1024 * 1024
+#: Estimated bytes a line costs beyond its text (a str object and a list slot).
+LINE_OVERHEAD = 64
+
+
+class CheckpointLines:
+    """A bounded LRU of checkpoints' line lists (never mutated; callers copy).
+
+    Reading an old version replays at most ``CHECKPOINT_EVERY - 1`` hunks
+    on its checkpoint's lines; keeping those lines avoids reading and
+    splitting a whole text per read. Bounded by :data:`CHECKPOINT_CACHE_BYTES`
+    (a list larger than that is used once and not kept).
+    """
+
+    def __init__(self, limit: int = CHECKPOINT_CACHE_BYTES):
+        self.limit = limit
+        self.held = 0
+        self._entries: OrderedDict[int, tuple[list[str], int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, number: int) -> list[str] | None:
+        """The lines of checkpoint ``number`` (made most recent), or None."""
+        with self._lock:
+            entry = self._entries.get(number)
+            if entry is None:
+                return None
+            self._entries.move_to_end(number)
+            return entry[0]
+
+    def put(self, number: int, lines: list[str], text_bytes: int) -> list[str]:
+        """Keep ``lines`` of checkpoint ``number`` if they fit; returns them."""
+        size = text_bytes + LINE_OVERHEAD * len(lines)
+        if size > self.limit:
+            return lines
+        with self._lock:
+            if number not in self._entries:
+                self._entries[number] = (lines, size)
+                self.held += size
+            while self.held > self.limit:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self.held -= dropped
+        return lines
 
 
 def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
@@ -140,21 +186,27 @@ class VersionsMixin(EngineBase):
         return text
 
     def _reconstruct(self, number: int) -> str:
-        """Replay the deltas after the nearest checkpoint at or below ``number``."""
-        Version = self.store.models.Version
-        base = (
-            Version.select(Version.number, Version.content)
-            .where((Version.number <= number) & Version.content.is_null(False))
-            .order_by(Version.number.desc())
-            .first()
-        )
-        lines = regions.lines_of(base.content)
-        for row in (
-            Version.select(Version.number, Version.delta)
-            .where((Version.number > base.number) & (Version.number <= number))
-            .order_by(Version.number)
-        ):
-            lines = apply_hunk(lines, row.delta)
+        """Replay the deltas after the nearest checkpoint at or below ``number``.
+
+        The checkpoint's lines come from :class:`CheckpointLines` (kept in
+        memory, bounded); the hunks are applied in place on a copy.
+        """
+        db = self.store.db
+        base = db.execute_sql(
+            'SELECT "number" FROM "version" WHERE "number" <= ? AND "content" IS NOT NULL '
+            'ORDER BY "number" DESC LIMIT 1', (number,)).fetchone()[0]
+        checkpoints = self.__dict__.get("_checkpoints")
+        if checkpoints is None:
+            checkpoints = self.__dict__.setdefault("_checkpoints", CheckpointLines())
+        lines = checkpoints.get(base)
+        if lines is None:
+            content = db.execute_sql('SELECT "content" FROM "version" WHERE "number" = ?', (base,)).fetchone()[0]
+            lines = checkpoints.put(base, regions.lines_of(content), len(content))
+        lines = list(lines)
+        for (raw,) in db.execute_sql('SELECT "delta" FROM "version" WHERE "number" > ? AND "number" <= ? '
+                                     'ORDER BY "number"', (base, number)):
+            delta = json.loads(raw)
+            lines[delta["start"] - 1 : delta["end"]] = delta["lines"]
         return "".join(lines)
 
     def _version_info(self, row: VersionRow) -> VersionInfo:
