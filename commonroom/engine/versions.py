@@ -26,7 +26,7 @@ from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
 from ..store.models import Version as VersionRow
-from .base import Actor, EngineBase, content_hash, decode_cursor, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
 
 CHECKPOINT_EVERY = 64
 _CACHE_SIZE = 8
@@ -157,6 +157,8 @@ class VersionsMixin(EngineBase):
             self._remember(number, text)
             self.follower.submit(number, text, digest)
 
+        # the next write of a group commit builds on this version before it is durable
+        ctx.on_release.append(lambda: self.store.stage("head", Head(number, text, digest, new_lines)))
         ctx.after_commit.append(follow)
         return row
 
