@@ -84,6 +84,12 @@ class AnswerCache:
         self._keep(key, entry)
         return entry
 
+    def put_encoded(self, key: Any, data: bytes, content_hash: str) -> Answer:
+        """Keep already encoded answer bytes (``data``) whose validator is ``content_hash``."""
+        entry = Answer(data, f'"{content_hash}"')
+        self._keep(key, entry)
+        return entry
+
     def gzipped(self, key: Any, entry: Answer) -> bytes:
         """``entry``'s gzip bytes, compressed the first time they are asked for."""
         if entry.gzipped is None:

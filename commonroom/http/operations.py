@@ -13,6 +13,7 @@ pointer (``details.pointer``).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import falcon
@@ -151,6 +152,8 @@ class OperationResource:
         """A responder answering from :attr:`answers` (see :mod:`commonroom.http.answers`)."""
         op, status, runner, answers = binding.op, binding.http.status, self.runner, self.answers
         per_head = binding.http.cache == "head"
+        encoder = replace(op, method=binding.http.encoder) if binding.http.encoder else None
+        assert not (per_head and encoder), "an encoder answers a committed version only"
 
         async def responder(req: falcon.asgi.Request, resp: falcon.asgi.Response, **params: str) -> None:
             actor = req.context.get("actor")
@@ -160,10 +163,14 @@ class OperationResource:
             entry = answers.get(key)
             if entry is None:
                 values = await binding.values(req, params)
-                result = await runner.run(op, actor, values)
-                if per_head:
-                    key = (*where, result["version"])
-                entry = answers.put(key, result)
+                if encoder is not None:
+                    data, digest = await runner.run(encoder, actor, values)
+                    entry = answers.put_encoded(key, data, digest)
+                else:
+                    result = await runner.run(op, actor, values)
+                    if per_head:
+                        key = (*where, result["version"])
+                    entry = answers.put(key, result)
             respond(req, resp, answers, key, entry, status)
 
         responder.__name__ = f"on_{binding.http.method.lower()}"

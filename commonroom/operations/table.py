@@ -74,7 +74,8 @@ OPERATIONS = Table([
     Operation(
         "version_get", "One version, with its text", "version", "editing#VersionGetInput",
         "editing#VersionInfo", "document", args=("number",), capability="read",
-        errors=("version_not_found",), http=Http("GET", "/workspace/versions/{number}", cache="version"),
+        errors=("version_not_found",), http=Http("GET", "/workspace/versions/{number}", cache="version",
+                                                  encoder="version_encoded"),
         mcp=Mcp("Get a version", "One committed version with the whole document text as it was then. "
                 "Needs read.")),
     Operation(

@@ -34,3 +34,17 @@ def test_the_cache_is_bounded():
     assert cache.held <= 1000 and cache.get(1) is None and cache.get(19) is not None
     huge = ["x" * 2000]
     assert cache.put(99, huge, 2000) is huge and cache.get(99) is None
+
+
+def test_encoded_versions_are_the_json_of_the_answer(engine):
+    from commonroom.wire import dumps
+
+    tricky = ['quote " and \\ backslash\n', "tab\tand \x01 control\r\n", "非 ASCII é \u2028 \ue000 private\n",
+              "no newline at the end"]
+    for n, line in enumerate(tricky, start=2):
+        engine.write(OPERATOR, n - 1, line, {"lines": [n, n]})
+    for n in range(1, engine.head().number + 1):
+        data, digest = engine.version_encoded(OPERATOR, n)
+        answer = engine.version(OPERATOR, n)
+        assert data == dumps(answer), n
+        assert digest == answer["content_hash"]
