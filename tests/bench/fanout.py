@@ -157,6 +157,8 @@ class RoomTarget:
 
         from tests.roomproc import start_room
 
+        # the ingress holds 4,096 connections unless told otherwise (docs/operator.md)
+        os.environ["COMMONROOM_MAX_CONNECTIONS"] = str(max(4096, n + 256))
         self.room = start_room(folder, ROOT / "examples" / "sample.md")
         self.pid = self.room.proc.pid
         self.ingress = self.room.ingress
