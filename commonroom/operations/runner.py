@@ -80,6 +80,8 @@ class Runner:
         self._queue: list[tuple] = []
         self._draining = False
         self.group_commit = group_commit
+        #: Transactions run by the writer queue and the writes they carried (for benchmarks).
+        self.stats = {"transactions": 0, "writes": 0}
 
     async def run(self, op: Operation, actor: Any, values: dict[str, Any]) -> Any:
         """The engine's answer to ``op`` with the validated input ``values``.
@@ -159,6 +161,8 @@ class Runner:
     def _run_batch(self, batch: list[tuple]) -> None:
         store = getattr(self.engine, "store", None)
         outcomes: list[tuple[bool, Any]] = []
+        self.stats["writes"] += len(batch)
+        self.stats["transactions"] += 1 if self.group_commit else len(batch)
         if len(batch) == 1 or store is None or not self.group_commit:
             for fn, args, _, _ in batch:
                 outcomes.append(_outcome(fn, args))
