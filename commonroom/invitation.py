@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from . import PROTOCOL, PROTOCOL_VERSION, schemas
+from . import PROTOCOL, PROTOCOL_VERSION
 from .clock import parse_rfc3339
 from .errors import InvalidRequest, UnsupportedVersion
 
@@ -36,6 +36,8 @@ def encode(payload: dict[str, Any]) -> str:
     Raises ``InvalidRequest`` when the payload is not a valid invitation or its
     JSON exceeds 8192 bytes.
     """
+    from . import schemas  # jsonschema only when a token is checked
+
     schemas.validate("invitation", payload)
     raw = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     data = raw.encode("utf-8")
@@ -84,6 +86,8 @@ def decode(token: str) -> dict[str, Any]:
     if payload.get("protocol") != PROTOCOL:
         raise _broken("protocol", f"protocol must be {PROTOCOL!r}")
     try:
+        from . import schemas
+
         schemas.validate("invitation", payload)
     except InvalidRequest as exc:
         raise InvalidRequest(

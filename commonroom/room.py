@@ -20,6 +20,8 @@ import each other; this module imports both.
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any, Callable
 
@@ -82,7 +84,8 @@ def build_room(document: Path, owner_token_hash: str, *,
     settings = LiveSettings.from_env()
     hub = Hub(queue_size=settings.queue_size)
     engine = Engine.open(document, publish=hub.publish, background_file=True)
-    runner = Runner(engine)
+    # group commit (operations/runner.py) is on unless COMMONROOM_GROUP_COMMIT=0 (benchmarks compare both)
+    runner = Runner(engine, group_commit=os.environ.get("COMMONROOM_GROUP_COMMIT", "1") != "0")
     scheduler = room_timers(engine, runner)
     streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
     engine.board_streams = streams  # board long-polls wait on the hub (Streams.wait_next)

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .store import sidecar_path
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,8 @@ class RoomFiles:
 
     @property
     def sidecar(self) -> Path:
+        from .store import sidecar_path  # not at import: ce's light commands never load peewee
+
         return sidecar_path(self.document)
 
     def _beside(self, suffix: str) -> Path:

@@ -12,7 +12,6 @@ to put in invitations, and may expose ``dial(hint) -> socket``.
 from __future__ import annotations
 
 import socket
-from importlib.metadata import entry_points
 from typing import Any
 
 from .errors import TransportUnavailable
@@ -35,6 +34,8 @@ def is_loopback(address: str) -> bool:
 
 def plugin(kind: str) -> Any:
     """The plugin object for ``kind``; ``TransportUnavailable`` if absent."""
+    from importlib.metadata import entry_points  # only a plugin transport pays for it
+
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == kind:
             return ep.load()

@@ -23,7 +23,7 @@ from .common import (
 )
 from .render import JSON_OUTPUT, show
 
-invitation_app = typer.Typer(help="Inspect invitation tokens.", no_args_is_help=True)
+invitation_app = typer.Typer(help="Inspect invitation tokens.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @handled

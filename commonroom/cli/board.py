@@ -25,7 +25,7 @@ from .common import handled, load_session
 from .render import JSON_OUTPUT, show
 
 board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
-                        no_args_is_help=True)
+                        no_args_is_help=True, rich_markup_mode=None)
 
 SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
 BoardArg = Annotated[str, typer.Argument(help="The board: a session's public id, or - for your own session.")]

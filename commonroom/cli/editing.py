@@ -17,18 +17,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 from urllib.parse import quote
 
 import typer
 
 from .. import client
-from ..engine import OPERATOR, Engine
+if TYPE_CHECKING:
+    from ..engine import Engine
 from ..errors import InvalidRequest
 from .common import handled, load_session, operator_read, require_document
 from .render import show
 
-lease_app = typer.Typer(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True)
+lease_app = typer.Typer(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True, rich_markup_mode=None)
 
 SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
 HeadingOpt = Annotated[Optional[list[str]], typer.Option("--heading", help="A heading path, one title per --heading, outermost first.")]
@@ -57,7 +58,15 @@ def _remote(session_file: Path | None, method: str, path: str, body: Any = None)
 
 
 def _local(file: Path) -> Engine:
+    from ..engine import Engine  # imported by the commands that open the sidecar only
+
     return Engine.open(require_document(file), readonly=True)
+
+
+def _operator() -> Any:
+    from ..engine import OPERATOR
+
+    return OPERATOR
 
 
 # -- local operator reads ------------------------------------------------------
@@ -73,7 +82,7 @@ def proposals_command(
     """List one page of proposals from the sidecar (works whether or not the room runs)."""
     engine = _local(file)
     try:
-        show(engine.proposals(OPERATOR, status, limit, cursor), "editing#ProposalsPage")
+        show(engine.proposals(_operator(), status, limit, cursor), "editing#ProposalsPage")
     finally:
         engine.close()
 
@@ -87,7 +96,7 @@ def versions_command(
     """List one page of versions, newest first, from the sidecar."""
     engine = _local(file)
     try:
-        show(engine.versions(OPERATOR, limit, cursor), "editing#VersionsPage")
+        show(engine.versions(_operator(), limit, cursor), "editing#VersionsPage")
     finally:
         engine.close()
 
@@ -115,7 +124,7 @@ def diff_command(
     """Print the unified diff between two versions (coloured on a terminal)."""
     engine = _local(file)
     try:
-        show(engine.diff(OPERATOR, a, b), "editing#Diff")
+        show(engine.diff(_operator(), a, b), "editing#Diff")
     finally:
         engine.close()
 

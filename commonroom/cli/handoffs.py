@@ -19,14 +19,15 @@ Each calls the route its operation declares; nothing here decides.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 from urllib.parse import quote
 
 import typer
 
-from .. import client, schemas
-from ..engine import OPERATOR, Engine
-from ..operations import OPERATIONS
+from .. import client
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 from .common import handled, load_session, operator_read, operator_write, require_document
 from .render import show
 
@@ -46,6 +47,10 @@ def _read(file: Path, operation: str, values: dict[str, Any]) -> Any:
 
 
 def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
+    from .. import schemas
+    from ..engine import OPERATOR
+    from ..operations import OPERATIONS
+
     op = OPERATIONS[operation]
 
     def run(engine: Engine) -> Any:

@@ -15,7 +15,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..mcp_bridge import Bridge
 from .common import handled, load_session
 
 
@@ -31,6 +30,8 @@ def mcp_command(
     """Serve MCP on stdin/stdout for a desktop client, forwarding to the room."""
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, log_level.upper(), logging.INFO),
                         format="ce mcp: %(levelname)s %(message)s")
+    from ..mcp_bridge import Bridge
+
     session = load_session(session_file)
     bridge = Bridge(transport=session["transport"], token=session["token"], out=sys.stdout.buffer,
                     timeout=timeout)

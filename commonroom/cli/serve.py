@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from ..server import ServeError, ServeOptions, serve
 
 
 def serve_command(
@@ -20,6 +19,8 @@ def serve_command(
     log_level: Annotated[str, typer.Option(help="gunicorn log level.")] = "warning",
 ) -> None:
     """Start the room on FILE: one process, two listeners, until Ctrl-C."""
+    from ..server import ServeError, ServeOptions, serve  # gunicorn and falcon for this command only
+
     options = ServeOptions(document=file, host=host, port=port, owner_port=owner_port,
                            socket=socket, log_level=log_level)
     try:

@@ -148,7 +148,15 @@ class EngineBase:
         return self.document_path.name
 
     def head(self) -> Head:
-        """The head version (number, text, hash)."""
+        """The head version (number, text, hash).
+
+        On the writer thread inside a group commit it is the version an
+        earlier write of the batch made (not durable yet); everywhere else
+        the committed head.
+        """
+        staged = self.store.staged("head")
+        if staged is not None:
+            return staged
         if self._head is None:
             Version = self.store.models.Version
             row = (Version.select(Version.number, Version.content_hash)

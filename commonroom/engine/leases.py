@@ -39,8 +39,32 @@ def _ttl(value: Any) -> int:
     return value
 
 
+#: The columns of a lease row, in the order :meth:`LeasesMixin._lease_rows` selects them.
+_COLUMNS = ("id", "session_id", "participant_id", "region", "start_line", "end_line", "version",
+            "acquired_at", "expires_at", "released_at", "expired_at")
+_SELECT = "SELECT " + ", ".join(f'l."{c}"' for c in _COLUMNS) + ' FROM "lease" AS l '
+#: Live leases: not released, not marked expired, within their TTL, their session alive.
+_LIVE = (_SELECT + 'JOIN "session" AS s ON s."id" = l."session_id" WHERE l."released_at" IS NULL '
+         'AND l."expired_at" IS NULL AND l."expires_at" > ? AND s."revoked_at" IS NULL AND s."expires_at" > ?')
+#: Lapsed leases: open, but past their TTL or their session ended.
+_LAPSED = ('SELECT l."id", l."session_id", l."participant_id" FROM "lease" AS l JOIN "session" AS s '
+           'ON s."id" = l."session_id" WHERE l."released_at" IS NULL AND l."expired_at" IS NULL '
+           'AND (l."expires_at" <= ? OR s."revoked_at" IS NOT NULL OR s."expires_at" <= ?)')
+
+
 class LeasesMixin(EngineBase):
     """Acquire, renew, release and list leases (capability ``lease``)."""
+
+    def _lease_rows(self, sql: str, params: tuple) -> list[LeaseRow]:
+        """Lease rows of a statement selecting :data:`_COLUMNS` (the commit path skips peewee's query builder)."""
+        Lease = self.store.models.Lease
+        region = Lease._meta.fields["region"]
+        out = []
+        for values in self.store.db.execute_sql(sql, params).fetchall():
+            row = dict(zip(_COLUMNS, values))
+            row["region"] = region.python_value(row["region"])
+            out.append(Lease(**row))
+        return out
 
     # -- shared checks ---------------------------------------------------------
 
@@ -50,27 +74,11 @@ class LeasesMixin(EngineBase):
             'SELECT 1 FROM "lease" WHERE "released_at" IS NULL AND "expired_at" IS NULL LIMIT 1'
         ).fetchone() is not None
 
-    def _live_leases_query(self) -> Any:
-        """The query of live leases (not released, not expired, session alive)."""
-        models = self.store.models
-        Session, Lease = models.Session, models.Lease
-        now = rfc3339(self.clock.now())
-        return (
-            Lease.select(Lease)
-            .join(Session, on=(Lease.session_id == Session.id))
-            .where(
-                Lease.released_at.is_null()
-                & Lease.expired_at.is_null()
-                & (Lease.expires_at > now)
-                & Session.revoked_at.is_null()
-                & (Session.expires_at > now)
-            )
-        )
-
     def _live_lease_rows(self) -> list[LeaseRow]:
         if not self._any_open_lease():
             return []
-        return list(self._live_leases_query())
+        now = rfc3339(self.clock.now())
+        return self._lease_rows(_LIVE, (now, now))
 
     def _lease_span(self, row: LeaseRow, text: str) -> regions.Span:
         """The lease's lines at the head (kept current by :meth:`_shift_leases`)."""
@@ -108,20 +116,6 @@ class LeasesMixin(EngineBase):
             if (new_start, new_end) != (start, end):
                 self.store.update(Lease, lease_id, start_line=new_start, end_line=new_end, version=number)
 
-    def _lapsed_leases_query(self, now: str) -> Any:
-        """Open leases (not released, not yet marked) past their TTL or whose session ended."""
-        models = self.store.models
-        Session, Lease = models.Session, models.Lease
-        return (
-            Lease.select(Lease.id, Lease.session_id, Lease.participant_id)
-            .join(Session, on=(Lease.session_id == Session.id))
-            .where(
-                Lease.released_at.is_null()
-                & Lease.expired_at.is_null()
-                & ((Lease.expires_at <= now) | Session.revoked_at.is_null(False) | (Session.expires_at <= now))
-            )
-        )
-
     def _sweep_expired(self, ctx: WriteContext) -> int:
         """Mark leases past their TTL (or whose session ended) expired; emit events; how many.
 
@@ -133,11 +127,11 @@ class LeasesMixin(EngineBase):
         if not self._any_open_lease():
             return 0
         now = rfc3339(self.clock.now())
-        dead = list(self._lapsed_leases_query(now))
-        for row in dead:
-            Lease.update(expired_at=now).where(Lease.id == row.id).execute()
-            ctx.emit("lease.expired", {"lease_id": row.id, "session_id": row.session_id},
-                     participant_id=row.participant_id, session_id=row.session_id)
+        dead = self.store.db.execute_sql(_LAPSED, (now, now)).fetchall()
+        for lease_id, session_id, participant_id in dead:
+            self.store.update(Lease, lease_id, expired_at=now)
+            ctx.emit("lease.expired", {"lease_id": lease_id, "session_id": session_id},
+                     participant_id=participant_id, session_id=session_id)
         return len(dead)
 
     def expire_leases(self) -> int:
@@ -149,7 +143,8 @@ class LeasesMixin(EngineBase):
         """
         if not self._any_open_lease():
             return 0
-        if not self._lapsed_leases_query(rfc3339(self.clock.now())).limit(1).exists():
+        now = rfc3339(self.clock.now())
+        if self.store.db.execute_sql(_LAPSED + " LIMIT 1", (now, now)).fetchone() is None:
             return 0
         return int(self.store.write(self._sweep_expired))
 
@@ -205,7 +200,7 @@ class LeasesMixin(EngineBase):
             span = regions.resolve(head.text, region)
             self._check_leases({actor.session_id}, span, head.text)
             stamp = self.clock.stamp()
-            row = Lease.create(
+            values = dict(
                 id=tokens.new_id("l_"),
                 session_id=actor.session_id,
                 participant_id=actor.participant_id,
@@ -216,6 +211,8 @@ class LeasesMixin(EngineBase):
                 acquired_at=stamp,
                 expires_at=self.clock.after(ttl),
             )
+            self.store.insert(Lease, **values)
+            row = Lease(**values)
             lease = self._lease_dict(row, head.text)
             ctx.emit("lease.acquired", {"lease_id": row.id, "region": lease["region"], "lines": lease["lines"],
                                         "expires_at": row.expires_at},
@@ -225,8 +222,8 @@ class LeasesMixin(EngineBase):
         return self.store.write(acquire)
 
     def _own_live_lease(self, actor: Actor, lease_id: str) -> LeaseRow:
-        Lease = self.store.models.Lease
-        row = Lease.get_or_none(Lease.id == lease_id)
+        found = self._lease_rows(_SELECT + 'WHERE l."id" = ?', (lease_id,))
+        row = found[0] if found else None
         if row is None or (actor.kind == "session" and row.session_id != actor.session_id):
             raise NotFound("no such lease held by this session", details={"lease_id": lease_id})
         if row.released_at or row.expired_at or row.expires_at <= rfc3339(self.clock.now()):
@@ -241,7 +238,7 @@ class LeasesMixin(EngineBase):
         def renew(ctx: WriteContext) -> LeaseWire:
             row = self._own_live_lease(actor, lease_id)
             row.expires_at = self.clock.after(ttl)
-            row.save()
+            self.store.update(self.store.models.Lease, row.id, expires_at=row.expires_at)
             ctx.emit("lease.renewed", {"lease_id": row.id, "expires_at": row.expires_at},
                      participant_id=row.participant_id, session_id=row.session_id)
             return self._lease_dict(row)
@@ -255,7 +252,7 @@ class LeasesMixin(EngineBase):
         def release(ctx: WriteContext) -> LeaseWire:
             row = self._own_live_lease(actor, lease_id)
             row.released_at = self.clock.stamp()
-            row.save()
+            self.store.update(self.store.models.Lease, row.id, released_at=row.released_at)
             ctx.emit("lease.released", {"lease_id": row.id},
                      participant_id=row.participant_id, session_id=row.session_id)
             return self._lease_dict(row)
@@ -270,7 +267,6 @@ class LeasesMixin(EngineBase):
         the last lease shown, so leases ending between pages never shift
         the next one). Needs ``read`` or ``lease``.
         """
-        Lease = self.store.models.Lease
         if "lease" not in actor.capabilities:
             require(actor, "read")
         size = parse_limit(limit)
@@ -280,11 +276,12 @@ class LeasesMixin(EngineBase):
             raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
         if not self._any_open_lease():
             return {"leases": [], "next_cursor": None}
-        query = self._live_leases_query()
+        now = rfc3339(self.clock.now())
+        sql, params = _LIVE, [now, now]
         if after is not None:
-            query = query.where((Lease.acquired_at > after[0])
-                                | ((Lease.acquired_at == after[0]) & (Lease.id > after[1])))
-        rows = list(query.order_by(Lease.acquired_at, Lease.id).limit(size + 1))
+            sql += ' AND (l."acquired_at" > ? OR (l."acquired_at" = ? AND l."id" > ?))'
+            params += [after[0], after[0], after[1]]
+        rows = self._lease_rows(sql + ' ORDER BY l."acquired_at", l."id" LIMIT ?', (*params, size + 1))
         head = self.head()
         page = [self._lease_dict(r, head.text) for r in rows[:size]]
         last = rows[size - 1] if len(rows) > size else None

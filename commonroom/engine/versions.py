@@ -14,20 +14,91 @@ After the SQLite commit the file on disk follows the head atomically
 
 from __future__ import annotations
 
+import json
+import threading
 from collections import OrderedDict
+from json.encoder import encode_basestring
 from typing import Any, cast
 
 from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
 
-from .. import numbers, regions
+from .. import jsontext, numbers, regions
 from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
 from ..store.models import Version as VersionRow
-from .base import Actor, EngineBase, content_hash, decode_cursor, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
 
 CHECKPOINT_EVERY = 64
 _CACHE_SIZE = 8
+#: Most memory the checkpoints' text lines kept for reconstruction may take
+#: (estimated: text bytes plus :data:`LINE_OVERHEAD` per line).
+CHECKPOINT_CACHE_BYTES = 32 * 1024 * 1024
+#: The same bound for their JSON-escaped lines (old versions answered over HTTP):
+#: 64 MB holds every checkpoint of a 1 MB document's first ~1,500 versions.
+CHECKPOINT_JSON_CACHE_BYTES = 64 * 1024 * 1024
+#: Estimated bytes a line costs beyond its text (a str object and a list slot).
+LINE_OVERHEAD = 64
+
+
+def json_line(line: str) -> bytes:
+    """``line`` as it appears inside a JSON string (``jsontext.dumps``: non-ASCII kept), UTF-8."""
+    return encode_basestring(line)[1:-1].encode("utf-8")
+
+
+#: A character joining lines for one escape pass (:func:`json_lines`) when the text lacks it.
+_JOIN = "\ue000"
+
+
+def json_lines(lines: list[str], text: str) -> list[bytes]:
+    """:func:`json_line` of each of ``lines`` (the lines of ``text``), in one escape pass when it can.
+
+    The lines are joined with a character absent from ``text``, escaped at
+    once (the escape is per character, so the parts are the lines' escapes)
+    and split again; a text holding that character is escaped line by line.
+    """
+    if _JOIN in text or not lines:
+        return [json_line(line) for line in lines]
+    return json_line(_JOIN.join(lines)).split(_JOIN.encode("utf-8"))
+
+
+class CheckpointLines:
+    """A bounded LRU of checkpoints' line lists (never mutated; callers copy).
+
+    Reading an old version replays at most ``CHECKPOINT_EVERY - 1`` hunks
+    on its checkpoint's lines; keeping those lines avoids reading and
+    splitting a whole text per read. Bounded by :data:`CHECKPOINT_CACHE_BYTES`
+    (a list larger than that is used once and not kept).
+    """
+
+    def __init__(self, limit: int = CHECKPOINT_CACHE_BYTES):
+        self.limit = limit
+        self.held = 0
+        self._entries: OrderedDict[int, tuple[list[Any], int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, number: int) -> list[Any] | None:
+        """The lines of checkpoint ``number`` (made most recent), or None."""
+        with self._lock:
+            entry = self._entries.get(number)
+            if entry is None:
+                return None
+            self._entries.move_to_end(number)
+            return entry[0]
+
+    def put(self, number: int, lines: list[Any], text_bytes: int) -> list[Any]:
+        """Keep ``lines`` of checkpoint ``number`` if they fit; returns them."""
+        size = text_bytes + LINE_OVERHEAD * len(lines)
+        if size > self.limit:
+            return lines
+        with self._lock:
+            if number not in self._entries:
+                self._entries[number] = (lines, size)
+                self.held += size
+            while self.held > self.limit:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self.held -= dropped
+        return lines
 
 
 def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
@@ -111,6 +182,8 @@ class VersionsMixin(EngineBase):
             self._remember(number, text)
             self.follower.submit(number, text, digest)
 
+        # the next write of a group commit builds on this version before it is durable
+        ctx.on_release.append(lambda: self.store.stage("head", Head(number, text, digest, new_lines)))
         ctx.after_commit.append(follow)
         return row
 
@@ -131,31 +204,68 @@ class VersionsMixin(EngineBase):
         cache = self.__dict__.setdefault("_version_cache", OrderedDict())
         if number in cache:
             return cache[number]
-        if not 1 <= number <= head.number:
-            raise VersionNotFound(f"there is no version {number}",
-                                  details={"version": number, "head_version": head.number},
-                                  current_version=head.number)
+        self._check_number(number)
         text = self._reconstruct(number)
         self._remember(number, text)
         return text
 
+    def _check_number(self, number: int) -> None:
+        """``VersionNotFound`` unless ``number`` is a version of this room."""
+        head = self.head()
+        if not 1 <= number <= head.number:
+            raise VersionNotFound(f"there is no version {number}",
+                                  details={"version": number, "head_version": head.number},
+                                  current_version=head.number)
+
     def _reconstruct(self, number: int) -> str:
-        """Replay the deltas after the nearest checkpoint at or below ``number``."""
-        Version = self.store.models.Version
-        base = (
-            Version.select(Version.number, Version.content)
-            .where((Version.number <= number) & Version.content.is_null(False))
-            .order_by(Version.number.desc())
-            .first()
-        )
-        lines = regions.lines_of(base.content)
-        for row in (
-            Version.select(Version.number, Version.delta)
-            .where((Version.number > base.number) & (Version.number <= number))
-            .order_by(Version.number)
-        ):
-            lines = apply_hunk(lines, row.delta)
-        return "".join(lines)
+        """The text of version ``number`` from the sidecar (:meth:`_replay_version`)."""
+        return "".join(self._replay_version(number))
+
+    def _replay_version(self, number: int, encoded: bool = False) -> list[Any]:
+        """The lines of version ``number``: the nearest checkpoint at or below it, then its hunks.
+
+        The checkpoint's lines come from a :class:`CheckpointLines` (kept in
+        memory, bounded); the hunks are applied in place on a copy. With
+        ``encoded`` each line is its JSON string escape as UTF-8 bytes
+        (:func:`json_line`), so the joined lines are the JSON text of the
+        document without its quotes.
+        """
+        db = self.store.db
+        base = db.execute_sql(
+            'SELECT "number" FROM "version" WHERE "number" <= ? AND "content" IS NOT NULL '
+            'ORDER BY "number" DESC LIMIT 1', (number,)).fetchone()[0]
+        key = "_checkpoints_json" if encoded else "_checkpoints"
+        checkpoints = self.__dict__.get(key)
+        if checkpoints is None:
+            checkpoints = self.__dict__.setdefault(
+                key, CheckpointLines(CHECKPOINT_JSON_CACHE_BYTES if encoded else CHECKPOINT_CACHE_BYTES))
+        lines = checkpoints.get(base)
+        if lines is None:
+            content = db.execute_sql('SELECT "content" FROM "version" WHERE "number" = ?', (base,)).fetchone()[0]
+            plain = regions.lines_of(content)
+            lines = checkpoints.put(base, json_lines(plain, content) if encoded else plain, len(content))
+        lines = list(lines)
+        for (raw,) in db.execute_sql('SELECT "delta" FROM "version" WHERE "number" > ? AND "number" <= ? '
+                                     'ORDER BY "number"', (base, number)):
+            delta = json.loads(raw)
+            new = delta["lines"]
+            lines[delta["start"] - 1 : delta["end"]] = [json_line(line) for line in new] if encoded else new
+        return lines
+
+    def version_encoded(self, actor: Actor, number: Any) -> tuple[bytes, str]:
+        """``(the JSON bytes of version(actor, number), its content hash)``, without encoding the text.
+
+        The bytes equal ``commonroom.wire.dumps(self.version(actor, number))``;
+        the text is joined from lines escaped once per checkpoint (an old
+        version of a 1 MB document costs a join, not a 1 MB JSON encode).
+        Needs ``read``; ``VersionNotFound``.
+        """
+        require(actor, "read")
+        number = _version_number(number)
+        self._check_number(number)
+        info = self._version_info(self.store.models.Version.get_by_id(number))
+        empty = jsontext.dumps({**info, "text": ""}).encode("utf-8")  # "text" is the last key, as in version()
+        return empty[:-2] + b"".join(self._replay_version(number, encoded=True)) + b'"}', info["content_hash"]
 
     def _version_info(self, row: VersionRow) -> VersionInfo:
         return {

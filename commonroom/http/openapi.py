@@ -217,10 +217,20 @@ def operation_object(op: Operation, listener: str, extra: dict[str, Any]) -> dic
     if body is not None:
         out["requestBody"] = body
     media = "text/event-stream" if op.streams else "application/json"
-    success = {"description": op.summary + (f" (an event stream: each event's data is one {component_name(op.answer)})"
+    success: dict[str, Any] = {"description": op.summary + (f" (an event stream: each event's data is one {component_name(op.answer)})"
                                             if op.streams else ""),
                "content": {media: {"schema": ref(op.answer)}}}
-    out["responses"] = {str(op.http.status): success, **_error_responses(op.error_statuses(listener))}
+    if op.http.cache is not None:
+        etag = {"ETag": {"description": "The answer's content_hash as a strong entity tag (with -gzip inside "
+                                        "the quotes for the gzip representation).", "schema": {"type": "string"}},
+                "Vary": {"description": "Accept-Encoding: gzip is honoured.", "schema": {"type": "string"}}}
+        success["headers"] = etag
+        success["description"] += "; gzip-encoded when Accept-Encoding allows it"
+        cached = {"304": {"description": "Not Modified: the request's If-None-Match header names this answer's "
+                                          "ETag (an ETag this route answered before, while it still matches)", "headers": etag}}
+    else:
+        cached = {}
+    out["responses"] = {str(op.http.status): success, **cached, **_error_responses(op.error_statuses(listener))}
     out["security"] = [] if op.http.public else [{"bearer": []}]
     if op.capability:
         out["x-capability"] = op.capability

@@ -13,6 +13,7 @@ pointer (``details.pointer``).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import falcon
@@ -24,6 +25,7 @@ from ..errors import InvalidRequest
 from ..operations import Operation, Table
 from ..operations.runner import Runner
 from ..wire import read_json, send
+from .answers import AnswerCache, respond
 
 _REQUIRED = re.compile(r"^'([^']+)' is a required property$")
 
@@ -119,16 +121,21 @@ class Binding:
 class OperationResource:
     """A Falcon resource: the operations sharing one path, by HTTP method."""
 
-    def __init__(self, runner: Runner, ops: list[Operation]):
+    def __init__(self, runner: Runner, ops: list[Operation], answers: AnswerCache | None = None):
         self.runner = runner
+        self.answers = answers or AnswerCache()
         self.bindings = {op.http.method: Binding(op) for op in ops if op.http is not None}
         self.public = all(b.http.public for b in self.bindings.values())
+        #: the methods served (read by the middleware's method check instead of dir())
+        self.allow = tuple(sorted(self.bindings))
         for method in self.bindings:
             setattr(self, f"on_{method.lower()}", self._responder(method))
 
     def _responder(self, method: str) -> Any:
         binding = self.bindings[method]
         op, status, runner = binding.op, binding.http.status, self.runner
+        if binding.http.cache is not None:
+            return self._cached_responder(binding)
 
         async def responder(req: falcon.asgi.Request, resp: falcon.asgi.Response, **params: str) -> None:
             actor = req.context.get("actor")
@@ -138,6 +145,35 @@ class OperationResource:
             send(resp, result, status)
 
         responder.__name__ = f"on_{method.lower()}"
+        responder.__doc__ = op.summary
+        return responder
+
+    def _cached_responder(self, binding: Binding) -> Any:
+        """A responder answering from :attr:`answers` (see :mod:`commonroom.http.answers`)."""
+        op, status, runner, answers = binding.op, binding.http.status, self.runner, self.answers
+        per_head = binding.http.cache == "head"
+        encoder = replace(op, method=binding.http.encoder) if binding.http.encoder else None
+        assert not (per_head and encoder), "an encoder answers a committed version only"
+
+        async def responder(req: falcon.asgi.Request, resp: falcon.asgi.Response, **params: str) -> None:
+            actor = req.context.get("actor")
+            op.authorize(actor)
+            where = (op.name, req.query_string, tuple(params.items()))
+            key = (*where, runner.engine.head().number) if per_head else where
+            entry = answers.get(key)
+            if entry is None:
+                values = await binding.values(req, params)
+                if encoder is not None:
+                    data, digest = await runner.run(encoder, actor, values)
+                    entry = answers.put_encoded(key, data, digest)
+                else:
+                    result = await runner.run(op, actor, values)
+                    if per_head:
+                        key = (*where, result["version"])
+                    entry = answers.put(key, result)
+            respond(req, resp, answers, key, entry, status)
+
+        responder.__name__ = f"on_{binding.http.method.lower()}"
         responder.__doc__ = op.summary
         return responder
 
@@ -161,10 +197,12 @@ def stream_routes(table: Table, listener: str, streams: dict[str, Any]) -> dict[
 
 def operation_routes(table: Table, listener: str, runner: Runner) -> dict[str, OperationResource]:
     """path → resource for every operation of ``table`` served on ``listener``."""
+    # one cache per room (runner), shared by both listeners
+    answers = runner.__dict__.setdefault("answers", AnswerCache()) if runner is not None else AnswerCache()
     by_path: dict[str, list[Operation]] = {}
     for op in table.http(listener):
         assert op.http is not None
         if op.streams:
             continue  # served by the stream the composition root names (see stream_routes)
         by_path.setdefault(op.http.path, []).append(op)
-    return {path: OperationResource(runner, ops) for path, ops in by_path.items()}
+    return {path: OperationResource(runner, ops, answers) for path, ops in by_path.items()}

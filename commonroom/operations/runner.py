@@ -26,6 +26,9 @@ from .spec import Operation
 
 log = logging.getLogger("commonroom.operations")
 
+#: Most writes one group commit takes from the queue.
+MAX_BATCH = 64
+
 
 def integral(value: Any) -> Any:
     """``value`` with every integral float (``782.0``) made an ``int``, recursively.
@@ -43,10 +46,28 @@ def integral(value: Any) -> Any:
     return value
 
 
+def _outcome(fn: Any, args: tuple) -> tuple[bool, Any]:
+    """``(True, fn(*args))``, or ``(False, the exception it raised)``."""
+    try:
+        return True, fn(*args)
+    except BaseException as exc:  # handed to the caller's future
+        return False, exc
+
+
+def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
+    """On the caller's loop: resolve ``future`` unless its caller gave up."""
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
 class Runner:
     """Runs :class:`Operation` calls for one engine (see the module docstring)."""
 
-    def __init__(self, engine: Any):
+    def __init__(self, engine: Any, *, group_commit: bool = True):
         self.engine = engine
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commonroom-writer")
         #: Audit rows waiting for their write, and that write (group commit: the calls
@@ -54,6 +75,13 @@ class Runner:
         self._audit_lock = threading.Lock()
         self._audit_batch: list[tuple] | None = None
         self._audit_future: Any = None
+        #: Writes waiting for the writer (group commit), and whether it is draining them.
+        self._queue_lock = threading.Lock()
+        self._queue: list[tuple] = []
+        self._draining = False
+        self.group_commit = group_commit
+        #: Transactions run by the writer queue and the writes they carried (for benchmarks).
+        self.stats = {"transactions": 0, "writes": 0}
 
     async def run(self, op: Operation, actor: Any, values: dict[str, Any]) -> Any:
         """The engine's answer to ``op`` with the validated input ``values``.
@@ -101,9 +129,53 @@ class Runner:
         return await self.write(op.bind, self.engine, actor, values)
 
     async def write(self, fn: Any, *args: Any) -> Any:
-        """Run ``fn(*args)`` on the writer thread and await its result."""
+        """Run ``fn(*args)`` on the writer thread and await its result.
+
+        Group commit: writes that arrive while the writer is busy (a commit
+        syncing) wait in a queue; the writer then runs all of them (up to
+        :data:`MAX_BATCH`) in one transaction (:meth:`Store.batch`), each in
+        its own savepoint, so each is still its own version and event, one
+        failing leaves the others, and each caller gets its answer only
+        after that transaction's fsync.
+        """
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, fn, *args)
+        future = loop.create_future()
+        with self._queue_lock:
+            self._queue.append((fn, args, loop, future))
+            if not self._draining:
+                self._draining = True
+                self._writer.submit(self._drain)
+        return await future
+
+    def _drain(self) -> None:
+        """On the writer thread: run the queued writes, a batch at a time, until none is left."""
+        while True:
+            with self._queue_lock:
+                batch = self._queue[:MAX_BATCH]
+                del self._queue[:MAX_BATCH]
+                if not batch:
+                    self._draining = False
+                    return
+            self._run_batch(batch)
+
+    def _run_batch(self, batch: list[tuple]) -> None:
+        store = getattr(self.engine, "store", None)
+        outcomes: list[tuple[bool, Any]] = []
+        self.stats["writes"] += len(batch)
+        self.stats["transactions"] += 1 if self.group_commit else len(batch)
+        if len(batch) == 1 or store is None or not self.group_commit:
+            for fn, args, _, _ in batch:
+                outcomes.append(_outcome(fn, args))
+        else:
+            try:
+                with store.batch():
+                    for fn, args, _, _ in batch:
+                        outcomes.append(_outcome(fn, args))
+            except BaseException as exc:  # the commit failed: none of the batch's writes happened
+                log.exception("a group commit of %d writes failed", len(batch))
+                outcomes = [(False, exc)] * len(batch)
+        for (_, _, loop, future), (ok, value) in zip(batch, outcomes):
+            loop.call_soon_threadsafe(_settle, future, ok, value)
 
     def close(self) -> None:
         """Finish queued writes, close the writer thread's connection, stop the thread."""

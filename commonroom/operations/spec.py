@@ -60,6 +60,14 @@ class Http:
     JSON text (``region={"heading":["Design"]}``); ``public`` routes need
     no bearer; ``headers`` maps a request header to the input property it
     also carries (``{"Last-Event-ID": "since_event_id"}``; the header wins).
+    ``cache`` keeps the encoded answers (:mod:`commonroom.http.answers`):
+    ``"head"`` per input and head version, ``"version"`` per input (the
+    answer of a committed version never changes); such an answer carries an
+    ``ETag`` (its ``content_hash``), honours ``If-None-Match`` (304) and
+    ``Accept-Encoding: gzip``. ``encoder`` (with ``cache="version"``) names
+    an engine method taking the same arguments and answering ``(the JSON
+    bytes of the answer, its content hash)`` without building the answer
+    (``version_encoded``); the bytes must equal the encoded answer.
     """
 
     method: str
@@ -69,6 +77,8 @@ class Http:
     aliases: dict[str, str] = field(default_factory=dict)
     public: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    cache: str | None = None
+    encoder: str | None = None
 
     def path_params(self) -> list[str]:
         """The ``{names}`` in the path, in order (wire names)."""

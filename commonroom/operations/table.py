@@ -53,7 +53,7 @@ OPERATIONS = Table([
     Operation(
         "document_read", "The head document, or one region of it", "document",
         "editing#DocumentReadInput", "room#Document", "document", args=("region",), capability="read",
-        errors=("invalid_region",), http=Http("GET", "/workspace/document"),
+        errors=("invalid_region",), http=Http("GET", "/workspace/document", cache="head"),
         mcp=Mcp("Read the document", "The head version of the markdown document, or one region of it (a "
                 "heading path or a line range): text, version number and content hash. Use the version as "
                 "base_version when you propose. Needs read.")),
@@ -74,7 +74,8 @@ OPERATIONS = Table([
     Operation(
         "version_get", "One version, with its text", "version", "editing#VersionGetInput",
         "editing#VersionInfo", "document", args=("number",), capability="read",
-        errors=("version_not_found",), http=Http("GET", "/workspace/versions/{number}"),
+        errors=("version_not_found",), http=Http("GET", "/workspace/versions/{number}", cache="version",
+                                                  encoder="version_encoded"),
         mcp=Mcp("Get a version", "One committed version with the whole document text as it was then. "
                 "Needs read.")),
     Operation(

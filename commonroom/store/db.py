@@ -13,7 +13,8 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
 
 import peewee as pw
 
@@ -54,6 +55,10 @@ class WriteContext:
     store: "Store"
     events: list[dict[str, Any]] = field(default_factory=list)
     after_commit: list[Callable[[], None]] = field(default_factory=list)
+    #: run as soon as this write's own part is done (its savepoint released, in a
+    #: batch; before ``after_commit`` otherwise): stage state the next write of the
+    #: same batch must see (:meth:`Store.stage`), never anything durable
+    on_release: list[Callable[[], None]] = field(default_factory=list)
 
     def emit(
         self,
@@ -76,6 +81,15 @@ class WriteContext:
         event = event_wire(event_id, type, created_at, participant_id, session_id, payload)
         self.events.append(event)
         return event
+
+
+@dataclass
+class Batch:
+    """The writes of one group commit (:meth:`Store.batch`): its thread, the writes done, staged state."""
+
+    thread: int
+    done: list[WriteContext] = field(default_factory=list)
+    staged: dict[str, Any] = field(default_factory=dict)
 
 
 def event_wire(event_id: int, type: str, time: str, participant_id: str | None,
@@ -122,6 +136,7 @@ class Store:
         self.models = Models(self.db)
         self._lock = threading.RLock()
         self._insert_sql: dict[tuple, str] = {}
+        self._batch: Batch | None = None
         self.db.connect(reuse_if_open=True)
         self._migrate(create=migrate)
 
@@ -261,15 +276,67 @@ class Store:
         """
         with self._lock:
             ctx = WriteContext(self)
+            batch = self._batch
+            if batch is not None and batch.thread == threading.get_ident():
+                with self.db.atomic():  # a savepoint inside the batch's transaction
+                    result = fn(ctx)
+                    if ctx.events:
+                        self._trim(ctx.events[-1]["id"])
+                for hook in ctx.on_release:
+                    hook()
+                batch.done.append(ctx)
+                return result
             with self.db.atomic("IMMEDIATE"):
                 result = fn(ctx)
                 if ctx.events:
                     self._trim(ctx.events[-1]["id"])
-            for hook in ctx.after_commit:
+            for hook in ctx.on_release:
                 hook()
-            if ctx.events and self.publish is not None:
-                self.publish(ctx.events)
+            self._finish(ctx)
             return result
+
+    def _finish(self, ctx: WriteContext) -> None:
+        """After the commit: ``ctx``'s hooks in order, then its events to the hub."""
+        for hook in ctx.after_commit:
+            hook()
+        if ctx.events and self.publish is not None:
+            self.publish(ctx.events)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group commit: every :meth:`write` on this thread inside shares one transaction.
+
+        Each write runs in its own savepoint (a write that raises rolls back
+        alone and its exception reaches its caller; the others stay). The
+        transaction commits when the block ends; only then do the writes'
+        ``after_commit`` hooks run and their events get published, write by
+        write in order. If the commit fails, every write of the batch is
+        lost together and the exception propagates from here. State staged
+        with :meth:`stage` is visible to this thread only, until the block ends.
+        """
+        with self._lock:
+            batch = Batch(threading.get_ident())
+            self._batch = batch
+            try:
+                with self.db.atomic("IMMEDIATE"):
+                    yield
+            finally:
+                self._batch = None
+            for ctx in batch.done:
+                self._finish(ctx)
+
+    def stage(self, key: str, value: Any) -> None:
+        """Inside :meth:`batch`: ``value`` is what :meth:`staged` answers for ``key`` until it ends."""
+        batch = self._batch
+        if batch is not None and batch.thread == threading.get_ident():
+            batch.staged[key] = value
+
+    def staged(self, key: str) -> Any:
+        """The value staged for ``key`` by an earlier write of the running batch (this thread only), or None."""
+        batch = self._batch
+        if batch is None or batch.thread != threading.get_ident():
+            return None
+        return batch.staged.get(key)
 
     def _trim(self, newest: int) -> None:
         self.db.execute_sql('DELETE FROM "event" WHERE "id" <= ?', (newest - RING_SIZE,))

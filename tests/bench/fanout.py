@@ -1,4 +1,4 @@
-"""Benchmark: live fan-out of ``/workspace/observe`` at 10, 100 and 1,000 observers.
+"""Benchmark: live fan-out of ``/workspace/observe`` at 10 to 10,000 observers.
 
 Run::
 
@@ -24,7 +24,16 @@ worker, Falcon) serving ``examples/sample.md``:
    per subscriber, and the prober's p50/p99.
 
 Targets (issue 4): at 1,000 observers p99 delivery ≤ 100 ms, ≤ 50 KB RSS
-per subscriber, ordinary requests still answered.
+per subscriber, ordinary requests still answered. Issue 13: at 10,000
+(``--levels 10000``) p99 ≤ 1 s, ≤ 25 KB per subscriber, nothing lost.
+``--bare`` runs the same level against a bare SSE hub on the same stack
+(tests/bench/bare_hub.py) as the anchor.
+
+Open files: the bench raises its soft ``RLIMIT_NOFILE`` to the hard limit
+(the room it starts inherits it); 10,000 streams need about 10,100
+descriptors in the room and as many across the observer processes. An
+operator serving that many must allow it (``ulimit -n``, systemd
+``LimitNOFILE=``, or the container's nofile limit), see docs/performance.md.
 
 (``--observer`` is the internal mode of the client processes.)
 """
@@ -43,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,22 +179,96 @@ class Prober(threading.Thread):
         return [ms for _, ms in self.samples]
 
 
-def run_level(n: int, seconds: float, rate: float) -> dict:
+class RoomTarget:
+    """A fresh room serving examples/sample.md; events are owner API invitations."""
+
+    def __init__(self, folder: Path, n: int):
+        import httpx
+
+        from tests.roomproc import start_room
+
+        # the ingress holds 4,096 connections unless told otherwise (docs/operator.md)
+        os.environ["COMMONROOM_MAX_CONNECTIONS"] = str(max(4096, n + 256))
+        self.room = start_room(folder, ROOT / "examples" / "sample.md")
+        self.pid = self.room.proc.pid
+        self.ingress = self.room.ingress
+        self.port = self.room.state["ingress"]["port"]
+        self.tokens = [self.room.join(f"watcher{i}", "read,observe").token
+                       for i in range((n + PER_SESSION - 1) // PER_SESSION)]
+        self.probe_token = self.room.join("prober", "read").token
+        self.owner = httpx.Client(base_url=self.room.owner, timeout=30,
+                                  headers={"Authorization": f"Bearer {self.room.owner_token}"})
+
+    def last_id(self) -> int:
+        return self.owner.get("/workspace/room").json()["last_event_id"]
+
+    def publish(self, i: int) -> None:
+        r = self.owner.post("/owner/invitations", json={"participant": f"w{i}", "capabilities": ["read"]})
+        assert r.status_code == 201, r.text
+
+    def times(self) -> dict[int, float]:
+        """Event id → its time, from the room's history."""
+        times: dict[int, float] = {}
+        cursor = None
+        while True:
+            params = {"limit": 200, **({"cursor": cursor} if cursor else {})}
+            page = self.owner.get("/workspace/history", params=params).json()
+            times.update({e["id"]: stamp(e["time"]) for e in page["events"]})
+            cursor = page["next_cursor"]
+            if not cursor:
+                return times
+
+    def stop(self) -> None:
+        self.owner.close()
+        self.room.stop()
+
+
+class BareTarget:
+    """The bare SSE hub (tests/bench/bare_hub.py) standing where the room stands."""
+
+    def __init__(self, folder: Path, n: int):
+        import httpx
+
+        from tests.bench.bare_app import serve
+
+        self.proc, self.ingress = serve(folder / "none", module="tests.bench.bare_hub:app")
+        self.pid = self.proc.pid
+        self.port = int(self.ingress.rsplit(":", 1)[1])
+        self.tokens = ["bare"]
+        self.probe_token = "bare"
+        self.client = httpx.Client(base_url=self.ingress, timeout=30)
+        self._times: dict[int, float] = {}
+
+    def last_id(self) -> int:
+        return max(self._times, default=0)
+
+    def publish(self, i: int) -> None:
+        r = self.client.post("/publish")
+        assert r.status_code == 200, r.text
+        self._times[r.json()["id"]] = r.json()["time"]
+
+    def times(self) -> dict[int, float]:
+        return dict(self._times)
+
+    def stop(self) -> None:
+        self.client.close()
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def run_level(n: int, seconds: float, rate: float, bare: bool = False) -> dict:
+    """One level: ``n`` observers of a fresh room (or, with ``bare``, of the bare SSE hub)."""
     import httpx
 
-    from tests.roomproc import start_room
-
     folder = Path(tempfile.mkdtemp(prefix=f"fanout{n}-"))
-    room = start_room(folder, ROOT / "examples" / "sample.md")
+    target: Any = BareTarget(folder, n) if bare else RoomTarget(folder, n)
     try:
-        wpid = worker_pid(room.proc.pid)
-        sessions = [room.join(f"watcher{i}", "read,observe").token for i in range((n + PER_SESSION - 1) // PER_SESSION)]
-        prober = room.join("prober", "read")
-        for _ in range(20):  # warm the worker up before measuring its size
-            prober.get("/workspace/document")
+        wpid = worker_pid(target.pid)
+        with httpx.Client(base_url=target.ingress, timeout=30) as warm:
+            for _ in range(20):  # warm the worker up before measuring its size
+                warm.get("/workspace/document", headers={"Authorization": f"Bearer {target.probe_token}"})
         time.sleep(0.5)
         rss_before = rss_kb(wpid)
-        port = room.state["ingress"]["port"]
         procs = []
         outs = []
         remaining = n
@@ -193,9 +277,10 @@ def run_level(n: int, seconds: float, rate: float) -> dict:
             count = min(PER_PROCESS, remaining)
             out = folder / f"arrivals{index}.json"
             # streams of one process share its sessions; each session stays under 600/min
-            tokens = sessions[(index * PER_PROCESS) // PER_SESSION: ((index * PER_PROCESS + count - 1) // PER_SESSION) + 1]
+            tokens = target.tokens[(index * PER_PROCESS) // PER_SESSION:
+                                   ((index * PER_PROCESS + count - 1) // PER_SESSION) + 1] or target.tokens
             procs.append(subprocess.Popen(
-                [sys.executable, __file__, "--observer", "--port", str(port), "--tokens", ",".join(tokens),
+                [sys.executable, __file__, "--observer", "--port", str(target.port), "--tokens", ",".join(tokens),
                  "--count", str(count), "--out", str(out)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
             outs.append(out)
@@ -205,45 +290,32 @@ def run_level(n: int, seconds: float, rate: float) -> dict:
             assert proc.stdout.readline().strip() == "ready"
         time.sleep(1.0)
         rss_connected = rss_kb(wpid)
-        start_id = room.operator().get("/workspace/room").json()["last_event_id"]
+        start_id = target.last_id()
 
-        prober = Prober(room.ingress, prober.token)
+        prober = Prober(target.ingress, target.probe_token)
         cpu0, wall0 = cpu_seconds(wpid), time.monotonic()
         prober.start()
         commit_ms: list[float] = []
-        with httpx.Client(base_url=room.owner, headers={"Authorization": f"Bearer {room.owner_token}"},
-                          timeout=30) as owner:
-            interval = 1.0 / rate
-            next_at = time.perf_counter()
-            for i in range(int(seconds * rate)):
-                next_at += interval
-                t0 = time.perf_counter()
-                r = owner.post("/owner/invitations", json={"participant": f"w{i}", "capabilities": ["read"]})
-                commit_ms.append((time.perf_counter() - t0) * 1000)
-                assert r.status_code == 201, r.text
-                time.sleep(max(0.0, next_at - time.perf_counter()))
+        interval = 1.0 / rate
+        next_at = time.perf_counter()
+        for i in range(int(seconds * rate)):
+            next_at += interval
+            t0 = time.perf_counter()
+            target.publish(i)
+            commit_ms.append((time.perf_counter() - t0) * 1000)
+            time.sleep(max(0.0, next_at - time.perf_counter()))
         worker_cpu = (cpu_seconds(wpid) - cpu0) / (time.monotonic() - wall0)
         time.sleep(1.0)  # let the last events arrive
         probe_ms = prober.finish()
         assert not prober.failures, prober.failures[:3]
         rss_after = rss_kb(wpid)
-        end_id = room.operator().get("/workspace/room").json()["last_event_id"]
+        end_id = target.last_id()
         for proc in procs:
             proc.stdin.write("stop\n")
             proc.stdin.flush()
             proc.stdout.readline()
             proc.wait(30)
-
-        times: dict[int, float] = {}
-        cursor = None
-        with httpx.Client(base_url=room.owner, headers={"Authorization": f"Bearer {room.owner_token}"}) as owner:
-            while True:
-                params = {"limit": 200, **({"cursor": cursor} if cursor else {})}
-                page = owner.get("/workspace/history", params=params).json()
-                times.update({e["id"]: stamp(e["time"]) for e in page["events"]})
-                cursor = page["next_cursor"]
-                if not cursor:
-                    break
+        times = target.times()
         expected = list(range(start_id + 1, end_id + 1))
         latencies: list[float] = []
         lost = disordered = 0
@@ -276,7 +348,7 @@ def run_level(n: int, seconds: float, rate: float) -> dict:
             "commit_p99_ms": pct(commit_ms, 99),
         }
     finally:
-        room.stop()
+        target.stop()
 
 
 def main() -> None:
@@ -285,6 +357,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON too")
+    parser.add_argument("--bare", action="store_true",
+                        help="also run the bare SSE hub anchor at each level (tests/bench/bare_hub.py)")
     parser.add_argument("--observer", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--tokens", help=argparse.SUPPRESS)
@@ -303,6 +377,8 @@ def main() -> None:
     results = []
     for level in (int(x) for x in args.levels.split(",")):
         r = run_level(level, args.seconds, args.rate)
+        if args.bare:
+            r["bare"] = run_level(level, args.seconds, args.rate, bare=True)
         results.append(r)
         print(f"{r['observers']:>9} {r['events']:>6} {r['lost']:>4} {r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f} "
               f"{r['max_ms']:>7.1f} {r['rss_before_kb'] / 1024:>8.1f} {r['rss_after_kb'] / 1024:>7.1f} "

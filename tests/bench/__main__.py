@@ -1,0 +1,284 @@
+"""Every benchmark side by side with its anchor, in one run: ``python -m tests.bench``.
+
+Run::
+
+    .venv/bin/python -m tests.bench [--seconds 5] [--quick] [--before DIR] [--only reads,writes,...]
+                                    [--fanout-levels 1000,10000] [--no-write-docs]
+
+Workloads (each with its anchor measured in the same run):
+
+- ``reads``: ``GET /workspace/document`` of the ~101 KB zh-Hans corpus
+  document, 16 connections, against a bare Falcon ASGI app on gunicorn
+  ``-k asgi -w 1`` answering the same bytes pre-encoded (``resp.data``;
+  :mod:`tests.bench.bare_app`). Load from ``wrk`` when installed, else the
+  asyncio generator of :mod:`tests.bench.load` (the table says which).
+  ``--before DIR`` also measures the room served from an older checkout
+  (``git archive <commit> | tar -x -C DIR``) in the same run.
+- ``mcp``: ``tools/call`` read-document, ours vs the official ``mcp`` SDK
+  server (:mod:`tests.bench.mcp_calls`).
+- ``writes``: write transactions/s over HTTP, 1 and 16 clients, group
+  commit on and off, vs bare fsync'd SQLite (:mod:`tests.bench.writes`).
+- ``versions``: a random old version of the 963 KB changelog after 1,000
+  versions, p99 over HTTP (:mod:`tests.bench.old_versions`).
+- ``startup``: ``ce --help`` vs ``python -c pass`` (hyperfine when installed).
+- ``fanout``: observers of ``/workspace/observe`` (:mod:`tests.bench.fanout`,
+  which also runs the bare SSE hub anchor).
+
+Prints one table (workload, ours, anchor, ratio, target) and writes it to
+``docs/performance.md`` with the machine it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_CORPUS = Path("/work/shared/corpus")
+ZH_DOC = "system-design-primer-README-zh-Hans.md"
+if not os.environ.get("COMMONROOM_CORPUS") and (SHARED_CORPUS / ZH_DOC).exists():
+    os.environ["COMMONROOM_CORPUS"] = str(SHARED_CORPUS)
+sys.path.insert(0, str(ROOT))
+
+from tests.bench import bare_app, load  # noqa: E402
+from tests.roomproc import CORPUS, start_room  # noqa: E402
+
+Row = dict[str, Any]
+
+
+def read_doc() -> Path:
+    """The reads' document: the zh-Hans corpus document, else the largest one under 200 KB."""
+    if (CORPUS / ZH_DOC).exists():
+        return CORPUS / ZH_DOC
+    small = [p for p in CORPUS.glob("*.md") if p.stat().st_size < 200_000]
+    return max(small, key=lambda p: p.stat().st_size)
+
+
+def _room_reads(folder: Path, doc: Path, seconds: float, env: dict[str, str] | None = None) -> tuple[Row, bytes]:
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    os.environ["COMMONROOM_RATE_LIMIT"] = str(10**9)
+    try:
+        room = start_room(folder, doc, name=doc.name)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    try:
+        token = room.join("bench-reader", "read").token
+        headers = {"Authorization": f"Bearer {token}"}
+        probe = load.KeepAlive(room.ingress)
+        status, _, body = probe.call(load.request_bytes("GET", "/workspace/document", headers))
+        probe.close()
+        assert status == 200, body[:200]
+        return load.http_load(room.ingress, "/workspace/document", headers, 16, seconds), body
+    finally:
+        room.stop()
+
+
+def reads(seconds: float, before: Path | None) -> list[Row]:
+    """``GET /workspace/document`` vs the bare app with the same bytes (and an older checkout)."""
+    doc = read_doc()
+    with tempfile.TemporaryDirectory(prefix="cr-bench-reads-") as tmp:
+        ours, body = _room_reads(Path(tmp) / "ours", doc, seconds)
+        answer = Path(tmp) / "answer.json"
+        answer.write_bytes(body)
+        proc, base = bare_app.serve(answer)
+        try:
+            anchor = load.http_load(base, "/workspace/document", {}, 16, seconds)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        rows = [{"workload": f"GET /workspace/document, {doc.name} ({len(body) // 1024} KB answer), 16 conns",
+                 "ours": f"{ours['rps']:,.0f} req/s (p99 {ours['p99']:.1f} ms)",
+                 "anchor": f"bare Falcon, same bytes: {anchor['rps']:,.0f} req/s",
+                 "ratio": ours["rps"] / max(anchor["rps"], 1e-9), "target": "≥ 0.6×", "tool": ours["tool"]}]
+        if before is not None:
+            old, _ = _room_reads(Path(tmp) / "before", doc, seconds, {"PYTHONPATH": str(before)})
+            rows.append({"workload": f"  the same, served by {before.name} (before)",
+                         "ours": f"{old['rps']:,.0f} req/s (p99 {old['p99']:.1f} ms)",
+                         "anchor": f"bare Falcon: {anchor['rps']:,.0f} req/s",
+                         "ratio": old["rps"] / max(anchor["rps"], 1e-9), "target": "—", "tool": old["tool"]})
+        return rows
+
+
+def mcp(seconds: float) -> list[Row]:
+    """``tools/call`` read-document: ours vs the official SDK (tests/bench/mcp_calls.py)."""
+    doc = read_doc()
+    out = subprocess.run([sys.executable, "-m", "tests.bench.mcp_calls", "--seconds", str(seconds),
+                          "--rounds", "2", "--doc", doc.name], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "COMMONROOM_CORPUS": str(doc.parent)}).stdout
+    figures = {name: float(m) for name, m in re.findall(r"^(commonroom|official SDK)\s+(\d+)", out, re.M)}
+    ours, theirs = figures.get("commonroom", 0.0), figures.get("official SDK", 0.0)
+    return [{"workload": f"MCP tools/call document_read, {doc.name}, 16 clients",
+             "ours": f"{ours:,.0f} calls/s", "anchor": f"official mcp SDK server: {theirs:,.0f} calls/s",
+             "ratio": ours / max(theirs, 1e-9), "target": "≥ 4×", "tool": "asyncio (mcp_calls.py)"}]
+
+
+def writes(seconds: float) -> list[Row]:
+    """Write transactions/s, group commit on and off, vs bare fsync'd SQLite (tests/bench/writes.py)."""
+    from tests.bench import writes as bench
+
+    rows = []
+    for r in bench.measure([1, 16], seconds):
+        rows.append({"workload": f"lease acquire+release, {r['clients']} client(s), HTTP, write txn/s",
+                     "ours": f"{r['on']:,.0f} (group commit off: {r['off']:,.0f})",
+                     "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s",
+                     "ratio": r["on"] / max(r["bare"], 1e-9), "target": f"≥ {r['target']}×",
+                     "tool": "asyncio (writes.py)"})
+    return rows
+
+
+def versions(quick: bool) -> list[Row]:
+    """A random old version of the 963 KB changelog after 1,000 versions (tests/bench/old_versions.py)."""
+    from tests.bench import old_versions
+
+    count = 300 if quick else 1000
+    r = old_versions.measure(count, 200 if quick else 400)
+    return [{"workload": f"GET /workspace/versions/{{random n}}, 963 KB changelog, {count} versions",
+             "ours": f"first reads p50 {r['cold']['p50']:.1f} ms, p99 {r['cold']['p99']:.1f} ms; "
+                     f"again p50 {r['warm']['p50']:.1f} ms, p99 {r['warm']['p99']:.1f} ms",
+             "anchor": "—", "ratio": None, "target": "p99 ≤ 5 ms", "tool": "keep-alive socket"}]
+
+
+def startup() -> list[Row]:
+    """``ce --help`` and ``ce read`` (against a real room) start-up times, vs ``python -c pass``."""
+    python = sys.executable
+    ce = [python, "-c", "import sys; sys.argv[0] = 'ce'; from commonroom.cli.main import main; main()"]
+    with tempfile.TemporaryDirectory(prefix="cr-bench-startup-") as tmp:
+        room = start_room(Path(tmp), text="# Startup\n\nbody\n")
+        try:
+            session = Path(tmp) / "session.json"
+            subprocess.run([*ce, "join", room.invite("reader", "read"), "--session-file", str(session)],
+                           capture_output=True, check=True, timeout=60)
+            commands = {"ce --help": [*ce, "--help"], "ce read": [*ce, "read", "--raw", "--session-file", str(session)],
+                        "python -c pass": [python, "-c", "pass"]}
+            if shutil.which("hyperfine"):
+                export = Path(tmp) / "h.json"
+                subprocess.run(["hyperfine", "-N", "-w", "3", "-r", "20", "--export-json", str(export),
+                                *(" ".join(_quote(a) for a in cmd) for cmd in commands.values())],
+                               capture_output=True, timeout=300, check=True)
+                means = [r["mean"] * 1000 for r in json.loads(export.read_text())["results"]]
+                tool = "hyperfine"
+            else:
+                means = [_mean_ms(cmd) for cmd in commands.values()]
+                tool = "subprocess timing"
+        finally:
+            room.stop()
+    return [{"workload": f"{name}, start to exit", "ours": f"{ms:.0f} ms",
+             "anchor": f"python -c pass: {means[-1]:.0f} ms", "ratio": ms / max(means[-1], 1e-9),
+             "target": "≤ 150 ms", "tool": tool} for name, ms in zip(commands, means[:-1])]
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\"'\"'") + "'" if any(c in arg for c in " ;'\"") else arg
+
+
+def _mean_ms(cmd: list[str], runs: int = 10) -> float:
+    start = time.perf_counter()
+    for _ in range(runs):
+        subprocess.run(cmd, capture_output=True, check=True)
+    return (time.perf_counter() - start) / runs * 1000
+
+
+def fanout(levels: str, seconds: float) -> list[Row]:
+    """Observers of ``/workspace/observe`` (tests/bench/fanout.py --json, with its bare hub anchor)."""
+    out = subprocess.run([sys.executable, "-m", "tests.bench.fanout", "--levels", levels, "--seconds",
+                          str(seconds), "--json", "--bare"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=3600).stdout
+    start = out.find("[")
+    results = json.loads(out[start:out.rfind("]") + 1]) if start >= 0 else []
+    rows = []
+    for r in results:
+        bare = r.get("bare") or {}
+        rows.append({"workload": f"fan-out, {r['observers']:,} observers, 20 events/s",
+                     "ours": f"p99 {r['p99_ms']:.0f} ms, {r['rss_per_subscriber_kb']:.1f} KB/sub, lost {r['lost']}, "
+                             f"req p99 {r['probe_p99_ms']:.0f} ms",
+                     "anchor": (f"bare SSE hub: p99 {bare['p99_ms']:.0f} ms, {bare['rss_per_subscriber_kb']:.1f} KB/sub"
+                                if bare else "—"),
+                     "ratio": (r["p99_ms"] / bare["p99_ms"]) if bare.get("p99_ms") else None,
+                     "target": "p99 ≤ 1 s, ≤ 25 KB/sub, 0 lost", "tool": "fanout.py"})
+    return rows
+
+
+def machine() -> str:
+    """One line describing the machine this ran on."""
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    load_avg = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"{platform.node()}: {os.cpu_count()} CPUs ({cpu or platform.processor()}), {platform.system()} "
+            f"{platform.release()}, Python {platform.python_version()}; load average at the end {load_avg}")
+
+
+def table(rows: list[Row]) -> str:
+    """The markdown table of ``rows``."""
+    lines = ["| workload | ours | anchor (same run) | ratio | target | load |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f}×"
+        lines.append(f"| {r['workload']} | {r['ours']} | {r['anchor']} | {ratio} | {r['target']} | {r['tool']} |")
+    return "\n".join(lines)
+
+
+def write_docs(text: str, path: Path = ROOT / "docs" / "performance.md") -> None:
+    """Replace the generated part of docs/performance.md (between its markers) with ``text``."""
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    old = path.read_text("utf-8") if path.exists() else f"# Performance\n\n{begin}\n{end}\n"
+    if begin not in old:
+        old += f"\n{begin}\n{end}\n"
+    head, _, rest = old.partition(begin)
+    _, _, tail = rest.partition(end)
+    path.write_text(f"{head}{begin}\n{text}\n{end}{tail}", "utf-8")
+
+
+def main() -> None:
+    """Command line (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--quick", action="store_true", help="fewer versions, shorter fan-out")
+    parser.add_argument("--before", type=Path, help="an older checkout to serve the reads from too")
+    parser.add_argument("--only", default="reads,mcp,writes,versions,startup,fanout")
+    parser.add_argument("--fanout-levels", default="1000,10000")
+    parser.add_argument("--no-write-docs", action="store_true")
+    args = parser.parse_args()
+    wanted = args.only.split(",")
+    steps = {
+        "reads": lambda: reads(args.seconds, args.before),
+        "mcp": lambda: mcp(args.seconds),
+        "writes": lambda: writes(args.seconds),
+        "versions": lambda: versions(args.quick),
+        "startup": startup,
+        "fanout": lambda: fanout("1000" if args.quick else args.fanout_levels, 10 if args.quick else 15),
+    }
+    rows: list[Row] = []
+    for name, step in steps.items():
+        if name in wanted:
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            rows += step()
+    tools = sorted({r["tool"] for r in rows})
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"Run {when} on {machine()}.\nHTTP load: {'wrk' if load.have_wrk() else 'the asyncio generator'} "
+            f"({'wrk installed' if load.have_wrk() else 'wrk not installed'}); tools per row: {', '.join(tools)}.\n\n"
+            + table(rows))
+    print(text)
+    if not args.no_write_docs:
+        write_docs(text)
+
+
+if __name__ == "__main__":
+    main()

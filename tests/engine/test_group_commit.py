@@ -1,0 +1,53 @@
+"""Group commit in the writer thread (operations/runner.py, Store.batch).
+
+Writes queued while the writer is busy run together in one transaction,
+each in its own savepoint: each is its own version and event, a failing
+one leaves the others, and answers come after the commit. A blocker write
+holds the writer while the others queue, so the batch is deterministic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from commonroom.engine import OPERATOR
+from commonroom.errors import StaleVersion
+from commonroom.operations.runner import Runner
+
+TEXT = "".join(f"line {i}\n" for i in range(1, 21))
+
+
+def test_queued_writes_commit_together_and_one_failure_stays_alone(engine):
+    runner = Runner(engine)
+    published: list[dict] = []
+    engine.store.publish = published.extend
+    release = threading.Event()
+
+    def blocker() -> None:
+        release.wait(10)
+
+    def write(expected: int, k: int, text: str):
+        return engine.write(OPERATOR, expected, text, {"lines": [k, k]})
+
+    async def scenario():
+        first = asyncio.ensure_future(runner.write(blocker))
+        await asyncio.sleep(0.05)  # the writer now holds the blocker; the rest queue behind it
+        head = engine.head().number
+        calls = [asyncio.ensure_future(runner.write(write, head, 1, "one\n")),
+                 asyncio.ensure_future(runner.write(write, head, 2, "stale\n")),  # head moved: refused
+                 asyncio.ensure_future(runner.write(write, head + 1, 3, "three\n"))]
+        await asyncio.sleep(0.05)
+        release.set()
+        await first
+        return head, await asyncio.gather(*calls, return_exceptions=True)
+
+    head, (one, stale, three) = asyncio.run(scenario())
+    runner.close()
+    assert isinstance(stale, StaleVersion)
+    assert one["number"] == head + 1 and three["number"] == head + 2
+    assert engine.head().number == head + 2
+    assert engine.head().text.splitlines()[:3] == ["one", "line 2", "three"]
+    assert engine.version_text(head + 1).splitlines()[:3] == ["one", "line 2", "line 3"]
+    committed = [e for e in published if e["type"] == "version.committed"]
+    assert [e["payload"]["version"] for e in committed] == [head + 1, head + 2]
