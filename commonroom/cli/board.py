@@ -20,7 +20,6 @@ from urllib.parse import quote, urlencode
 import typer
 
 from .. import client
-from ..operations import OPERATIONS
 from .common import handled, load_session
 from .render import JSON_OUTPUT, show
 
@@ -48,6 +47,8 @@ def _board(session_file: Path | None, board: str) -> str:
 
 def _route(operation: str, **params: str) -> tuple[str, str]:
     """The method and path ``operation`` declares in the operation table, its path parameters filled."""
+    from ..operations import OPERATIONS  # the table imports the engine: only when a board command runs
+
     http = OPERATIONS[operation].http
     assert http is not None
     path = http.path

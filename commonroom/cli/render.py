@@ -20,13 +20,12 @@ import json
 import sys
 from contextvars import ContextVar
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from rich.console import Console
-from rich.markdown import Markdown
-from rich.syntax import Syntax
-from rich.table import Table
-from rich.text import Text
+
+if TYPE_CHECKING:  # Rich is imported by what prints (``ce --help`` stays light: tests/e2e/test_ce_startup.py)
+    from rich.console import Console
+    from rich.text import Text
 
 from ..errors import CommonroomError
 
@@ -52,6 +51,8 @@ def renders(shape: str) -> Callable[[Renderer], Renderer]:
 
 def console(stderr: bool = False) -> Console:
     """A Rich console on the current stdout (or stderr); wide and plain when it is not a terminal."""
+    from rich.console import Console
+
     file = sys.stderr if stderr else sys.stdout
     out = Console(file=file, highlight=False, soft_wrap=False)
     if not out.is_terminal:
@@ -133,6 +134,9 @@ def place(region: Any, lines: Any) -> str:
 def table(rows: Iterable[dict[str, Any]], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]],
           empty: str, next_cursor: Any = None) -> None:
     """A Rich table of ``rows`` (``columns``: header, cell of a row), then the next-page hint."""
+    from rich.table import Table
+    from rich.text import Text
+
     rows = list(rows)
     if not rows:
         line(Text(empty, style="dim"))
@@ -148,12 +152,17 @@ def table(rows: Iterable[dict[str, Any]], columns: list[tuple[str, Callable[[dic
 
 def more(next_cursor: Any) -> None:
     """The hint for the next page of a paged answer, if there is one."""
+    from rich.text import Text
+
     if next_cursor:
         line(Text(f"more: run again with --cursor {next_cursor}", style="dim"))
 
 
 def fields(answer: Any) -> None:
     """Any answer as a two-column table of its fields (nested values as compact JSON)."""
+    from rich.table import Table
+    from rich.text import Text
+
     if not isinstance(answer, dict):
         line(Text(json.dumps(answer, ensure_ascii=False)))
         return
@@ -174,6 +183,8 @@ def markdown(text: str) -> None:
     ``ce read > copy.md`` is a byte-for-byte copy whatever the environment.
     """
     if sys.stdout.isatty() and not JSON_OUTPUT.get():
+        from rich.markdown import Markdown
+
         console().print(Markdown(text))
         return
     sys.stdout.flush()
@@ -185,6 +196,8 @@ def diff(text: str, stderr: bool = False) -> None:
     """A unified diff: coloured on a terminal, the text as it is otherwise."""
     out = console(stderr)
     if out.is_terminal:
+        from rich.syntax import Syntax
+
         out.print(Syntax(text.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
         return
     stream = sys.stderr if stderr else sys.stdout
@@ -235,6 +248,8 @@ def error(err: CommonroomError) -> None:
         diff(envelope["diff"], stderr=True)
     message = " ".join(str(envelope.get("message", "")).split())
     step = _next_step(envelope)
+    from rich.text import Text
+
     text = Text(f"ce: {envelope.get('error')}: ", style="bold red")
     text.append(message + (f" — next: {step}" if step else ""))
     console(stderr=True).print(text, overflow="ignore", crop=False, soft_wrap=True)

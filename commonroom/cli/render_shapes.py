@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
 
 from .render import console, diff, line, markdown, place, renders, short, table, when
 
@@ -148,6 +147,8 @@ def revoked(answer: dict[str, Any]) -> None:
 @renders("cli#Status")
 def status(answer: dict[str, Any]) -> None:
     """The room at a glance: running, ports, head, participants, open proposals, leases."""
+    from rich.text import Text
+
     room = answer["room"]
     if answer["running"]:
         ingress = answer.get("ingress") or {}
@@ -254,6 +255,8 @@ def messages(answer: dict[str, Any]) -> None:
 @renders("boards#Observation")
 def observation(answer: dict[str, Any]) -> None:
     """The changed messages, then the token to observe after."""
+    from rich.text import Text
+
     if answer.get("history_lost"):
         line(Text("history lost: some changes were dropped; reread the board", style="yellow"))
     _messages(answer.get("messages") or [])

@@ -15,8 +15,6 @@ from urllib.parse import urlencode
 import typer
 
 from .. import client
-from ..engine import Engine
-from ..operations import OPERATIONS
 from ..roomfiles import RoomFiles
 from .common import handled, operator_read, owner_endpoint, require_document
 from .render import show
@@ -39,11 +37,15 @@ def room_status(document: Path) -> dict[str, Any]:
         state = RoomFiles.of(document).read_state() or {}
         answer.update(pid=state.get("pid"), owner_port=state.get("owner_port"), ingress=state.get("ingress"))
         for key, operation, args in PARTS:
+            from ..operations import OPERATIONS  # the table imports the engine: only when status runs
+
             http = OPERATIONS[operation].http
             assert http is not None
             path = http.path + (f"?{urlencode(args)}" if args else "")
             answer[key] = client.call_json(hint, "GET", path, token=token)
         return answer
+    from ..engine import Engine
+
     engine = Engine.open(document, readonly=True)
     try:
         for key, operation, args in PARTS:
