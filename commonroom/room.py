@@ -20,6 +20,8 @@ import each other; this module imports both.
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 from typing import Any, Callable
 
@@ -66,6 +68,12 @@ def stream_resources(engine: Engine, hub: Hub, settings: LiveSettings, streams: 
     return {"workspace_observe": ObserveResource(engine, hub, settings, streams)}
 
 
+def restart_worker(why: str) -> None:
+    """The sidecar was rescued after a disk fault: end this worker (gracefully) so the
+    arbiter starts a fresh one on the rescued file (:mod:`commonroom.store.faults`)."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def build_room(document: Path, owner_token_hash: str, *,
                table: Table = OPERATIONS) -> tuple[Engine, Any, Any, Hooks]:
     """``(engine, owner_app, ingress_app, hooks)`` for ``document``.
@@ -77,6 +85,7 @@ def build_room(document: Path, owner_token_hash: str, *,
     settings = LiveSettings.from_env()
     hub = Hub(queue_size=settings.queue_size)
     engine = Engine.open(document, publish=hub.publish, background_file=True)
+    engine.store.on_fault = restart_worker
     runner = Runner(engine)
     scheduler = room_timers(engine, runner)
     streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)

@@ -17,6 +17,7 @@ from typing import Any, Callable, TypeVar
 
 import peewee as pw
 
+from . import faults
 from .models import ACK_AUDIT_TEMPLATES, DUPLICATE_KEY_SEPARATOR, HANDOFF_TEMPLATES, Models, participant_key
 
 T = TypeVar("T")
@@ -124,6 +125,11 @@ class Store:
         self._insert_sql: dict[tuple, str] = {}
         self.db.connect(reuse_if_open=True)
         self._migrate(create=migrate)
+        #: Disk faults (:mod:`commonroom.store.faults`): the files this store has open,
+        #: the fault that stopped its writes (None: none), and what to do when one starts.
+        self.watch = faults.FileWatch(self.path)
+        self.fault: str | None = None
+        self.on_fault: Callable[[str], None] | None = None
 
     def _migrate(self, create: bool = True) -> None:
         """Bring the sidecar to :data:`SCHEMA_VERSION` in one transaction.
@@ -257,14 +263,24 @@ class Store:
         on disk follows the head there), then the events are published.
 
         Exceptions from ``fn`` roll everything back (events included) and
-        propagate unchanged.
+        propagate unchanged, except a commit the disk refused, which is
+        ``StorageUnavailable`` (:mod:`commonroom.store.faults`; also when the
+        sidecar's files were deleted or replaced under the store).
         """
         with self._lock:
+            faults.check(self)
             ctx = WriteContext(self)
-            with self.db.atomic("IMMEDIATE"):
-                result = fn(ctx)
-                if ctx.events:
-                    self._trim(ctx.events[-1]["id"])
+            try:
+                with self.db.atomic("IMMEDIATE"):
+                    result = fn(ctx)
+                    if ctx.events:
+                        self._trim(ctx.events[-1]["id"])
+            except faults.DISK_ERRORS as exc:
+                reason = faults.classify(exc)
+                if reason is None:
+                    raise
+                raise faults.refusal(self.path, reason, exc) from exc
+            self.watch.committed()
             for hook in ctx.after_commit:
                 hook()
             if ctx.events and self.publish is not None:
