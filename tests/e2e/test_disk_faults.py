@@ -198,6 +198,20 @@ def test_a_full_disk_refuses_the_commit_and_the_room_serves_again(full_disk):
     assert room.stop() == 0 and integrity(room) == "ok"
 
 
+# --------------------------------------------------- a room in a folder
+
+
+@pytest.fixture
+def served(tmp_path: Path):
+    """``(room, log, writer)``: a room in ``tmp_path/room`` logging to ``tmp_path/serve.log``."""
+    log = tmp_path / "serve.log"
+    room = start_room(tmp_path / "room", text=TEXT, log_file=log)
+    try:
+        yield room, log, room.join("writer", "read,write")
+    finally:
+        room.stop()
+
+
 # ------------------------------------------------------- read-only folder
 
 
@@ -209,11 +223,10 @@ def _read_only(folder: Path, on: bool) -> None:
         folder.chmod(0o555 if on else 0o755)
 
 
-def test_a_read_only_folder_refuses_or_delays_and_the_room_serves_again(tmp_path: Path):
-    folder, log = tmp_path / "room", tmp_path / "serve.log"
-    room = start_room(folder, text=TEXT, log_file=log)
+def test_a_read_only_folder_refuses_or_delays_and_the_room_serves_again(served):
+    room, log, writer = served
+    folder = room.document.parent
     try:
-        writer = room.join("writer", "read,write")
         before = head(writer)
         _read_only(folder, True)
         try:
@@ -234,7 +247,6 @@ def test_a_read_only_folder_refuses_or_delays_and_the_room_serves_again(tmp_path
         assert room.wait_for_file((TEXT + "rw\n").encode()) == (TEXT + "rw\n").encode()
         assert room.stop() == 0 and integrity(room) == "ok"
     finally:
-        room.stop()
         if ROOT:
             subprocess.run(["chattr", "-R", "-i", str(folder)], capture_output=True)
 
@@ -243,62 +255,53 @@ def test_a_read_only_folder_refuses_or_delays_and_the_room_serves_again(tmp_path
 
 
 @pytest.mark.parametrize("victim", ["-wal", ""])
-def test_a_deleted_sidecar_file_is_rescued_and_nothing_acknowledged_is_lost(tmp_path: Path, victim: str):
-    folder, log = tmp_path / "room", tmp_path / "serve.log"
-    room = start_room(folder, text=TEXT, log_file=log)
+def test_a_deleted_sidecar_file_is_rescued_and_nothing_acknowledged_is_lost(served, victim: str):
+    room, log, writer = served
+    acknowledged = []
+    for i in range(3):
+        r = put(writer, head(writer)["version"], TEXT + f"ack {i}\n")
+        assert r.status_code == 200, r.text
+        acknowledged.append(r.json()["number"])
+    sidecar = room.document.with_name(room.document.name + ".commonroom.db" + victim)
+    sidecar.unlink()
+    refused = put(writer, acknowledged[-1], TEXT + "after\n")
+    if refused.status_code != 200:  # a room timer may have met the fault first: then it restarted already
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["details"] == {"reason": "sidecar_replaced"}
+    assert "deleted or replaced under the running room; rescued every committed write" in log_of(log)
+    done = eventually(lambda: put(writer, head(writer)["version"], TEXT + "served again\n"),
+                      lambda r: r.status_code == 200)
+    assert done.status_code == 200, done.text
+    versions = [v["number"] for v in writer.get("/workspace/versions", params={"limit": 200}).json()["versions"]]
+    assert sorted(versions) == sorted(set(versions)) and set(acknowledged) <= set(versions)
+    assert done.json()["number"] == max(versions)
+    assert room.wait_for_file((TEXT + "served again\n").encode()) == (TEXT + "served again\n").encode()
+    assert room.stop() == 0 and integrity(room) == "ok"
+    reopened = start_room(room.document.parent, log_file=log)  # and a plain restart still has everything
     try:
-        writer = room.join("writer", "read,write")
-        acknowledged = []
-        for i in range(3):
-            r = put(writer, head(writer)["version"], TEXT + f"ack {i}\n")
-            assert r.status_code == 200, r.text
-            acknowledged.append(r.json()["number"])
-        sidecar = room.document.with_name(room.document.name + ".commonroom.db" + victim)
-        sidecar.unlink()
-        refused = put(writer, acknowledged[-1], TEXT + "after\n")
-        if refused.status_code != 200:  # a room timer may have met the fault first: then it restarted already
-            assert refused.status_code == 503, refused.text
-            assert refused.json()["details"] == {"reason": "sidecar_replaced"}
-        assert "deleted or replaced under the running room; rescued every committed write" in log_of(log)
-        done = eventually(lambda: put(writer, head(writer)["version"], TEXT + "served again\n"),
-                          lambda r: r.status_code == 200)
-        assert done.status_code == 200, done.text
-        versions = [v["number"] for v in writer.get("/workspace/versions", params={"limit": 200}).json()["versions"]]
-        assert sorted(versions) == sorted(set(versions)) and set(acknowledged) <= set(versions)
-        assert done.json()["number"] == max(versions)
-        assert room.wait_for_file((TEXT + "served again\n").encode()) == (TEXT + "served again\n").encode()
-        assert room.stop() == 0 and integrity(room) == "ok"
-        reopened = start_room(folder, log_file=log)  # and a plain restart still has everything
-        try:
-            again = reopened.join("again", "read")
-            assert head(again)["version"] == done.json()["number"]
-        finally:
-            reopened.stop()
+        again = reopened.join("again", "read")
+        assert head(again)["version"] == done.json()["number"]
     finally:
-        room.stop()
+        reopened.stop()
 
 
 # ----------------------------------------- document replaced by a directory
 
 
-def test_a_directory_in_place_of_the_document_is_moved_aside(tmp_path: Path):
-    folder, log = tmp_path / "room", tmp_path / "serve.log"
-    room = start_room(folder, text=TEXT, log_file=log)
-    try:
-        writer = room.join("writer", "read,write")
-        before = head(writer)
-        room.document.unlink()
-        room.document.mkdir()
-        (room.document / "inside.txt").write_text("keep me")
-        done = put(writer, before["version"], TEXT + "after the swap\n")
-        assert done.status_code == 200, done.text  # the sidecar is the truth: the write is durable
-        expected = (TEXT + "after the swap\n").encode()
-        assert room.wait_for_file(expected) == expected
-        aside = [p for p in folder.iterdir() if p.name.startswith("doc.md.rejected-")]
-        assert len(aside) == 1 and (aside[0] / "inside.txt").read_text() == "keep me"
-        assert "was not a readable file (Is a directory)" in log_of(log)
-        history = writer.get("/workspace/history", params={"limit": 200}).json()["events"]
-        assert "document.external_edit_rejected" in {e["type"] for e in history}
-        assert room.stop() == 0 and integrity(room) == "ok"
-    finally:
-        room.stop()
+def test_a_directory_in_place_of_the_document_is_moved_aside(served):
+    room, log, writer = served
+    folder = room.document.parent
+    before = head(writer)
+    room.document.unlink()
+    room.document.mkdir()
+    (room.document / "inside.txt").write_text("keep me")
+    done = put(writer, before["version"], TEXT + "after the swap\n")
+    assert done.status_code == 200, done.text  # the sidecar is the truth: the write is durable
+    expected = (TEXT + "after the swap\n").encode()
+    assert room.wait_for_file(expected) == expected
+    aside = [p for p in folder.iterdir() if p.name.startswith("doc.md.rejected-")]
+    assert len(aside) == 1 and (aside[0] / "inside.txt").read_text() == "keep me"
+    assert "was not a readable file (Is a directory)" in log_of(log)
+    history = writer.get("/workspace/history", params={"limit": 200}).json()["events"]
+    assert "document.external_edit_rejected" in {e["type"] for e in history}
+    assert room.stop() == 0 and integrity(room) == "ok"
