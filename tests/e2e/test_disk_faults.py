@@ -35,6 +35,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.mcp_wire import Mcp
 from tests.roomproc import Client, Room, start_room
 
 TEXT = "# Plan\n\n## Design\n\nfirst\n"
@@ -180,6 +181,12 @@ def test_a_full_disk_refuses_the_commit_and_the_room_serves_again(full_disk):
         assert refused.json()["details"]["reason"] in (("disk_full",) if kind == "tmpfs" else ("disk_full", "io_error"))
         assert head(writer) == before  # nothing half-written
         assert writer.get("/workspace/history", params={"limit": 1}).json() == events
+        mcp = Mcp(room.ingress, writer.token)
+        try:  # over MCP: the same error object, as an isError tool result
+            tool = mcp.call_tool("document_write", {"expected_version": before["version"], "text": big_text("m")})
+        finally:
+            mcp.close()
+        assert tool["isError"] is True and tool["structuredContent"]["error"] == "storage_unavailable"
         uncertain = todo.complete()
         assert uncertain.status_code in (200, 503), uncertain.text  # small enough to fit, or not
         if uncertain.status_code == 503:
