@@ -327,6 +327,8 @@ class Store:
         return int(row[0]) if row else 0
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (rescuing the sidecar first if it was deleted under the store)."""
         if not self.db.is_closed():
+            with self._lock:
+                faults.rescue_if_moved(self)
             self.db.close()

@@ -147,6 +147,26 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def rescue_if_moved(store: Any) -> str | None:
+    """If the sidecar's files moved: rescue them (once) and log it; what moved, or None.
+
+    Called before a commit (:func:`check`) and when the store closes, so a
+    room stopped after its sidecar was deleted keeps what it committed.
+    """
+    if store.fault is not None:
+        return store.fault
+    what = store.watch.changed()
+    if what is None:
+        return None
+    store.fault = what
+    try:
+        aside = rescue(store.db, store.path)
+        log.error("%s; rescued every committed write into %s (what stood there is now %s)", what, store.path, aside)
+    except Exception as exc:  # the rescue itself failed: say so, the operator restores by hand
+        log.error("%s; the rescue failed (%s): stop the room and restore the sidecar", what, exc)
+    return what
+
+
 def check(store: Any) -> None:
     """Before a commit: ``StorageUnavailable`` when the sidecar's files moved (after rescuing them).
 
@@ -154,18 +174,12 @@ def check(store: Any) -> None:
     rescues the sidecar and calls ``store.on_fault(reason)`` (the room
     restarts its worker on the rescued file); every write after is refused.
     """
-    if store.fault is None:
-        what = store.watch.changed()
-        if what is None:
-            return
-        store.fault = what
-        try:
-            aside = rescue(store.db, store.path)
-            log.error("%s; rescued every committed write into %s (what stood there is now %s); "
-                      "restarting the room's worker on it", what, store.path, aside)
-        except Exception as exc:  # the rescue itself failed: stop, saying why
-            log.error("%s; the rescue failed (%s): stop the room and restore the sidecar", what, exc)
-        if store.on_fault is not None:
-            store.on_fault(what)
+    fresh = store.fault is None
+    what = rescue_if_moved(store)
+    if what is None:
+        return
+    if fresh and store.on_fault is not None:
+        log.error("restarting the room's worker on the rescued sidecar")
+        store.on_fault(what)
     raise StorageUnavailable("the room's sidecar was deleted or replaced under it; the room is restarting "
                              "on a rescued copy: try again shortly", details={"reason": "sidecar_replaced"})

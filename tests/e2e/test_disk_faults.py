@@ -292,6 +292,22 @@ def test_a_deleted_sidecar_file_is_rescued_and_nothing_acknowledged_is_lost(serv
         reopened.stop()
 
 
+@pytest.mark.parametrize("victim", ["-wal", ""])
+def test_a_room_stopped_after_its_sidecar_was_deleted_keeps_every_write(served, victim: str):
+    """No write comes after the deletion: the room rescues the sidecar as it stops."""
+    room, log, writer = served
+    done = put(writer, head(writer)["version"], TEXT + "kept\n")
+    assert done.status_code == 200, done.text
+    room.document.with_name(room.document.name + ".commonroom.db" + victim).unlink()
+    assert room.stop() == 0 and integrity(room) == "ok"
+    assert "rescued every committed write" in log_of(log)
+    reopened = start_room(room.document.parent, log_file=log)
+    try:
+        assert head(reopened.join("again", "read"))["version"] == done.json()["number"]
+    finally:
+        reopened.stop()
+
+
 # ----------------------------------------- document replaced by a directory
 
 
