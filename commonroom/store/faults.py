@@ -90,7 +90,12 @@ def identity(path: Path) -> tuple[int, int] | None:
 
 
 class FileWatch:
-    """Whether ``path`` and ``path-wal`` still name the files the store has open."""
+    """Whether ``path`` and ``path-wal`` still name the files the store has open.
+
+    SQLite deletes the ``-wal`` only when the last connection to the file
+    closes; the store's own connection stays open until :meth:`Store.close`,
+    so a ``-wal`` with another inode (or none) means someone else removed it.
+    """
 
     def __init__(self, path: Path):
         self.path = path
