@@ -45,7 +45,10 @@ Tree::
     ├── AssignmentHistoryLost   assignment_history_lost 409
     ├── AssignmentTooLarge      assignment_too_large  409
     ├── CompletionMismatch      completion_mismatch   409
-    └── CompletionPersistenceUncertain completion_persistence_uncertain 503
+    ├── CompletionPersistenceUncertain completion_persistence_uncertain 503
+    └── StorageUnavailable      storage_unavailable   503 (ours: the sidecar cannot
+                                                      take the write: disk full,
+                                                      read-only, files gone)
 """
 
 from __future__ import annotations
@@ -97,6 +100,8 @@ STATUS: dict[str, int] = {
     "assignment_too_large": 409,
     "completion_mismatch": 409,
     "completion_persistence_uncertain": 503,
+    # ours (docs/hardening.md): a commit the disk refused; appended so earlier exit codes keep their values
+    "storage_unavailable": 503,
 }
 
 #: code → distinct non-zero exit status of ``ce`` (1 is a generic failure).
@@ -320,6 +325,18 @@ class CompletionPersistenceUncertain(CommonroomError):
     code = "completion_persistence_uncertain"
 
 
+class StorageUnavailable(CommonroomError):
+    """The sidecar could not take the write (503): nothing of it was committed.
+
+    ``details.reason``: ``disk_full``, ``read_only``, ``io_error`` or
+    ``sidecar_replaced`` (the sidecar or its ``-wal`` was deleted or
+    replaced under the running room: it rescues what it holds and restarts
+    its worker on it).
+    """
+
+    code = "storage_unavailable"
+
+
 def body_too_large(limit: int) -> LimitExceeded:
     """The 413 ``limit_exceeded`` for a request body over ``limit`` bytes (HTTP, ``/mcp``, ``ce mcp``)."""
     return LimitExceeded(f"request body is larger than {limit} bytes", details={"limit_bytes": limit}, status=413)
@@ -357,6 +374,7 @@ BY_CODE: dict[str, type[CommonroomError]] = {
         AssignmentTooLarge,
         CompletionMismatch,
         CompletionPersistenceUncertain,
+        StorageUnavailable,
     )
 }
 

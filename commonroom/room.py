@@ -21,7 +21,7 @@ import each other; this module imports both.
 from __future__ import annotations
 
 import os
-
+import signal
 from pathlib import Path
 from typing import Any, Callable
 
@@ -73,6 +73,12 @@ def stream_resources(engine: Engine, hub: Hub, settings: LiveSettings, streams: 
     return {"workspace_observe": ObserveResource(engine, hub, settings, streams)}
 
 
+def restart_worker(why: str) -> None:
+    """The sidecar was rescued after a disk fault: end this worker (gracefully) so the
+    arbiter starts a fresh one on the rescued file (:mod:`commonroom.store.faults`)."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def build_room(document: Path, owner_token_hash: str, *,
                table: Table = OPERATIONS) -> tuple[Engine, Any, Any, Hooks]:
     """``(engine, owner_app, ingress_app, hooks)`` for ``document``.
@@ -84,6 +90,7 @@ def build_room(document: Path, owner_token_hash: str, *,
     settings = LiveSettings.from_env()
     hub = Hub(queue_size=settings.queue_size)
     engine = Engine.open(document, publish=hub.publish, background_file=True)
+    engine.store.on_fault = restart_worker
     # group commit (operations/runner.py) is on unless COMMONROOM_GROUP_COMMIT=0 (benchmarks compare both)
     runner = Runner(engine, group_commit=os.environ.get("COMMONROOM_GROUP_COMMIT", "1") != "0")
     scheduler = room_timers(engine, runner)

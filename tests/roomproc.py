@@ -143,15 +143,21 @@ def plugin_env(plugin: str) -> dict[str, str]:
 
 
 def start_room(folder: Path, source: Path | None = None, *, name: str = "doc.md", text: str | None = None,
-               args: tuple[str, ...] = (), wait: float = 30, env: dict[str, str] | None = None) -> Room:
-    """Copy ``source`` (or write ``text``) into ``folder`` and serve it (``env`` adds to the environment)."""
+               args: tuple[str, ...] = (), wait: float = 30, env: dict[str, str] | None = None,
+               log_file: Path | None = None) -> Room:
+    """Copy ``source`` (or write ``text``) into ``folder`` and serve it (``env`` adds to the environment).
+
+    The room's stdout and stderr go to ``log_file`` (default
+    ``<folder>/<name>.serve.log``).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     document = folder / name
     if source is not None:
         shutil.copyfile(source, document)
     elif text is not None and not document.exists():
         document.write_bytes(text.encode("utf-8"))
-    log = open(folder / f"{name}.serve.log", "ab")
+    log_file = log_file or folder / f"{name}.serve.log"
+    log = open(log_file, "ab")
     proc = subprocess.Popen([ce_path(), "serve", str(document), "--port", "0", "--owner-port", "0", *args],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                             env={**os.environ, **env} if env else None)
@@ -160,7 +166,7 @@ def start_room(folder: Path, source: Path | None = None, *, name: str = "doc.md"
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"ce serve exited {proc.returncode}: {(folder / f'{name}.serve.log').read_text()}")
+            raise RuntimeError(f"ce serve exited {proc.returncode}: {log_file.read_text()}")
         if state_file.exists():
             try:
                 room.state = json.loads(state_file.read_text())

@@ -146,14 +146,21 @@ class CompletionMixin(BoardBase):
 
         try:
             return self.store.write(complete)
-        except CommonroomError:
-            raise
+        except CommonroomError as exc:
+            if exc.code != "storage_unavailable":
+                raise
+            raise self._uncertain(session_id, message_id, exc) from exc
         except (pw.DatabaseError, pw.InterfaceError, OSError) as exc:
-            raise CompletionPersistenceUncertain(
-                "the completion's commit could not be confirmed: retry the exact same request",
-                details={"failure_kind": "outcome_unknown", "retry_same_completion": True,
-                         "recovery_kind": "retry_same", "session_id": session_id, "message_id": message_id,
-                         "cause": type(exc).__name__}) from exc
+            raise self._uncertain(session_id, message_id, exc) from exc
+
+    @staticmethod
+    def _uncertain(session_id: str, message_id: str, exc: Exception) -> CompletionPersistenceUncertain:
+        """The seed's answer when a completion's commit could not be confirmed (storage failures included)."""
+        return CompletionPersistenceUncertain(
+            "the completion's commit could not be confirmed: retry the exact same request",
+            details={"failure_kind": "outcome_unknown", "retry_same_completion": True,
+                     "recovery_kind": "retry_same", "session_id": session_id, "message_id": message_id,
+                     "cause": type(exc).__name__})
 
     def _replay(self, session_id: str, todo: MessageRow, identity: str, digest: str) -> Completion:
         """A resolved todo: the original completion for an exact retry, else a refusal (nothing written)."""

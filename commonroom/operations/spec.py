@@ -126,7 +126,7 @@ class Operation:
     ``errors`` the catalogue codes the operation itself can answer (the
     adapters add ``invalid_request``, ``unauthorized``,
     ``session_expired``, ``permission_denied`` and ``limit_exceeded``
-    where they apply). ``read_only`` operations run on the event loop;
+    where they apply, and ``storage_unavailable`` to every write). ``read_only`` operations run on the event loop;
     the others on the room's one writer thread. ``also`` names capabilities
     that stand in for ``capability`` (``leases_list``: read or lease).
     ``streams``: the answer
@@ -202,6 +202,8 @@ class Operation:
                 codes += ["session_expired", "limit_exceeded"]
         if self.capability and not public:
             codes.append("permission_denied")
+        if not self.read_only:
+            codes.append("storage_unavailable")  # a commit the disk refused (store/faults.py)
         out: dict[int, list[str]] = {}
         for code in dict.fromkeys(codes):
             out.setdefault(STATUS[code], []).append(code)

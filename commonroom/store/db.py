@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import peewee as pw
 
+from . import faults
 from .models import ACK_AUDIT_TEMPLATES, DUPLICATE_KEY_SEPARATOR, HANDOFF_TEMPLATES, Models, participant_key
 
 T = TypeVar("T")
@@ -139,6 +140,11 @@ class Store:
         self._batch: Batch | None = None
         self.db.connect(reuse_if_open=True)
         self._migrate(create=migrate)
+        #: Disk faults (:mod:`commonroom.store.faults`): the files this store has open,
+        #: the fault that stopped its writes (None: none), and what to do when one starts.
+        self.watch = faults.FileWatch(self.path)
+        self.fault: str | None = None
+        self.on_fault: Callable[[str], None] | None = None
 
     def _migrate(self, create: bool = True) -> None:
         """Bring the sidecar to :data:`SCHEMA_VERSION` in one transaction.
@@ -272,13 +278,16 @@ class Store:
         on disk follows the head there), then the events are published.
 
         Exceptions from ``fn`` roll everything back (events included) and
-        propagate unchanged.
+        propagate unchanged, except a commit the disk refused, which is
+        ``StorageUnavailable`` (:mod:`commonroom.store.faults`; also when the
+        sidecar's files were deleted or replaced under the store).
         """
         with self._lock:
+            faults.check(self)
             ctx = WriteContext(self)
             batch = self._batch
             if batch is not None and batch.thread == threading.get_ident():
-                with self.db.atomic():  # a savepoint inside the batch's transaction
+                with self.db.atomic():  # a savepoint inside the batch's transaction (faults: at its commit)
                     result = fn(ctx)
                     if ctx.events:
                         self._trim(ctx.events[-1]["id"])
@@ -286,10 +295,11 @@ class Store:
                     hook()
                 batch.done.append(ctx)
                 return result
-            with self.db.atomic("IMMEDIATE"):
-                result = fn(ctx)
-                if ctx.events:
-                    self._trim(ctx.events[-1]["id"])
+            with faults.refusing(self):
+                with self.db.atomic("IMMEDIATE"):
+                    result = fn(ctx)
+                    if ctx.events:
+                        self._trim(ctx.events[-1]["id"])
             for hook in ctx.on_release:
                 hook()
             self._finish(ctx)
@@ -318,8 +328,10 @@ class Store:
             batch = Batch(threading.get_ident())
             self._batch = batch
             try:
-                with self.db.atomic("IMMEDIATE"):
-                    yield
+                faults.check(self)
+                with faults.refusing(self):
+                    with self.db.atomic("IMMEDIATE"):
+                        yield
             finally:
                 self._batch = None
             for ctx in batch.done:
@@ -378,6 +390,8 @@ class Store:
         return int(row[0]) if row else 0
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (rescuing the sidecar first if it was deleted under the store)."""
         if not self.db.is_closed():
+            with self._lock:
+                faults.rescue_if_moved(self)
             self.db.close()

@@ -17,7 +17,7 @@ class Change(TypedDict):
     created_at: common.Timestamp
 
 
-ErrorCode: TypeAlias = Literal['unauthorized', 'permission_denied', 'invitation_expired', 'invitation_revoked', 'invitation_redeemed', 'unsupported_version', 'session_expired', 'lease_conflict', 'stale_version', 'proposal_not_found', 'proposal_conflict', 'invalid_region', 'version_not_found', 'transport_unavailable', 'limit_exceeded', 'invalid_request', 'not_found', 'method_not_allowed', 'handoff_not_found', 'handoff_conflict', 'idempotency_mismatch', 'message_not_found', 'peer_not_found', 'assignment_stale', 'assignment_history_lost', 'assignment_too_large', 'completion_mismatch', 'completion_persistence_uncertain']
+ErrorCode: TypeAlias = Literal['unauthorized', 'permission_denied', 'invitation_expired', 'invitation_revoked', 'invitation_redeemed', 'unsupported_version', 'session_expired', 'lease_conflict', 'stale_version', 'proposal_not_found', 'proposal_conflict', 'invalid_region', 'version_not_found', 'transport_unavailable', 'limit_exceeded', 'invalid_request', 'not_found', 'method_not_allowed', 'handoff_not_found', 'handoff_conflict', 'idempotency_mismatch', 'message_not_found', 'peer_not_found', 'assignment_stale', 'assignment_history_lost', 'assignment_too_large', 'completion_mismatch', 'completion_persistence_uncertain', 'storage_unavailable']
 
 
 class Error(TypedDict, closed=True):

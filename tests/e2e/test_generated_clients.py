@@ -122,32 +122,41 @@ def test_every_operation_has_an_endpoint_with_its_answer_model(python_generation
             assert "    body: " in source.read_text(), f"{op.name} takes no body"
 
 
+def api(listener: str, tag: str, name: str) -> ModuleType:
+    """The generated endpoint module of operation ``name``."""
+    return _module(listener, f"api.{tag}.{name}")
+
+
+def _operator(room: Room):
+    """The owner package's client with the owner token."""
+    owner_pkg = importlib.import_module(PACKAGES[OWNER])
+    return owner_pkg.AuthenticatedClient(base_url=room.owner, token=room.owner_token,
+                                         raise_on_unexpected_status=True)
+
+
+def _member(room: Room, name: str, caps: list[str]):
+    """Invite ``name`` through the owner client, join through the public ingress client: its client."""
+    ingress = importlib.import_module(PACKAGES[INGRESS])
+    m, om = _module(INGRESS, "models"), _module(OWNER, "models")
+    public = ingress.Client(base_url=room.ingress, raise_on_unexpected_status=True)
+    invited = api(OWNER, "owner", "invitation_create").sync(client=_operator(room), body=om.InviteRequest(
+        participant=name, capabilities=[om.Capability(c) for c in caps]))
+    assert isinstance(invited, om.InviteResult), invited
+    assert invited.participant == name and invited.token
+    joined = api(INGRESS, "session", "join").sync(client=public, body=m.JoinRequest(invitation=invited.token))
+    assert isinstance(joined, m.JoinResult), joined
+    assert joined.session.participant.name == name
+    return ingress.AuthenticatedClient(base_url=room.ingress, token=joined.token, raise_on_unexpected_status=True)
+
+
 def test_a_generated_client_drives_a_whole_session(room, python_generation):
     """invite (owner) → join (public) → read → lease → propose → approve → read the new version,
     and error answers come back as the generated Error model."""
-    ingress = importlib.import_module(PACKAGES[INGRESS])
-    owner_pkg = importlib.import_module(PACKAGES[OWNER])
     m = _module(INGRESS, "models")
     om = _module(OWNER, "models")
-    api = lambda listener, tag, name: _module(listener, f"api.{tag}.{name}")  # noqa: E731
-
-    operator = owner_pkg.AuthenticatedClient(base_url=room.owner, token=room.owner_token,
-                                             raise_on_unexpected_status=True)
-    public = ingress.Client(base_url=room.ingress, raise_on_unexpected_status=True)
-
-    def member(name: str, caps: list[str]):
-        invited = api(OWNER, "owner", "invitation_create").sync(client=operator, body=om.InviteRequest(
-            participant=name, capabilities=[om.Capability(c) for c in caps]))
-        assert isinstance(invited, om.InviteResult), invited
-        assert invited.participant == name and invited.token
-        joined = api(INGRESS, "session", "join").sync(client=public, body=m.JoinRequest(invitation=invited.token))
-        assert isinstance(joined, m.JoinResult), joined
-        assert joined.session.participant.name == name
-        return ingress.AuthenticatedClient(base_url=room.ingress, token=joined.token,
-                                           raise_on_unexpected_status=True)
-
-    alice = member("alice", ["read", "lease", "propose"])
-    bob = member("bob", ["read", "lease", "approve", "write"])
+    operator = _operator(room)
+    alice = _member(room, "alice", ["read", "lease", "propose"])
+    bob = _member(room, "bob", ["read", "lease", "approve", "write"])
 
     me = api(INGRESS, "session", "session_get").sync(client=alice)
     assert isinstance(me, m.Session) and me.participant.name == "alice"
@@ -209,6 +218,61 @@ def test_a_generated_client_drives_a_whole_session(room, python_generation):
     # Not on this listener: the ingress document has no owner routes and vice versa.
     assert not (python_generation[INGRESS][0] / "api" / "owner").exists()
     assert not (python_generation[OWNER][0] / "api" / "session").exists()
+
+
+def test_a_generated_client_hands_off_work_and_completes_a_todo(room, python_generation):
+    """create → accept → complete → approve a handoff (its task completes with the result), then
+    post a todo → read the assignment → complete it (a retry replays it), all through the generated client."""
+    m = _module(INGRESS, "models")
+    owner = _member(room, "gc-owner", ["read", "handoff", "approve", "message"])
+    worker = _member(room, "gc-worker", ["read", "handoff", "message"])
+
+    made = api(INGRESS, "handoffs", "handoff_create").sync(client=owner, body=m.HandoffCreateInput(
+        summary="write the intro", assignee="gc-worker", idempotency_key="gc-1"))
+    assert isinstance(made, m.HandoffAndTask), made
+    assert made.handoff.status == m.HandoffStatus.OPEN and made.task.status == m.TaskStatus.WORKING
+    again = api(INGRESS, "handoffs", "handoff_create").sync(client=owner, body=m.HandoffCreateInput(
+        summary="write the intro", assignee="gc-worker", idempotency_key="gc-1"))
+    assert isinstance(again, m.HandoffAndTask) and again.handoff.id == made.handoff.id
+    handoff_id = made.handoff.id
+    accepted = api(INGRESS, "handoffs", "handoff_accept").sync(handoff_id, client=worker)
+    assert isinstance(accepted, m.HandoffAndTask) and accepted.handoff.status == m.HandoffStatus.ACCEPTED
+    done = api(INGRESS, "handoffs", "handoff_complete").sync(handoff_id, client=worker,
+                                                              body=m.HandoffCompleteBody(result="the intro"))
+    assert isinstance(done, m.HandoffAndTask), done
+    assert done.handoff.status == m.HandoffStatus.RESULT_READY and done.task.status == m.TaskStatus.COMPLETED
+    approved = api(INGRESS, "handoffs", "handoff_approve").sync(handoff_id, client=owner)
+    assert isinstance(approved, m.Handoff) and approved.status == m.HandoffStatus.APPROVED
+    task = api(INGRESS, "handoffs", "task_get").sync(client=owner, task_id=made.task.task_id)
+    assert isinstance(task, m.Task) and task.status == m.TaskStatus.COMPLETED
+    events = api(INGRESS, "handoffs", "handoff_events").sync(handoff_id, client=owner)
+    assert isinstance(events, m.HandoffEventsPage)
+    assert [e.type_ for e in events.events] == ["handoff.created", "handoff.accepted", "handoff.completed",
+                                                  "handoff.approved"]
+
+    board = api(INGRESS, "session", "session_get").sync(client=owner).id  # the owner's own board
+    todo = api(INGRESS, "boards", "post_session_message").sync(board, client=owner, body=m.PostSessionMessageBody(
+        kind=m.MessageKind.TODO, body="check the intro"))
+    assert isinstance(todo, m.Message) and todo.status == m.MessageStatus.OPEN
+    assignment = api(INGRESS, "boards", "get_session_assignment").sync(board, todo.message_id, client=worker)
+    assert isinstance(assignment, m.Assignment), assignment
+    assert assignment.todo.message_id == todo.message_id and assignment.completable
+    body = m.CompleteSessionMessageBody(answer="checked", completion_key="gc-key",
+                                        expected_assignment_fence=assignment.assignment_fence)
+    completed = api(INGRESS, "boards", "complete_session_message").sync(board, todo.message_id, client=worker,
+                                                                          body=body)
+    assert isinstance(completed, m.Completion), completed
+    assert completed.todo.status == m.MessageStatus.RESOLVED and not completed.replayed
+    assert completed.answer.reply_to == todo.message_id
+    replayed = api(INGRESS, "boards", "complete_session_message").sync(board, todo.message_id, client=worker,
+                                                                        body=body)
+    assert isinstance(replayed, m.Completion) and replayed.replayed
+    assert replayed.answer.message_id == completed.answer.message_id
+    mismatch = api(INGRESS, "boards", "complete_session_message").sync_detailed(
+        board, todo.message_id, client=worker, body=m.CompleteSessionMessageBody(
+            answer="other", completion_key="gc-key", expected_assignment_fence=assignment.assignment_fence))
+    assert mismatch.status_code == 409 and isinstance(mismatch.parsed, m.Error)
+    assert mismatch.parsed.error == m.ErrorCode.COMPLETION_MISMATCH
 
 
 def test_an_invalid_bearer_is_the_error_model(room, python_generation):
