@@ -35,7 +35,7 @@ import httpx
 import pytest
 
 from commonroom import invitation
-from commonroom.engine.boards import completion_identity
+from commonroom.engine.board_base import completion_identity
 from commonroom.protocol import META_CAPABILITIES, TASKS_EXTENSION
 from tests.mcp_wire import META, Mcp
 from tests.roomproc import Room, start_room
