@@ -110,11 +110,15 @@ def merge3_text(base: str, ours: str, theirs: str, *, normalize: bool = False,
     without a leading BOM), so a change of line endings alone is no change;
     a line that is the same on both sides (or unchanged) is then taken from
     ``theirs`` byte for byte, and a line changed by ``ours`` alone from
-    ``ours``, with ``newline`` as its ending when given (and it has one).
+    ``ours``, with ``newline`` as its ending when given (and it has one);
+    a leading BOM is dropped from every side (so a line that was first in
+    one text and is not in the merge never carries it inside the document).
     The caller puts the final newline and the BOM it keeps
     (``regions.conform_edges``).
     """
     seqs = [lines_of(base), lines_of(ours), lines_of(theirs)]
+    if normalize:  # a leading BOM belongs to the document, not to its first line: the caller puts it back
+        seqs = [[s[0][1:], *s[1:]] if s and s[0].startswith(BOM) else s for s in seqs]
     keys = [_key(s) for s in seqs] if normalize else seqs
     pre = _common_prefix(keys)
     suf = _common_suffix(keys, pre)

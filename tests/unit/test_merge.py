@@ -145,3 +145,17 @@ def test_diff_from_and_to_empty():
 def test_diff_non_ascii():
     diff = unified_diff("## 目的\n", "## 目标 ✨\n", "a", "b")
     assert "-## 目的\n+## 目标 ✨\n" in diff
+
+
+def test_normalized_merge_keeps_no_bom_inside_the_document():
+    """A line inserted above the first line of a BOM document: the old first line loses its BOM.
+
+    Found by tests/engine/test_conventions.py (a proposal inserting at line 1,
+    rebased at approval onto a head changed further down): the head's first
+    line was taken byte for byte, BOM included, and landed on line 2.
+    """
+    base = "\ufeff<a></a>\n\n# T\n\ntext\n"
+    ours = "\ufeffnew\n<a></a>\n\n# T\n\ntext\n"
+    theirs = "\ufeff<a></a>\n\n# T\n\nnew text\n"
+    merged = merge3_text(base, ours, theirs, normalize=True)
+    assert merged.text == "new\n<a></a>\n\n# T\n\nnew text\n"  # the caller puts the document's BOM back
