@@ -32,10 +32,11 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import quote
 
 from commonroom.protocol import BYTE_CLIENT_HOST, MCP_VERSION, VERSION_HEADER
+from tests.bench.longpoll import _response
 from tests.mcp_wire import Mcp
 from tests.ssekit import SSEStream, open_stream
 
@@ -83,32 +84,41 @@ def _take(record: dict[str, Any], frames: list, now: float) -> None:
                 record["final"] = message["result"]
 
 
-def sse_process(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """Hold ``count`` SSE streams until stop; their records."""
+def arrivals(socks: list[socket.socket]) -> Iterator[tuple[int, bytes]]:
+    """``(index, bytes)`` as the sockets deliver them (``b""``: that peer closed, it is dropped),
+    after printing ``ready``, until a line arrives on stdin."""
     selector = selectors.DefaultSelector()
-    streams = [_open(spec, i) for i in range(spec["count"])]
-    records = [_record(spec["kind"]) for _ in streams]
-    for i, stream in enumerate(streams):
-        _take(records[i], stream.feed(), time.time())  # what came with the head
-        stream.sock.setblocking(False)
-        selector.register(stream.sock, selectors.EVENT_READ, i)
+    for i, sock in enumerate(socks):
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ, i)
     selector.register(sys.stdin, selectors.EVENT_READ, -1)
     print("ready", flush=True)
     while True:
         for key, _ in selector.select(1.0):
-            i = key.data
-            if i < 0:
-                return records
+            if key.data < 0:
+                return
             try:
-                data = key.fileobj.recv(262144)  # type: ignore[union-attr]
+                data = socks[key.data].recv(262144)
             except BlockingIOError:
                 continue
             except OSError:
                 data = b""
-            _take(records[i], streams[i].feed(data, eof=not data), time.time())
-            if streams[i].eof:
-                records[i]["ended"] = time.time()
-                selector.unregister(key.fileobj)
+            if not data:
+                selector.unregister(socks[key.data])
+            yield key.data, data
+
+
+def sse_process(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Hold ``count`` SSE streams until stop; their records."""
+    streams = [_open(spec, i) for i in range(spec["count"])]
+    records = [_record(spec["kind"]) for _ in streams]
+    for i, stream in enumerate(streams):
+        _take(records[i], stream.feed(), time.time())  # what came with the head
+    for i, data in arrivals([stream.sock for stream in streams]):
+        _take(records[i], streams[i].feed(data, eof=not data), time.time())
+        if streams[i].eof:
+            records[i]["ended"] = time.time()
+    return records
 
 
 def _wait_request(spec: dict[str, Any], i: int, after: str) -> bytes:
@@ -118,67 +128,35 @@ def _wait_request(spec: dict[str, Any], i: int, after: str) -> bytes:
             f"Authorization: Bearer {token}\r\n\r\n").encode()
 
 
-def _answer(buffer: bytes) -> tuple[int, dict[str, Any], bytes] | None:
-    """``(status, body, rest)`` once ``buffer`` holds one whole response (Content-Length framed)."""
-    head, sep, rest = buffer.partition(b"\r\n\r\n")
-    if not sep:
-        return None
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    if len(rest) < length:
-        return None
-    return int(head.split(b" ", 2)[1]), json.loads(rest[:length] or b"null"), rest[length:]
-
-
 def board_process(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """``count`` waiters long-polling one board in a loop until stop; their records."""
-    selector = selectors.DefaultSelector()
     records = [_record("board") for _ in range(spec["count"])]
     after = [spec["after"]] * spec["count"]
     buffers = [b""] * spec["count"]
-    socks = []
-    for i in range(spec["count"]):
-        sock = socket.create_connection(("127.0.0.1", spec["port"]))
+    socks = [socket.create_connection(("127.0.0.1", spec["port"])) for _ in range(spec["count"])]
+    for i, sock in enumerate(socks):
         sock.sendall(_wait_request(spec, i, after[i]))
         records[i]["waits"] += 1
-        sock.setblocking(False)
-        selector.register(sock, selectors.EVENT_READ, i)
-        socks.append(sock)
-    selector.register(sys.stdin, selectors.EVENT_READ, -1)
-    print("ready", flush=True)
-    while True:
-        for key, _ in selector.select(1.0):
-            i = key.data
-            if i < 0:
-                return records
-            try:
-                data = socks[i].recv(262144)
-            except BlockingIOError:
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                records[i]["ended"] = time.time()
-                selector.unregister(socks[i])
-                continue
-            buffers[i] += data
-            parsed = _answer(buffers[i])
-            if parsed is None:
-                continue
-            status, body, buffers[i] = parsed
-            if status == 200:
-                records[i]["messages"] += [m["message_id"] for m in body.get("messages", [])]
-                after[i] = body["observation_token"]
-            else:
-                records[i]["errors"].append([status, body])
-                time.sleep(0.05)
-            socks[i].setblocking(True)
-            socks[i].sendall(_wait_request(spec, i, after[i]))
-            socks[i].setblocking(False)
-            records[i]["waits"] += 1
+    for i, data in arrivals(socks):
+        if not data:
+            records[i]["ended"] = time.time()
+            continue
+        buffers[i] += data
+        parsed = _response(buffers[i])
+        if parsed is None:
+            continue
+        status, body, buffers[i] = parsed
+        if status == 200:
+            records[i]["messages"] += [m["message_id"] for m in body.get("messages", [])]
+            after[i] = body["observation_token"]
+        else:
+            records[i]["errors"].append([status, body])
+            time.sleep(0.05)
+        socks[i].setblocking(True)
+        socks[i].sendall(_wait_request(spec, i, after[i]))
+        socks[i].setblocking(False)
+        records[i]["waits"] += 1
+    return records
 
 
 def main() -> None:

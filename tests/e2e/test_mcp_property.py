@@ -29,7 +29,6 @@ import os
 from collections import Counter
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -38,9 +37,9 @@ from commonroom.errors import STATUS
 from commonroom.operations import OPERATIONS
 from commonroom.protocol import META_CAPABILITIES, TASKS_EXTENSION
 from tests.e2e.test_editing_crash import integrity
+from tests.e2e.test_openapi_schemathesis import fuzz_room  # noqa: F401  (its fixture: one real room)
 from tests.mcp_schema import check
 from tests.mcp_wire import META, Mcp
-from tests.roomproc import ROOT, start_room
 
 RELEASE = os.environ.get("COMMONROOM_RELEASE") == "1"
 CALLS = int(os.environ.get("COMMONROOM_MCP_FUZZ_CALLS", "45000" if RELEASE else "3000"))
@@ -146,17 +145,6 @@ def check_answer(name: str, status: int, data: Any, output: dict[str, Any] | Non
             if problems:
                 return f"structuredContent breaks the outputSchema: {problems[:3]}"
     return None
-
-
-@pytest.fixture(scope="module")
-def fuzz_room(tmp_path_factory):
-    os.environ["COMMONROOM_RATE_LIMIT"] = "1000000"
-    try:
-        room = start_room(tmp_path_factory.mktemp("mcpfuzz"), ROOT / "examples" / "sample.md")
-    finally:
-        del os.environ["COMMONROOM_RATE_LIMIT"]
-    yield room
-    room.stop()
 
 
 def real_values(room: Any, me: Any, mcp: Mcp) -> dict[str, list[Any]]:

@@ -408,7 +408,8 @@ def test_soak(tmp_path):
         assert len(records) == sum(STREAMS.values())
         assert all(figures.steps.get(kind) for kind in WRITERS), figures.steps
         assert figures.revocations >= SECONDS / 4, figures.revocations
-        assert slope < SLOPE_BOUND_KB_PER_MIN, (slope, samples)
+        # a run shorter than the warm-up plus 30 s (COMMONROOM_SOAK_SECONDS) fits no slope
+        assert slope < SLOPE_BOUND_KB_PER_MIN or (len(after) < 3 and SECONDS < WARMUP + 30), (slope, samples)
         assert operator.get("/workspace/room").status_code == 200 and room.proc.poll() is None
     finally:
         figures.stop.set()
