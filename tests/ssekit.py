@@ -69,6 +69,14 @@ class SSEStream:
             self._body += tail[:size]
             self._raw = tail[size + 2:]
 
+    def feed(self, data: bytes = b"", *, eof: bool = False) -> list[Frame]:
+        """Frames completed by ``data`` (bytes a caller read itself; ``eof``: the peer closed)."""
+        if eof:
+            self.eof = True
+        self._raw += data
+        self._decode()
+        return list(self._parse())
+
     # -- frames ------------------------------------------------------------
     def _parse(self) -> Iterator[Frame]:
         if self._body:

@@ -17,7 +17,15 @@ Every answer is recorded (status, headers, body). Then:
   blob of every table once the room stopped (the WAL checkpointed), the
   state and lock files and the room's captured stdout/stderr hold none of
   them, while the positive control finds the digests the room keeps.
-(There is no console login code yet: no console in this room.)
+
+The console is part of the run: a login code from ``ce console`` (its
+stdout is where it belongs, no recorded answer may hold it) and one from
+``POST /owner/console/codes`` (that answer only), each redeemed at
+``/console/login?code=`` for a console cookie (only that login's
+``Set-Cookie`` may hold it), a used code refused, the console page and
+the owner routes it calls read with the cookie. Neither codes nor cookies
+may appear in the sidecar, the state files or the logs (the access log
+included: the code travels in a query string).
 """
 
 from __future__ import annotations
@@ -34,11 +42,11 @@ from typing import Any
 import httpx
 import pytest
 
-from commonroom import invitation
+from commonroom import invitation, tokens as room_tokens
 from commonroom.engine.board_base import completion_identity
 from commonroom.protocol import META_CAPABILITIES, TASKS_EXTENSION
 from tests.mcp_wire import META, Mcp
-from tests.roomproc import Room, start_room
+from tests.roomproc import Room, ce, start_room
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample.md"
 ALL = ["read", "observe", "propose", "lease", "write", "approve", "handoff", "message"]
@@ -63,6 +71,8 @@ class Run:
     bearers: dict[str, str] = field(default_factory=dict)     # session bearers
     keys: list[str] = field(default_factory=list)             # completion keys
     sessions: dict[str, str] = field(default_factory=dict)    # name -> session id
+    codes: dict[str, str] = field(default_factory=dict)       # console login codes: "ce" | "http" -> code
+    cookies: dict[str, str] = field(default_factory=dict)     # console cookies, by the code that got them
     owner_token: str = ""
 
     def record(self, response: httpx.Response) -> None:
@@ -79,6 +89,8 @@ class Run:
         out.update({f"secret {k}": invitation.decode(t)["secret"] for k, t in self.tokens.items()})
         out.update({f"bearer {k}": b for k, b in self.bearers.items()})
         out.update({f"completion key {i}": k for i, k in enumerate(self.keys)})
+        out.update({f"login code {k}": c for k, c in self.codes.items()})
+        out.update({f"console cookie {k}": c for k, c in self.cookies.items()})
         out["owner token"] = self.owner_token
         return out
 
@@ -220,6 +232,30 @@ def drive(d: Driver) -> None:
         pass  # the replay is over: the stream waits for new events
     assert replay.count(b"id: ") > 30, replay[:500]
     d.run.answers.append(Answer("GET /workspace/observe (replay)", replay))
+    console(d)
+
+
+def console(d: Driver) -> None:
+    """Console logins: a code from ``ce console`` and one over HTTP, each redeemed once for a cookie."""
+    room = d.run.room
+    shown = ce("console", str(room.document))
+    assert shown.returncode == 0, shown.stderr
+    d.run.codes["ce"] = shown.stdout.split("code=", 1)[1].split()[0]
+    issued = d.call(None, "POST", "/owner/console/codes", {}, owner=True)
+    assert issued.status_code == 201, issued.text
+    d.run.codes["http"] = issued.json()["code"]
+    browser = httpx.Client(timeout=30, follow_redirects=False, event_hooks={"response": [d.run.record]})
+    try:
+        for which, code in d.run.codes.items():
+            login = browser.get(room.owner + "/console/login", params={"code": code})
+            assert login.status_code == 303, login.text
+            d.run.cookies[which] = next(v for k, v in browser.cookies.items() if k.startswith("commonroom_console"))
+            assert browser.get(room.owner + "/console/login", params={"code": code}).status_code == 401  # used
+            for path in ("/console", "/owner/sessions", "/workspace/room", "/workspace/history?limit=200"):
+                assert browser.get(room.owner + path).status_code == 200, path
+            browser.cookies.clear()
+    finally:
+        browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -245,6 +281,7 @@ def room_files(room: Room) -> list[Path]:
 
 def test_the_run_issued_every_kind_of_secret(run: Run):
     assert len(run.bearers) == 4 and len(run.tokens) >= 6 and len(run.keys) == 2
+    assert len(run.codes) == 2 and len(run.cookies) == 2 and len(set(run.cookies.values())) == 2
     assert len(run.answers) > 50
 
 
@@ -259,8 +296,14 @@ def test_each_secret_appears_only_in_the_answer_that_issued_it(run: Run):
             assert requests == ["POST " + run.room.owner + "/owner/invitations"], (label, requests)
         elif label.startswith("bearer "):
             assert requests == ["POST " + run.room.ingress + "/workspace/join"], (label, requests)
+        elif label == "login code http":
+            assert requests == ["POST " + run.room.owner + "/owner/console/codes"], (label, requests)
+        elif label.startswith("console cookie "):  # its login's Set-Cookie, nothing else
+            assert len(requests) == 1 and requests[0].startswith(f"GET {run.room.owner}/console/login?code="), requests
         else:
             pytest.fail(f"{label} appeared in {requests}")
+    # positive control: the scan finds the console secrets where they were issued
+    assert {"login code http", "console cookie ce", "console cookie http"} <= set(found), sorted(found)
 
 
 def test_room_files_and_logs_hold_no_secret_while_running(run: Run):
@@ -293,3 +336,4 @@ def test_after_stopping_no_table_and_no_file_holds_a_secret(run: Run):
     # positive control: the digests the room keeps are found by the same scan
     assert all(completion_identity(k).encode() in dump for k in run.keys)
     assert all(hashlib.sha256(b.encode()).hexdigest().encode() in dump for b in run.bearers.values())
+    assert all(room_tokens.digest(c).encode() in dump for c in run.cookies.values())
