@@ -6,8 +6,8 @@ they name is the same. An operation whose :class:`~commonroom.operations.Http`
 binding sets ``cache`` keeps its encoded answers here:
 
 - ``cache="head"``: the answer depends on the input and on the head version
-  (the key carries the head's number, so a commit makes the old entries
-  unreachable; the LRU drops them);
+  (one entry per input, stamped with the head it answers: an entry of an
+  older head is a miss and is replaced, so superseded heads are not kept);
 - ``cache="version"``: the answer depends on the input only (a committed
   version never changes).
 
@@ -49,6 +49,8 @@ class Answer:
     data: bytes
     etag: str
     gzipped: bytes | None = None
+    #: The head version a ``cache="head"`` answer was built at (None: a committed version's answer).
+    head: int | None = None
 
     @property
     def gzip_etag(self) -> str:
@@ -78,9 +80,18 @@ class AnswerCache:
                 self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: Any, answer: dict[str, Any]) -> Answer:
-        """Encode ``answer`` (which has a ``content_hash``), keep it if it fits, return it."""
-        entry = Answer(dumps(answer), f'"{answer["content_hash"]}"')
+    def get_head(self, key: Any, head: int) -> Answer | None:
+        """The entry for ``key`` if it was built at ``head``, else None."""
+        entry = self.get(key)
+        return entry if entry is not None and entry.head == head else None
+
+    def put(self, key: Any, answer: dict[str, Any], head: int | None = None) -> Answer:
+        """Encode ``answer`` (which has a ``content_hash``), keep it if it fits, return it.
+
+        ``head``: the head version the answer was built at (a ``cache="head"``
+        answer); it replaces whatever ``key`` held, an older head's answer included.
+        """
+        entry = Answer(dumps(answer), f'"{answer["content_hash"]}"', head=head)
         self._keep(key, entry)
         return entry
 

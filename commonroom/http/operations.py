@@ -158,9 +158,8 @@ class OperationResource:
         async def responder(req: falcon.asgi.Request, resp: falcon.asgi.Response, **params: str) -> None:
             actor = req.context.get("actor")
             op.authorize(actor)
-            where = (op.name, req.query_string, tuple(params.items()))
-            key = (*where, runner.engine.head().number) if per_head else where
-            entry = answers.get(key)
+            key = (op.name, req.query_string, tuple(params.items()))
+            entry = answers.get_head(key, runner.engine.head().number) if per_head else answers.get(key)
             if entry is None:
                 values = await binding.values(req, params)
                 if encoder is not None:
@@ -168,9 +167,7 @@ class OperationResource:
                     entry = answers.put_encoded(key, data, digest)
                 else:
                     result = await runner.run(op, actor, values)
-                    if per_head:
-                        key = (*where, result["version"])
-                    entry = answers.put(key, result)
+                    entry = answers.put(key, result, head=result["version"] if per_head else None)
             respond(req, resp, answers, key, entry, status)
 
         responder.__name__ = f"on_{binding.http.method.lower()}"
