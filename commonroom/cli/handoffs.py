@@ -41,11 +41,6 @@ LimitOpt = Annotated[int, typer.Option(help="Items per page, 1 to 200.")]
 CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previous page; omit for the first.")]
 
 
-def _read(file: Path, operation: str, values: dict[str, Any]) -> Any:
-    """Run a read-only operation as the local operator on the sidecar (validated like the route)."""
-    return operator_read(file, operation, values)
-
-
 def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
     from .. import schemas
     from ..engine import OPERATOR
@@ -78,26 +73,26 @@ def handoffs_command(file: FileArg,
                                                                    "rejected or cancelled.")] = None,
                      limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of handoffs from the sidecar, oldest first."""
-    show(_read(file, "handoff_list", {"status": status, "limit": limit, "cursor": cursor}), "handoffs#HandoffsPage")
+    show(operator_read(file, "handoff_list", {"status": status, "limit": limit, "cursor": cursor}), "handoffs#HandoffsPage")
 
 
 @handled
 def handoff_command(file: FileArg, handoff_id: IdArg) -> None:
     """Show one handoff."""
-    show(_read(file, "handoff_get", {"handoff_id": handoff_id}), "handoffs#Handoff")
+    show(operator_read(file, "handoff_get", {"handoff_id": handoff_id}), "handoffs#Handoff")
 
 
 @handled
 def handoff_events_command(file: FileArg, handoff_id: IdArg, limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of a handoff's own events, oldest first."""
-    show(_read(file, "handoff_events", {"handoff_id": handoff_id, "limit": limit, "cursor": cursor}),
+    show(operator_read(file, "handoff_events", {"handoff_id": handoff_id, "limit": limit, "cursor": cursor}),
          "handoffs#HandoffEventsPage")
 
 
 @handled
 def task_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
     """Show a task as --participant may see it (handoff_not_found for anyone else)."""
-    show(_read(file, "task_get", {"task_id": task_id, "participant": participant}), "handoffs#Task")
+    show(operator_read(file, "task_get", {"task_id": task_id, "participant": participant}), "handoffs#Task")
 
 
 @handled
