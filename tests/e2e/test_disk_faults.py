@@ -35,6 +35,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from commonroom.errors import EXIT_CODES
+from tests.e2e.test_editing_cli import run
 from tests.mcp_wire import Mcp
 from tests.roomproc import Client, Room, start_room
 
@@ -170,6 +172,9 @@ def full_disk(request, tmp_path: Path):
 def test_a_full_disk_refuses_the_commit_and_the_room_serves_again(full_disk):
     room, log, fault, kind = full_disk
     writer = room.join("writer", "read,write,message")
+    session_file = room.document.parent.parent / "ce-writer.json"
+    joined = run("join", room.invite("ce-writer", "read,write"), "--session-file", str(session_file))
+    assert joined[0] == 0, joined
     todo = Todo(writer)
     before = head(writer)
     events = writer.get("/workspace/history", params={"limit": 1}).json()
@@ -187,6 +192,12 @@ def test_a_full_disk_refuses_the_commit_and_the_room_serves_again(full_disk):
         finally:
             mcp.close()
         assert tool["isError"] is True and tool["structuredContent"]["error"] == "storage_unavailable"
+        # through ce: its exit status and the code on stderr (the session joined before the fault)
+        text_file = room.document.parent.parent / "ce-text.md"
+        text_file.write_text(big_text("c"))
+        code, _, err = run("write", "--expected", str(before["version"]), "--text-file", str(text_file),
+                           "--session-file", str(session_file))
+        assert code == EXIT_CODES["storage_unavailable"] and "storage_unavailable" in err, (code, err)
         uncertain = todo.complete()
         assert uncertain.status_code in (200, 503), uncertain.text  # small enough to fit, or not
         if uncertain.status_code == 503:
