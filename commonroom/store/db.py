@@ -32,7 +32,10 @@ T = TypeVar("T")
 #: 5: ACK state, the board audit log and peers (tables ``board_ack``, ``board_audit``,
 #: ``peer_message``, ``peer_seen``; the index ``event_session``;
 #: the partial index ``board_message_ack`` over open ``requires_ack`` messages).
-SCHEMA_VERSION = 5
+#: 6: indexes only, so that no query of the write path or of a list scans the
+#: whole history: ``lease_open`` (partial, over open leases), ``proposal_created``,
+#: ``handoff_created`` (list order).
+SCHEMA_VERSION = 6
 #: Events kept in the ring (seed protocol.txt, Persistence).
 RING_SIZE = 2000
 
@@ -170,6 +173,7 @@ class Store:
             if create:
                 self.db.create_tables(self.models.all, safe=True)
                 self._ack_index()
+                self._history_indexes()
                 if version is None:
                     Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
                     self._board_secret()
@@ -195,6 +199,8 @@ class Store:
         (``created_at``, then insertion order) takes the key and so every new invitation
         for the name; each later one is keyed ``<key>\\x1f<id>``, which no
         invitation can produce. Each step is skipped when already done.
+
+        5 → 6: the indexes of :meth:`_history_indexes`; nothing else changes.
 
         4 → 5: ``board_ack``, ``board_audit``, ``peer_message``, ``peer_seen``
         and the partial index ``board_message_ack``; nothing else changes.
@@ -242,6 +248,8 @@ class Store:
             names = {t.__name__ for t in ACK_AUDIT_TEMPLATES}
             self.db.create_tables([m for m in self.models.all if m.__name__ in names], safe=True)
             self._ack_index()
+        if version < 6:
+            self._history_indexes()
         self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
                             ("schema_version", str(SCHEMA_VERSION)))
 
@@ -255,6 +263,20 @@ class Store:
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "board_message_ack" ON "board_message" '
                             '("board_session_id", "seq") WHERE "requires_ack" = 1 AND "status" = \'open\'')
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "event_session" ON "event" ("session_id", "created_at")')
+
+    def _history_indexes(self) -> None:
+        """Indexes that keep the write path and the lists off whole-history scans (schema 6).
+
+        ``lease_open``: the open leases every commit moves and every lease
+        change checks (without it each write scanned every lease ever
+        taken, growing by two rows per acquire/release); ``proposal_created``
+        and ``handoff_created``: the lists' order (``created_at``, ``id``),
+        so a page reads ``limit`` rows instead of sorting the table.
+        """
+        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "lease_open" ON "lease" ("expires_at") '
+                            'WHERE "released_at" IS NULL AND "expired_at" IS NULL')
+        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "proposal_created" ON "proposal" ("created_at", "id")')
+        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "handoff_created" ON "handoff" ("created_at", "id")')
 
     def _board_secret(self) -> None:
         """Mint the key that signs board observation tokens, once (inside the transaction)."""

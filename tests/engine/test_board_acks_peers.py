@@ -12,6 +12,7 @@ import pytest
 from commonroom.clock import rfc3339
 from commonroom.engine import Engine, board_acks, board_base
 from commonroom.errors import CompletionMismatch, LimitExceeded, PeerNotFound
+from commonroom.store import SCHEMA_VERSION
 from tests.engine.boardkit import CAPS, observe, room  # noqa: F401 - room is a fixture
 from tests.fakeclock import join, open_engine
 
@@ -139,7 +140,7 @@ def test_a_version_4_sidecar_gains_ack_audit_and_peer_tables(tmp_path, clock):
     con.close()
     again = Engine.open(tmp_path / "doc.md", clock=clock)
     try:
-        assert again.store.meta("schema_version") == "5"
+        assert again.store.meta("schema_version") == str(SCHEMA_VERSION)
         assert [m["message_id"] for m in again.pending_acks(c)[0]] == [note["message_id"]]
         assert again.ack_session_messages(c, [note["message_id"]]) == 1
         index = again.store.db.execute_sql(
