@@ -3,8 +3,10 @@
 ``ce --help`` and ``ce read`` (issue 13: start in 150 ms) must not import
 falcon, gunicorn, jsonschema, peewee, the engine, the MCP bridge or rich:
 each is imported by the command that needs it (``ce serve``, ``ce mcp``,
-the operator's offline reads). The test checks the set of modules a real
-``ce`` run loaded (a subprocess, against a real room), not a timing.
+the operator's offline reads). Nor pydantic, which typer 0.29 imports to
+coerce any non-bool option (why typer is pinned to 0.28, see
+pyproject.toml). The test checks the set of modules a real ``ce`` run
+loaded (a subprocess, against a real room), not a timing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from tests.roomproc import ce
 
-HEAVY = ("falcon", "gunicorn", "jsonschema", "peewee", "rich", "markdown_it",
+HEAVY = ("falcon", "gunicorn", "jsonschema", "peewee", "rich", "markdown_it", "pydantic", "pydantic_core",
          "commonroom.engine", "commonroom.mcp_bridge", "commonroom.server", "commonroom.http")
 
 RUN = """
