@@ -196,8 +196,3 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
     if requires_ack:
         payload["requires_ack"] = True
     show(_run(session_file, "post_peer_message", payload, peer_id=peer), "boards#PeerMessage")
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``ce board`` to ``ce``."""
-    app.add_typer(board_app, name="board")

@@ -249,19 +249,3 @@ def write_command(
     body = {"expected_version": expected, "region": _region(heading, lines), "text": _text(text, text_file),
             "summary": summary}
     show(_remote(session_file, "PUT", "/workspace/document", body), "editing#VersionInfo")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the editing commands to ``ce``."""
-    app.command("proposals")(proposals_command)
-    app.command("versions")(versions_command)
-    app.command("leases")(leases_command)
-    app.command("participants")(participants_command)
-    app.command("diff")(diff_command)
-    app.command("read")(read_command)
-    app.add_typer(lease_app, name="lease")
-    app.command("propose")(propose_command)
-    app.command("approve")(approve_command)
-    app.command("reject")(reject_command)
-    app.command("withdraw")(withdraw_command)
-    app.command("write")(write_command)

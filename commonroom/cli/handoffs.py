@@ -180,19 +180,3 @@ def handoff_cancel_command(handoff_id: IdArg, reason: Annotated[Optional[str], t
     """Cancel an open or accepted handoff (its owner, or approve)."""
     show(_remote(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}),
          "handoffs#Handoff")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the handoff commands to ``ce``."""
-    app.command("handoffs")(handoffs_command)
-    app.command("handoff")(handoff_command)
-    app.command("handoff-events")(handoff_events_command)
-    app.command("task")(task_command)
-    app.command("task-cancel")(task_cancel_command)
-    app.command("handoff-create")(handoff_create_command)
-    app.command("handoff-accept")(handoff_accept_command)
-    app.command("handoff-request-input")(handoff_request_input_command)
-    app.command("handoff-complete")(handoff_complete_command)
-    app.command("handoff-approve")(handoff_approve_command)
-    app.command("handoff-reject")(handoff_reject_command)
-    app.command("handoff-cancel")(handoff_cancel_command)

@@ -5,8 +5,9 @@ falcon, gunicorn, jsonschema, peewee, the engine, the MCP bridge or rich:
 each is imported by the command that needs it (``ce serve``, ``ce mcp``,
 the operator's offline reads). Nor pydantic, which typer 0.29 imports to
 coerce any non-bool option (why typer is pinned to 0.28, see
-pyproject.toml). The test checks the set of modules a real ``ce`` run
-loaded (a subprocess, against a real room), not a timing.
+pyproject.toml). ``ce read`` imports no other command's module either
+(commonroom.cli.main builds a command when it is looked up). The test
+checks the set of modules a real ``ce`` run loaded (a subprocess, against a real room), not a timing.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ def test_help_imports_no_server_parts(tmp_path):
     assert heavy(modules) == []
 
 
+#: The modules of the commands other than ``ce read``: ``ce`` imports a command's module when it runs.
+OTHER_COMMANDS = ("access", "board", "call", "console", "handoffs", "mcp", "observe", "serve", "status")
+
+
 def test_read_imports_no_server_parts(room, tmp_path):
     session_file = tmp_path / "s.json"
     joined = ce("join", room.invite("ana", "read"), "--session-file", str(session_file))
@@ -57,3 +62,5 @@ def test_read_imports_no_server_parts(room, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout == room.document.read_text("utf-8")
     assert heavy(modules) == []
+    assert sorted(m for m in modules if m.rsplit(".", 1)[-1] in OTHER_COMMANDS
+                  and m.startswith("commonroom.cli.")) == []
