@@ -15,7 +15,6 @@ import json
 import os
 import re
 import time
-import typing
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable
@@ -68,11 +67,13 @@ def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
         finally:
             render.JSON_OUTPUT.reset(token)
 
-    signature = inspect.signature(command, eval_str=True)
+    signature = inspect.signature(command, eval_str=True)  # the annotations evaluated once, here
     option = inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt)
-    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[*signature.parameters.values(), option])
-    wrapper.__annotations__ = {**typing.get_type_hints(command, include_extras=True), "json_output": JsonOpt}
+    parameters = [*signature.parameters.values(), option]
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters if p.annotation is not p.empty}
+    if signature.return_annotation is not signature.empty:
+        wrapper.__annotations__["return"] = signature.return_annotation
     return wrapper
 
 
