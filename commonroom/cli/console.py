@@ -9,7 +9,6 @@ console needs a running room: without one this is ``transport_unavailable``.
 
 from __future__ import annotations
 
-import webbrowser
 from pathlib import Path
 
 import typer
@@ -40,4 +39,6 @@ def console_command(
     url = login_url(document)
     typer.echo(url)
     if open_:
+        import webbrowser  # only --open pays for it
+
         webbrowser.open(url)
