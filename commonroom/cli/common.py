@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable
 
 import typer
 
-from .. import client
 from . import render
 from ..errors import CommonroomError, InvalidRequest, TransportUnavailable
 from ..roomfiles import RoomFiles, RoomNotVerified, private_umask, write_private
@@ -120,6 +119,14 @@ def load_session(path: Path | None) -> dict[str, Any]:
     return data
 
 
+def session_call(session_file: Path | None, method: str, path: str, body: Any = None, **options: Any) -> Any:
+    """``method path`` on the room with the stored session: the answer's JSON (the room's error raised)."""
+    from .. import client  # the byte client: only the commands that call a room import it
+
+    session = load_session(session_file)
+    return client.call_json(session["transport"], method, path, body=body, token=session["token"], **options)
+
+
 def owner_endpoint(document: Path) -> tuple[dict[str, Any], str] | None:
     """``(transport, owner_token)`` of the verified room running on ``document``, or None.
 
@@ -168,6 +175,7 @@ def operator_write(document: Path, method: str, path: str, body: Any,
     state or owner-token file is missing, unreadable or writable by others,
     its pid or port do not match): then nothing was written or sent.
     """
+    from .. import client
     from ..engine import Engine
 
     files = RoomFiles.of(document)

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import typer
 
-from .. import client
 from ..errors import TransportUnavailable
 from .common import handled, owner_endpoint, require_document
 
 
 def login_url(document: Path) -> str:
     """A fresh one-time console login URL for the room running on ``document``."""
+    from .. import client
+
     path = require_document(document)
     endpoint = owner_endpoint(path)
     if endpoint is None:

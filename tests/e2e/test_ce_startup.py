@@ -48,6 +48,7 @@ def test_help_imports_no_server_parts(tmp_path):
     done, modules = modules_of(tmp_path, "--help")
     assert done.returncode == 0 and "Usage: ce" in done.stdout
     assert heavy(modules) == []
+    assert "commonroom.client" not in modules  # the byte client: imported by the commands that call a room
 
 
 #: The modules of the commands other than ``ce read``: ``ce`` imports a command's module when it runs.
