@@ -11,7 +11,7 @@ import typer
 if TYPE_CHECKING:
     from ..engine import Engine
 
-from .. import client, invitation
+from .. import invitation
 from ..errors import InvalidRequest
 from .common import (
     default_session_file,
@@ -108,6 +108,8 @@ def join_command(
     client_name: Annotated[str, typer.Option("--client", help="Name this client.")] = "ce",
 ) -> None:
     """Redeem TOKEN at the room it names and store the session."""
+    from .. import client
+
     payload = invitation.decode(token)
     result = client.call_json(payload["transport"], "POST", "/workspace/join",
                               body={"invitation": token.strip(), "client": client_name})

@@ -19,8 +19,7 @@ from urllib.parse import quote, urlencode
 
 import typer
 
-from .. import client
-from .common import handled, load_session
+from .common import handled, load_session, session_call
 from .render import JSON_OUTPUT, show
 
 board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
@@ -32,11 +31,6 @@ TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repe
 PriorityOpt = Annotated[Optional[str], typer.Option(help="low, normal, high or urgent.")]
 RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
                                                      help="One of your own sessions to record as author_session_id.")]
-
-
-def _call(session_file: Path | None, method: str, path: str, body: Any = None, timeout: float = 60.0) -> Any:
-    session = load_session(session_file)
-    return client.call_json(session["transport"], method, path, body=body, token=session["token"], timeout=timeout)
 
 
 def _board(session_file: Path | None, board: str) -> str:
@@ -63,7 +57,7 @@ def _run(session_file: Path | None, operation: str, body: Any = None, query: dic
     method, path = _route(operation, **params)
     if query:
         path += "?" + urlencode(query)
-    return _call(session_file, method, path, body, timeout)
+    return session_call(session_file, method, path, body, timeout=timeout)
 
 
 @board_app.command("post")
@@ -196,8 +190,3 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
     if requires_ack:
         payload["requires_ack"] = True
     show(_run(session_file, "post_peer_message", payload, peer_id=peer), "boards#PeerMessage")
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``ce board`` to ``ce``."""
-    app.add_typer(board_app, name="board")

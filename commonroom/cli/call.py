@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import client
 from ..errors import InvalidRequest
 from .common import emit, handled, load_session
 
@@ -21,6 +20,8 @@ def call_command(
     session_file: Annotated[Optional[Path], typer.Option(help="The session to use.")] = None,
 ) -> None:
     """Call a route of the room with the stored session and print the JSON answer (errors as JSON too)."""
+    from .. import client
+
     session = load_session(session_file)
     body = None
     if data is not None:

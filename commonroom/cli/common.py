@@ -15,14 +15,12 @@ import json
 import os
 import re
 import time
-import typing
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable
 
 import typer
 
-from .. import client
 from . import render
 from ..errors import CommonroomError, InvalidRequest, TransportUnavailable
 from ..roomfiles import RoomFiles, RoomNotVerified, private_umask, write_private
@@ -68,11 +66,13 @@ def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
         finally:
             render.JSON_OUTPUT.reset(token)
 
-    signature = inspect.signature(command, eval_str=True)
+    signature = inspect.signature(command, eval_str=True)  # the annotations evaluated once, here
     option = inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt)
-    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[*signature.parameters.values(), option])
-    wrapper.__annotations__ = {**typing.get_type_hints(command, include_extras=True), "json_output": JsonOpt}
+    parameters = [*signature.parameters.values(), option]
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters if p.annotation is not p.empty}
+    if signature.return_annotation is not signature.empty:
+        wrapper.__annotations__["return"] = signature.return_annotation
     return wrapper
 
 
@@ -117,6 +117,14 @@ def load_session(path: Path | None) -> dict[str, Any]:
     if not isinstance(data, dict) or "token" not in data or "transport" not in data:
         raise InvalidRequest(f"{path} is not a commonroom session file", details={"session_file": str(path)})
     return data
+
+
+def session_call(session_file: Path | None, method: str, path: str, body: Any = None, **options: Any) -> Any:
+    """``method path`` on the room with the stored session: the answer's JSON (the room's error raised)."""
+    from .. import client  # the byte client: only the commands that call a room import it
+
+    session = load_session(session_file)
+    return client.call_json(session["transport"], method, path, body=body, token=session["token"], **options)
 
 
 def owner_endpoint(document: Path) -> tuple[dict[str, Any], str] | None:
@@ -167,6 +175,7 @@ def operator_write(document: Path, method: str, path: str, body: Any,
     state or owner-token file is missing, unreadable or writable by others,
     its pid or port do not match): then nothing was written or sent.
     """
+    from .. import client
     from ..engine import Engine
 
     files = RoomFiles.of(document)

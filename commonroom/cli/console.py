@@ -9,18 +9,18 @@ console needs a running room: without one this is ``transport_unavailable``.
 
 from __future__ import annotations
 
-import webbrowser
 from pathlib import Path
 
 import typer
 
-from .. import client
 from ..errors import TransportUnavailable
 from .common import handled, owner_endpoint, require_document
 
 
 def login_url(document: Path) -> str:
     """A fresh one-time console login URL for the room running on ``document``."""
+    from .. import client
+
     path = require_document(document)
     endpoint = owner_endpoint(path)
     if endpoint is None:
@@ -40,4 +40,6 @@ def console_command(
     url = login_url(document)
     typer.echo(url)
     if open_:
+        import webbrowser  # only --open pays for it
+
         webbrowser.open(url)

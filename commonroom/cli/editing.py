@@ -22,11 +22,10 @@ from urllib.parse import quote
 
 import typer
 
-from .. import client
 if TYPE_CHECKING:
     from ..engine import Engine
 from ..errors import InvalidRequest
-from .common import handled, load_session, operator_read, require_document
+from .common import handled, operator_read, require_document, session_call
 from .render import show
 
 lease_app = typer.Typer(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True, rich_markup_mode=None)
@@ -50,11 +49,6 @@ def _region(heading: list[str] | None, lines: str | None) -> dict[str, Any] | No
         except ValueError:
             raise InvalidRequest(f"--lines {lines!r} is not like 3-10", details={"option": "--lines"}) from None
     return None
-
-
-def _remote(session_file: Path | None, method: str, path: str, body: Any = None) -> Any:
-    session = load_session(session_file)
-    return client.call_json(session["transport"], method, path, body=body, token=session["token"])
 
 
 def _local(file: Path) -> Engine:
@@ -143,7 +137,7 @@ def read_command(heading: HeadingOpt = None, lines: LinesOpt = None, session_fil
     """
     region = _region(heading, lines)
     path = "/workspace/document" + (f"?region={quote(json.dumps(region))}" if region else "")
-    show(_remote(session_file, "GET", path), "room#Document")
+    show(session_call(session_file, "GET", path), "room#Document")
 
 
 @lease_app.command("acquire")
@@ -155,7 +149,7 @@ def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
     body: dict[str, Any] = {"region": _region(heading, lines)}
     if ttl is not None:
         body["ttl_seconds"] = ttl
-    show(_remote(session_file, "POST", "/workspace/leases", body), "editing#Lease")
+    show(session_call(session_file, "POST", "/workspace/leases", body), "editing#Lease")
 
 
 @lease_app.command("renew")
@@ -164,14 +158,14 @@ def lease_renew(lease_id: str, ttl: Annotated[Optional[int], typer.Option(help="
                 session_file: SessionOpt = None) -> None:
     """Renew a lease of this session."""
     body = {"ttl_seconds": ttl} if ttl is not None else {}
-    show(_remote(session_file, "POST", f"/workspace/leases/{quote(lease_id)}/renew", body), "editing#Lease")
+    show(session_call(session_file, "POST", f"/workspace/leases/{quote(lease_id)}/renew", body), "editing#Lease")
 
 
 @lease_app.command("release")
 @handled
 def lease_release(lease_id: str, session_file: SessionOpt = None) -> None:
     """Release a lease of this session."""
-    show(_remote(session_file, "DELETE", f"/workspace/leases/{quote(lease_id)}"), "editing#Lease")
+    show(session_call(session_file, "DELETE", f"/workspace/leases/{quote(lease_id)}"), "editing#Lease")
 
 
 @lease_app.command("list")
@@ -182,7 +176,7 @@ def lease_list(limit: LimitOpt = 50, cursor: CursorOpt = None, session_file: Ses
     Prints a table (a LeasesPage with ``--json``); pass its ``next_cursor`` as ``--cursor`` for the next page.
     """
     query = f"?limit={limit}" + (f"&cursor={quote(cursor)}" if cursor else "")
-    show(_remote(session_file, "GET", "/workspace/leases" + query), "editing#LeasesPage")
+    show(session_call(session_file, "GET", "/workspace/leases" + query), "editing#LeasesPage")
 
 
 def _text(text: str | None, text_file: Path | None) -> str:
@@ -211,13 +205,13 @@ def propose_command(
     """Propose replacement text for a region as seen at --base."""
     body = {"base_version": base, "region": _region(heading, lines), "text": _text(text, text_file),
             "summary": summary}
-    show(_remote(session_file, "POST", "/workspace/proposals", body), "editing#Proposal")
+    show(session_call(session_file, "POST", "/workspace/proposals", body), "editing#Proposal")
 
 
 @handled
 def approve_command(proposal_id: str, session_file: SessionOpt = None) -> None:
     """Approve a proposal: it becomes the next version."""
-    show(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}),
+    show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}),
          "editing#ApproveResult")
 
 
@@ -226,13 +220,13 @@ def reject_command(proposal_id: str, reason: Annotated[Optional[str], typer.Opti
                    session_file: SessionOpt = None) -> None:
     """Reject a proposal."""
     body = {"reason": reason} if reason else {}
-    show(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/reject", body), "editing#Proposal")
+    show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/reject", body), "editing#Proposal")
 
 
 @handled
 def withdraw_command(proposal_id: str, session_file: SessionOpt = None) -> None:
     """Withdraw your own proposal."""
-    show(_remote(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/withdraw", {}), "editing#Proposal")
+    show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/withdraw", {}), "editing#Proposal")
 
 
 @handled
@@ -248,20 +242,4 @@ def write_command(
     """Replace the document or a region directly (needs write)."""
     body = {"expected_version": expected, "region": _region(heading, lines), "text": _text(text, text_file),
             "summary": summary}
-    show(_remote(session_file, "PUT", "/workspace/document", body), "editing#VersionInfo")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the editing commands to ``ce``."""
-    app.command("proposals")(proposals_command)
-    app.command("versions")(versions_command)
-    app.command("leases")(leases_command)
-    app.command("participants")(participants_command)
-    app.command("diff")(diff_command)
-    app.command("read")(read_command)
-    app.add_typer(lease_app, name="lease")
-    app.command("propose")(propose_command)
-    app.command("approve")(approve_command)
-    app.command("reject")(reject_command)
-    app.command("withdraw")(withdraw_command)
-    app.command("write")(write_command)
+    show(session_call(session_file, "PUT", "/workspace/document", body), "editing#VersionInfo")

@@ -24,11 +24,9 @@ from urllib.parse import quote
 
 import typer
 
-from .. import client
-
 if TYPE_CHECKING:
     from ..engine import Engine
-from .common import handled, load_session, operator_read, operator_write, require_document
+from .common import handled, operator_read, operator_write, require_document, session_call
 from .render import show
 
 FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]
@@ -54,10 +52,6 @@ def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
 
     return run
 
-
-def _remote(session_file: Path | None, method: str, path: str, body: Any = None) -> Any:
-    session = load_session(session_file)
-    return client.call_json(session["transport"], method, path, body=body, token=session["token"])
 
 
 def _path(handoff_id: str, action: str = "") -> str:
@@ -128,13 +122,13 @@ def handoff_create_command(
         body["assignee"] = assignee
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
-    show(_remote(session_file, "POST", "/workspace/handoffs", body), "handoffs#HandoffAndTask")
+    show(session_call(session_file, "POST", "/workspace/handoffs", body), "handoffs#HandoffAndTask")
 
 
 @handled
 def handoff_accept_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
     """Accept an open handoff: you become its assignee."""
-    show(_remote(session_file, "POST", _path(handoff_id, "accept"), {}), "handoffs#HandoffAndTask")
+    show(session_call(session_file, "POST", _path(handoff_id, "accept"), {}), "handoffs#HandoffAndTask")
 
 
 @handled
@@ -142,7 +136,7 @@ def handoff_request_input_command(handoff_id: IdArg,
                                   message: Annotated[str, typer.Option(help="The question for the owner.")],
                                   session_file: SessionOpt = None) -> None:
     """As the assignee, ask the handoff's owner a question (the task waits for input)."""
-    show(_remote(session_file, "POST", _path(handoff_id, "request-input"), {"message": message}),
+    show(session_call(session_file, "POST", _path(handoff_id, "request-input"), {"message": message}),
          "handoffs#HandoffAndTask")
 
 
@@ -156,21 +150,21 @@ def handoff_complete_command(
     """As the assignee, complete a handoff with its result (at most 256 KiB)."""
     from .editing import _text
 
-    show(_remote(session_file, "POST", _path(handoff_id, "complete"), {"result": _text(result, result_file)}),
+    show(session_call(session_file, "POST", _path(handoff_id, "complete"), {"result": _text(result, result_file)}),
          "handoffs#HandoffAndTask")
 
 
 @handled
 def handoff_approve_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
     """Approve a handoff's result (needs approve)."""
-    show(_remote(session_file, "POST", _path(handoff_id, "approve"), {}), "handoffs#Handoff")
+    show(session_call(session_file, "POST", _path(handoff_id, "approve"), {}), "handoffs#Handoff")
 
 
 @handled
 def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Reject a handoff's result (needs approve)."""
-    show(_remote(session_file, "POST", _path(handoff_id, "reject"), {"reason": reason} if reason else {}),
+    show(session_call(session_file, "POST", _path(handoff_id, "reject"), {"reason": reason} if reason else {}),
          "handoffs#Handoff")
 
 
@@ -178,21 +172,5 @@ def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], t
 def handoff_cancel_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Cancel an open or accepted handoff (its owner, or approve)."""
-    show(_remote(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}),
+    show(session_call(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}),
          "handoffs#Handoff")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the handoff commands to ``ce``."""
-    app.command("handoffs")(handoffs_command)
-    app.command("handoff")(handoff_command)
-    app.command("handoff-events")(handoff_events_command)
-    app.command("task")(task_command)
-    app.command("task-cancel")(task_cancel_command)
-    app.command("handoff-create")(handoff_create_command)
-    app.command("handoff-accept")(handoff_accept_command)
-    app.command("handoff-request-input")(handoff_request_input_command)
-    app.command("handoff-complete")(handoff_complete_command)
-    app.command("handoff-approve")(handoff_approve_command)
-    app.command("handoff-reject")(handoff_reject_command)
-    app.command("handoff-cancel")(handoff_cancel_command)

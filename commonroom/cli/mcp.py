@@ -8,7 +8,6 @@ messages only; logs go to stderr. See :mod:`commonroom.mcp_bridge`.
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -28,6 +27,8 @@ def mcp_command(
     log_level: Annotated[str, typer.Option(help="Log level on stderr: debug, info, warning, error.")] = "info",
 ) -> None:
     """Serve MCP on stdin/stdout for a desktop client, forwarding to the room."""
+    import logging  # this command's alone (ce --help stays light)
+
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, log_level.upper(), logging.INFO),
                         format="ce mcp: %(levelname)s %(message)s")
     from ..mcp_bridge import Bridge

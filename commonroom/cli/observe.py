@@ -32,7 +32,7 @@ from typing import IO, Annotated, Any, Callable, Optional
 
 import typer
 
-from .. import client, errors
+from .. import errors
 from ..protocol import LAST_EVENT_ID_HEADER, SSE_EVENT_RESYNC
 from .common import handled, load_session
 from .render import JSON_OUTPUT, short
@@ -150,6 +150,8 @@ class Follower:
         self.raw = raw
 
     def _call(self, path: str) -> Any:
+        from .. import client  # the byte client: imported when the command runs (ce --help stays light)
+
         return client.call_json(self.transport, "GET", path, token=self.token)
 
     def load_names(self) -> None:
@@ -178,6 +180,8 @@ class Follower:
 
         Raises the room's error for a refused stream (401/403/400/429).
         """
+        from .. import client
+
         headers = {LAST_EVENT_ID_HEADER: str(self.last)} if self.last is not None else {}
         try:
             response, frames = client.stream(self.transport, "/workspace/observe", token=self.token,

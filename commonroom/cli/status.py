@@ -14,7 +14,6 @@ from urllib.parse import urlencode
 
 import typer
 
-from .. import client
 from ..roomfiles import RoomFiles
 from .common import handled, operator_read, owner_endpoint, require_document
 from .render import show
@@ -33,6 +32,8 @@ def room_status(document: Path) -> dict[str, Any]:
     endpoint = owner_endpoint(document)
     answer: dict[str, Any] = {"file": str(document), "running": endpoint is not None}
     if endpoint is not None:
+        from .. import client  # the byte client: for a running room only
+
         hint, token = endpoint
         state = RoomFiles.of(document).read_state() or {}
         answer.update(pid=state.get("pid"), owner_port=state.get("owner_port"), ingress=state.get("ingress"))

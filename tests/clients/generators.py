@@ -2,7 +2,7 @@
 
 - ``openapi-python-client`` (``requirements.txt``) in its own venv,
   ``tests/clients/.venv``: its pin (typer<0.28) conflicts with commonroom's
-  (typer==0.29.2), so it cannot live in the project's environment. The
+  (typer==0.28.0), so it cannot live in the project's environment. The
   generated code needs only ``httpx`` and ``attrs``, which the project's
   environment has, so the generated packages are imported there.
 - ``openapi-typescript`` (``package.json`` / ``package-lock.json``) in

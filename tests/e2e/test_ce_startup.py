@@ -3,8 +3,11 @@
 ``ce --help`` and ``ce read`` (issue 13: start in 150 ms) must not import
 falcon, gunicorn, jsonschema, peewee, the engine, the MCP bridge or rich:
 each is imported by the command that needs it (``ce serve``, ``ce mcp``,
-the operator's offline reads). The test checks the set of modules a real
-``ce`` run loaded (a subprocess, against a real room), not a timing.
+the operator's offline reads). Nor pydantic, which typer 0.29 imports to
+coerce any non-bool option (why typer is pinned to 0.28, see
+pyproject.toml). ``ce read`` imports no other command's module either
+(commonroom.cli.main builds a command when it is looked up). The test
+checks the set of modules a real ``ce`` run loaded (a subprocess, against a real room), not a timing.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from tests.roomproc import ce
 
-HEAVY = ("falcon", "gunicorn", "jsonschema", "peewee", "rich", "markdown_it",
+HEAVY = ("falcon", "gunicorn", "jsonschema", "peewee", "rich", "markdown_it", "pydantic", "pydantic_core",
          "commonroom.engine", "commonroom.mcp_bridge", "commonroom.server", "commonroom.http")
 
 RUN = """
@@ -45,6 +48,11 @@ def test_help_imports_no_server_parts(tmp_path):
     done, modules = modules_of(tmp_path, "--help")
     assert done.returncode == 0 and "Usage: ce" in done.stdout
     assert heavy(modules) == []
+    assert "commonroom.client" not in modules  # the byte client: imported by the commands that call a room
+
+
+#: The modules of the commands other than ``ce read``: ``ce`` imports a command's module when it runs.
+OTHER_COMMANDS = ("access", "board", "call", "console", "handoffs", "mcp", "observe", "serve", "status")
 
 
 def test_read_imports_no_server_parts(room, tmp_path):
@@ -55,3 +63,5 @@ def test_read_imports_no_server_parts(room, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout == room.document.read_text("utf-8")
     assert heavy(modules) == []
+    assert sorted(m for m in modules if m.rsplit(".", 1)[-1] in OTHER_COMMANDS
+                  and m.startswith("commonroom.cli.")) == []
