@@ -7,8 +7,8 @@ time, summary, content hash and source (``initial``, ``proposal``,
 large) or one hunk against N-1 (``{"start", "end", "lines"}``), so a commit
 on a 1 MB document writes only what changed; reading version N replays at
 most ``CHECKPOINT_EVERY - 1`` hunks from the checkpoint below it, whose
-lines (and their JSON escapes) are kept in bounded caches
-(:mod:`commonroom.engine.checkpoints`).
+lines (and their JSON escapes) are kept in bounded caches, filled off the
+request path in a room (:mod:`commonroom.engine.checkpoints`).
 
 After the SQLite commit the file on disk follows the head atomically
 (:mod:`commonroom.engine.filesync`), then the events are published.
@@ -28,8 +28,8 @@ from ..merge import unified_diff
 from ..store import WriteContext
 from ..store.models import Version as VersionRow
 from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
-from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, CheckpointLines, json_line,
-                          json_lines)
+from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, CheckpointLines, CheckpointWarmer,
+                          json_line, json_lines)
 
 CHECKPOINT_EVERY = 64
 _CACHE_SIZE = 8
@@ -115,6 +115,9 @@ class VersionsMixin(EngineBase):
             self._set_head(number, text, digest, new_lines)
             self._remember(number, text)
             self.follower.submit(number, text, digest)
+            warmer = self.__dict__.get("_warmer")
+            if checkpoint and warmer is not None:
+                warmer.submit(number, text, new_lines)
 
         # the next write of a group commit builds on this version before it is durable
         ctx.on_release.append(lambda: self.store.stage("head", Head(number, text, digest, new_lines)))
@@ -159,7 +162,7 @@ class VersionsMixin(EngineBase):
         """The lines of version ``number``: the nearest checkpoint at or below it, then its hunks.
 
         The checkpoint's lines come from a :class:`CheckpointLines` (kept in
-        memory, bounded; built here on a miss); the hunks
+        memory, bounded; built here on a miss, else by the warmer); the hunks
         are applied in place on a copy. With ``encoded`` each line is its JSON
         string escape as UTF-8 bytes (:func:`json_line`), so the joined lines
         are the JSON text of the document without its quotes.
@@ -194,6 +197,30 @@ class VersionsMixin(EngineBase):
     def _checkpoint_text(self, number: int) -> str:
         """The stored text of checkpoint ``number`` (on the calling thread's connection)."""
         return self.store.db.execute_sql('SELECT "content" FROM "version" WHERE "number" = ?', (number,)).fetchone()[0]
+
+    def warm_checkpoints(self) -> CheckpointWarmer:
+        """Start keeping checkpoints' lines ready off the request path (the room calls it at startup).
+
+        A :class:`~commonroom.engine.checkpoints.CheckpointWarmer` thread
+        fills both checkpoint caches: with the stored checkpoints now,
+        newest first while they fit in the caches' bounds, then with each
+        checkpoint as it is committed (after the commit, never in the
+        writer's transaction). The thread reads with its own connection,
+        closed whenever it goes idle; :meth:`close` stops it. Returns it.
+        """
+        numbers = [n for (n,) in self.store.db.execute_sql(
+            'SELECT "number" FROM "version" WHERE "content" IS NOT NULL ORDER BY "number" DESC')]
+        warmer = CheckpointWarmer(self._checkpoint_cache(False), self._checkpoint_cache(True), self._checkpoint_text,
+                                  release=self.store.db.close)
+        self.__dict__["_warmer"] = warmer
+        warmer.warm_stored(numbers)
+        return warmer
+
+    def stop_warming(self) -> None:
+        """Stop the checkpoint warmer, if :meth:`warm_checkpoints` started one."""
+        warmer = self.__dict__.pop("_warmer", None)
+        if warmer is not None:
+            warmer.close()
 
     def version_encoded(self, actor: Actor, number: Any) -> tuple[bytes, str]:
         """``(the JSON bytes of version(actor, number), its content hash)``, without encoding the text.
