@@ -35,7 +35,7 @@ from tests.bench.load import KeepAlive, percentiles, request_bytes  # noqa: E402
 from tests.roomproc import CORPUS, start_room  # noqa: E402
 
 SOURCE = "angular-cli-CHANGELOG.md"
-#: Seconds the cold reads wait for the room's checkpoint warm-up (about 0.3 s of CPU here).
+#: Seconds the cold reads wait for the room's checkpoint warm-up (about 0.25 s of CPU, 0.45 s here).
 SETTLE = 2.0
 
 
