@@ -10,9 +10,10 @@ apps with their routes derived from the operation table: the owner port
 streams); the ingress counts requests per bearer (``commonroom.limits``).
 SIGTERM ends the streams at once (``commonroom.live.stopping``). The room
 timers (``commonroom.timers``: one :class:`~commonroom.timers.Scheduler`,
-its sweeps on the writer thread) start with the ASGI lifespan; the
-shutdown hooks stop them, then close the hub, the writer thread, then the
-engine.
+its sweeps on the writer thread) and the checkpoint warmer (old versions'
+lines kept ready: ``Engine.warm_checkpoints``) start with the ASGI lifespan;
+the shutdown hooks stop the timers, then close the hub, the writer thread,
+then the engine (which stops the warmer).
 
 Nothing here is HTTP- or MCP-specific: ``http/`` and ``mcp/`` never
 import each other; this module imports both.
@@ -112,5 +113,6 @@ def build_room(document: Path, owner_token_hash: str, *,
         engine,
         StreamGuard(owner_app, settings.write_timeout_seconds),
         StreamGuard(ingress_app, settings.write_timeout_seconds),
-        Hooks([scheduler.stop, hub.close, runner.close, engine.close], [fail_interrupted, scheduler.start], scheduler),
+        Hooks([scheduler.stop, hub.close, runner.close, engine.close],
+              [fail_interrupted, scheduler.start, engine.warm_checkpoints], scheduler),
     )

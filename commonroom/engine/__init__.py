@@ -224,6 +224,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         self.store.write(lambda ctx: self._record_external(ctx, text, file_version))
 
     def close(self) -> None:
-        """Write the head to the file if it is behind, then close the sidecar."""
+        """Stop the checkpoint warmer, write the head to the file if it is behind, then close the sidecar."""
+        self.stop_warming()
         self.follower.close()
         self.store.close()

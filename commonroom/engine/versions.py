@@ -6,7 +6,9 @@ time, summary, content hash and source (``initial``, ``proposal``,
 *checkpoint*, every :data:`CHECKPOINT_EVERY` versions or when the change is
 large) or one hunk against N-1 (``{"start", "end", "lines"}``), so a commit
 on a 1 MB document writes only what changed; reading version N replays at
-most ``CHECKPOINT_EVERY - 1`` hunks from the checkpoint below it.
+most ``CHECKPOINT_EVERY - 1`` hunks from the checkpoint below it, whose
+lines (and their JSON escapes) are kept in bounded caches, filled off the
+request path in a room (:mod:`commonroom.engine.checkpoints`).
 
 After the SQLite commit the file on disk follows the head atomically
 (:mod:`commonroom.engine.filesync`), then the events are published.
@@ -15,9 +17,7 @@ After the SQLite commit the file on disk follows the head atomically
 from __future__ import annotations
 
 import json
-import threading
 from collections import OrderedDict
-from json.encoder import encode_basestring
 from typing import Any, cast
 
 from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
@@ -28,77 +28,11 @@ from ..merge import unified_diff
 from ..store import WriteContext
 from ..store.models import Version as VersionRow
 from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
+from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, CheckpointLines, CheckpointWarmer,
+                          json_line, json_lines)
 
 CHECKPOINT_EVERY = 64
 _CACHE_SIZE = 8
-#: Most memory the checkpoints' text lines kept for reconstruction may take
-#: (estimated: text bytes plus :data:`LINE_OVERHEAD` per line).
-CHECKPOINT_CACHE_BYTES = 32 * 1024 * 1024
-#: The same bound for their JSON-escaped lines (old versions answered over HTTP):
-#: 64 MB holds every checkpoint of a 1 MB document's first ~1,500 versions.
-CHECKPOINT_JSON_CACHE_BYTES = 64 * 1024 * 1024
-#: Estimated bytes a line costs beyond its text (a str object and a list slot).
-LINE_OVERHEAD = 64
-
-
-def json_line(line: str) -> bytes:
-    """``line`` as it appears inside a JSON string (``jsontext.dumps``: non-ASCII kept), UTF-8."""
-    return encode_basestring(line)[1:-1].encode("utf-8")
-
-
-#: A character joining lines for one escape pass (:func:`json_lines`) when the text lacks it.
-_JOIN = "\ue000"
-
-
-def json_lines(lines: list[str], text: str) -> list[bytes]:
-    """:func:`json_line` of each of ``lines`` (the lines of ``text``), in one escape pass when it can.
-
-    The lines are joined with a character absent from ``text``, escaped at
-    once (the escape is per character, so the parts are the lines' escapes)
-    and split again; a text holding that character is escaped line by line.
-    """
-    if _JOIN in text or not lines:
-        return [json_line(line) for line in lines]
-    return json_line(_JOIN.join(lines)).split(_JOIN.encode("utf-8"))
-
-
-class CheckpointLines:
-    """A bounded LRU of checkpoints' line lists (never mutated; callers copy).
-
-    Reading an old version replays at most ``CHECKPOINT_EVERY - 1`` hunks
-    on its checkpoint's lines; keeping those lines avoids reading and
-    splitting a whole text per read. Bounded by :data:`CHECKPOINT_CACHE_BYTES`
-    (a list larger than that is used once and not kept).
-    """
-
-    def __init__(self, limit: int = CHECKPOINT_CACHE_BYTES):
-        self.limit = limit
-        self.held = 0
-        self._entries: OrderedDict[int, tuple[list[Any], int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, number: int) -> list[Any] | None:
-        """The lines of checkpoint ``number`` (made most recent), or None."""
-        with self._lock:
-            entry = self._entries.get(number)
-            if entry is None:
-                return None
-            self._entries.move_to_end(number)
-            return entry[0]
-
-    def put(self, number: int, lines: list[Any], text_bytes: int) -> list[Any]:
-        """Keep ``lines`` of checkpoint ``number`` if they fit; returns them."""
-        size = text_bytes + LINE_OVERHEAD * len(lines)
-        if size > self.limit:
-            return lines
-        with self._lock:
-            if number not in self._entries:
-                self._entries[number] = (lines, size)
-                self.held += size
-            while self.held > self.limit:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self.held -= dropped
-        return lines
 
 
 def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
@@ -181,6 +115,9 @@ class VersionsMixin(EngineBase):
             self._set_head(number, text, digest, new_lines)
             self._remember(number, text)
             self.follower.submit(number, text, digest)
+            warmer = self.__dict__.get("_warmer")
+            if checkpoint and warmer is not None:
+                warmer.submit(number, text, new_lines)
 
         # the next write of a group commit builds on this version before it is durable
         ctx.on_release.append(lambda: self.store.stage("head", Head(number, text, digest, new_lines)))
@@ -225,25 +162,21 @@ class VersionsMixin(EngineBase):
         """The lines of version ``number``: the nearest checkpoint at or below it, then its hunks.
 
         The checkpoint's lines come from a :class:`CheckpointLines` (kept in
-        memory, bounded); the hunks are applied in place on a copy. With
-        ``encoded`` each line is its JSON string escape as UTF-8 bytes
-        (:func:`json_line`), so the joined lines are the JSON text of the
-        document without its quotes.
+        memory, bounded; built here on a miss, else by the warmer); the hunks
+        are applied in place on a copy. With ``encoded`` each line is its JSON
+        string escape as UTF-8 bytes (:func:`json_line`), so the joined lines
+        are the JSON text of the document without its quotes.
         """
         db = self.store.db
         base = db.execute_sql(
             'SELECT "number" FROM "version" WHERE "number" <= ? AND "content" IS NOT NULL '
             'ORDER BY "number" DESC LIMIT 1', (number,)).fetchone()[0]
-        key = "_checkpoints_json" if encoded else "_checkpoints"
-        checkpoints = self.__dict__.get(key)
-        if checkpoints is None:
-            checkpoints = self.__dict__.setdefault(
-                key, CheckpointLines(CHECKPOINT_JSON_CACHE_BYTES if encoded else CHECKPOINT_CACHE_BYTES))
+        checkpoints = self._checkpoint_cache(encoded)
         lines = checkpoints.get(base)
         if lines is None:
-            content = db.execute_sql('SELECT "content" FROM "version" WHERE "number" = ?', (base,)).fetchone()[0]
+            content = self._checkpoint_text(base)
             plain = regions.lines_of(content)
-            lines = checkpoints.put(base, json_lines(plain, content) if encoded else plain, len(content))
+            lines = checkpoints.put(base, json_lines(plain) if encoded else plain, len(content))
         lines = list(lines)
         for (raw,) in db.execute_sql('SELECT "delta" FROM "version" WHERE "number" > ? AND "number" <= ? '
                                      'ORDER BY "number"', (base, number)):
@@ -251,6 +184,43 @@ class VersionsMixin(EngineBase):
             new = delta["lines"]
             lines[delta["start"] - 1 : delta["end"]] = [json_line(line) for line in new] if encoded else new
         return lines
+
+    def _checkpoint_cache(self, encoded: bool) -> CheckpointLines:
+        """The cache of checkpoints' text lines, or with ``encoded`` of their JSON escapes (made once)."""
+        key = "_checkpoints_json" if encoded else "_checkpoints"
+        cache = self.__dict__.get(key)
+        if cache is None:
+            cache = self.__dict__.setdefault(
+                key, CheckpointLines(CHECKPOINT_JSON_CACHE_BYTES if encoded else CHECKPOINT_CACHE_BYTES))
+        return cache
+
+    def _checkpoint_text(self, number: int) -> str:
+        """The stored text of checkpoint ``number`` (on the calling thread's connection)."""
+        return self.store.db.execute_sql('SELECT "content" FROM "version" WHERE "number" = ?', (number,)).fetchone()[0]
+
+    def warm_checkpoints(self) -> CheckpointWarmer:
+        """Start keeping checkpoints' lines ready off the request path (the room calls it at startup).
+
+        A :class:`~commonroom.engine.checkpoints.CheckpointWarmer` thread
+        fills both checkpoint caches: with the stored checkpoints now,
+        newest first while they fit in the caches' bounds, then with each
+        checkpoint as it is committed (after the commit, never in the
+        writer's transaction). The thread reads with its own connection,
+        closed whenever it goes idle; :meth:`close` stops it. Returns it.
+        """
+        numbers = [n for (n,) in self.store.db.execute_sql(
+            'SELECT "number" FROM "version" WHERE "content" IS NOT NULL ORDER BY "number" DESC')]
+        warmer = CheckpointWarmer(self._checkpoint_cache(False), self._checkpoint_cache(True), self._checkpoint_text,
+                                  release=self.store.db.close)
+        self.__dict__["_warmer"] = warmer
+        warmer.warm_stored(numbers)
+        return warmer
+
+    def stop_warming(self) -> None:
+        """Stop the checkpoint warmer, if :meth:`warm_checkpoints` started one."""
+        warmer = self.__dict__.pop("_warmer", None)
+        if warmer is not None:
+            warmer.close()
 
     def version_encoded(self, actor: Actor, number: Any) -> tuple[bytes, str]:
         """``(the JSON bytes of version(actor, number), its content hash)``, without encoding the text.

@@ -1,19 +1,36 @@
-"""Old versions read back exactly, through the bounded checkpoint-lines cache (engine/versions.py)."""
+"""Old versions read back exactly, through the bounded checkpoint-lines caches (engine/versions.py,
+engine/checkpoints.py), whether a read or the background warmer built them."""
 
 from __future__ import annotations
 
-from commonroom.engine import OPERATOR
-from commonroom.engine.versions import CHECKPOINT_EVERY, CheckpointLines
+import pytest
+
+from commonroom import regions
+from commonroom.engine import OPERATOR, checkpoints
+from commonroom.engine.checkpoints import CheckpointLines, CheckpointWarmer, entry_size
+from commonroom.engine.versions import CHECKPOINT_EVERY
+from commonroom.wire import dumps
 
 TEXT = "".join(f"line {i}\n" for i in range(1, 41))
 
 
-def test_every_version_reads_back_with_a_tiny_cache(engine):
-    texts = {1: TEXT}
-    for n in range(2, 2 * CHECKPOINT_EVERY + 10):
+def write_history(engine, count: int = 2 * CHECKPOINT_EVERY + 10) -> dict[int, str]:
+    """Versions 2..count (one region replaced each): ``{number: text}`` of every version."""
+    texts = {1: engine.head().text}
+    for n in range(2, count + 1):
         k = 1 + (n * 7) % 40
         engine.write(OPERATOR, n - 1, f"edit {n}\n" * (1 + n % 3), {"lines": [k, k]})
         texts[n] = engine.head().text
+    return texts
+
+
+def stored_checkpoints(engine) -> list[int]:
+    return [n for (n,) in engine.store.db.execute_sql(
+        'SELECT "number" FROM "version" WHERE "content" IS NOT NULL ORDER BY "number"')]
+
+
+def test_every_version_reads_back_with_a_tiny_cache(engine):
+    texts = write_history(engine)
     # a cache that keeps at most one checkpoint: readers alternate between checkpoints
     engine._checkpoints = CheckpointLines(limit=len(TEXT) * 3 + 64 * 200)
     engine._version_cache.clear()
@@ -48,3 +65,111 @@ def test_encoded_versions_are_the_json_of_the_answer(engine):
         answer = engine.version(OPERATOR, n)
         assert data == dumps(answer), n
         assert digest == answer["content_hash"]
+
+
+def answers(engine) -> dict[int, bytes]:
+    """The encoded answer of every version, checked against the JSON of ``version()``."""
+    out = {}
+    for n in range(1, engine.head().number + 1):
+        data, digest = engine.version_encoded(OPERATOR, n)
+        assert data == dumps(engine.version(OPERATOR, n)) and digest == engine.version(OPERATOR, n)["content_hash"]
+        out[n] = data
+    return out
+
+
+def test_warmed_checkpoints_answer_the_same_bytes(engine):
+    write_history(engine)
+    cold = answers(engine)  # built by the reads themselves
+    engine.__dict__.pop("_checkpoints")
+    engine.__dict__.pop("_checkpoints_json")
+    warmer = engine.warm_checkpoints()
+    assert warmer.wait(30)
+    stored = stored_checkpoints(engine)
+    assert len(stored) >= 3
+    for n in stored:
+        assert n in engine._checkpoints and n in engine._checkpoints_json
+        plain = engine._checkpoints.get(n)
+        assert plain == regions.lines_of(engine._checkpoint_text(n))
+        assert engine._checkpoints_json.get(n) == checkpoints.json_lines(plain)
+    assert answers(engine) == cold
+    engine.stop_warming()
+    assert not warmer._thread.is_alive() and "_warmer" not in engine.__dict__
+
+
+def test_a_committed_checkpoint_is_warmed_after_its_commit(engine):
+    write_history(engine, CHECKPOINT_EVERY - 1)
+    warmer = engine.warm_checkpoints()
+    assert warmer.wait(30)
+    assert CHECKPOINT_EVERY not in engine._checkpoints_json
+    engine.write(OPERATOR, CHECKPOINT_EVERY - 1, "the checkpoint\n", {"lines": [1, 1]})
+    assert warmer.wait(30)
+    assert engine._checkpoints.get(CHECKPOINT_EVERY) is engine.head_lines()  # the head's lines, not a copy
+    assert engine._checkpoints_json.get(CHECKPOINT_EVERY) == checkpoints.json_lines(engine.head_lines())
+    engine.write(OPERATOR, CHECKPOINT_EVERY, "after it\n", {"lines": [2, 2]})
+    data, _ = engine.version_encoded(OPERATOR, CHECKPOINT_EVERY + 1)
+    assert data == dumps(engine.version(OPERATOR, CHECKPOINT_EVERY + 1))
+
+
+def test_startup_warming_keeps_the_newest_that_fit_and_drops_nothing(engine):
+    write_history(engine, 3 * CHECKPOINT_EVERY + 5)
+    stored = stored_checkpoints(engine)
+    size = max(entry_size(len(engine._checkpoint_text(n)), len(regions.lines_of(engine._checkpoint_text(n))))
+               for n in stored)
+    plain, encoded = CheckpointLines(limit=2 * size), CheckpointLines(limit=2 * size + size // 2)
+    encoded.put(-1, [b"a reader's entry"], size // 2 - checkpoints.LINE_OVERHEAD)  # read before the warm-up
+    warmer = CheckpointWarmer(plain, encoded, engine._checkpoint_text, release=engine.store.db.close, pause=0)
+    warmer.warm_stored(sorted(stored, reverse=True))
+    assert warmer.wait(30)
+    warmer.close()
+    newest = sorted(stored, reverse=True)[:2]
+    assert [n for n in stored if n in plain] == sorted(newest)
+    assert [n for n in stored if n in encoded] == sorted(newest) and -1 in encoded
+    assert plain.held <= plain.limit and encoded.held <= encoded.limit
+
+
+def test_reads_while_warming_see_whole_entries_only(engine):
+    texts = write_history(engine)
+    expected = answers(engine)
+    for _ in range(3):
+        plain, encoded = CheckpointLines(), CheckpointLines(limit=checkpoints.CHECKPOINT_JSON_CACHE_BYTES)
+        engine._checkpoints, engine._checkpoints_json = plain, encoded
+        warmer = CheckpointWarmer(plain, encoded, engine._checkpoint_text, release=engine.store.db.close, pause=0)
+        warmer.warm_stored(sorted(stored_checkpoints(engine), reverse=True))  # its thread runs along the reads
+        for n in range(1, len(texts) + 1):
+            engine._version_cache.clear()
+            assert engine.version_encoded(OPERATOR, n)[0] == expected[n]
+            assert engine.version_text(n) == texts[n]
+        assert warmer.wait(30)
+        warmer.close()
+
+
+@pytest.mark.parametrize("text", [
+    "a\nb\r\nc\rd\n" * 50,
+    "\r\n".join(f"row {i}" for i in range(300)),
+    ("x" * 7 + "\r") * 40 + "\n" + ("y\u2028z\x0c\n" * 60) + "no final newline",
+    "",
+    "one line, no newline",
+])
+def test_the_warmer_splits_lines_like_lines_of(monkeypatch, text):
+    monkeypatch.setattr(checkpoints, "PIECE_CHARS", 16)
+    warmer = CheckpointWarmer(CheckpointLines(), CheckpointLines(), lambda n: text, pause=0)
+    try:
+        assert warmer._split(text) == regions.lines_of(text)
+    finally:
+        warmer.close()
+
+
+def test_a_closed_warmer_stops_and_a_failed_load_is_not_fatal():
+    def load(number):
+        raise OSError("the sidecar is gone")
+
+    plain, encoded = CheckpointLines(), CheckpointLines()
+    warmer = CheckpointWarmer(plain, encoded, load, pause=0)
+    warmer.warm_stored([3, 2, 1])
+    assert warmer.wait(30)
+    assert plain.held == 0 and encoded.held == 0
+    warmer.submit(5, "a\nb\n", ["a\n", "b\n"])
+    assert warmer.wait(30)
+    assert encoded.get(5) == [b"a\\n", b"b\\n"]
+    warmer.close()
+    assert not warmer._thread.is_alive()
