@@ -17,7 +17,8 @@ Workloads (each with its anchor measured in the same run):
 - ``mcp``: ``tools/call`` read-document, ours vs the official ``mcp`` SDK
   server (:mod:`tests.bench.mcp_calls`).
 - ``writes``: write transactions/s over HTTP, 1 and 16 clients, group
-  commit on and off, vs bare fsync'd SQLite (:mod:`tests.bench.writes`).
+  commit on and off, vs bare fsync'd SQLite (:mod:`tests.bench.writes`);
+  with ``--before DIR`` also served from the older checkout.
 - ``versions``: a random old version of the 963 KB changelog after 1,000
   versions, p99 over HTTP (:mod:`tests.bench.old_versions`).
 - ``startup``: ``ce --help`` vs ``python -c pass`` (hyperfine when installed).
@@ -128,17 +129,22 @@ def mcp(seconds: float) -> list[Row]:
              "ratio": ours / max(theirs, 1e-9), "target": "≥ 4×", "tool": "asyncio (mcp_calls.py)"}]
 
 
-def writes(seconds: float) -> list[Row]:
+def writes(seconds: float, before: Path | None) -> list[Row]:
     """Write transactions/s, group commit on and off, vs bare fsync'd SQLite (tests/bench/writes.py)."""
     from tests.bench import writes as bench
 
     rows = []
-    for r in bench.measure([1, 16], seconds):
+    for r in bench.measure([1, 16], seconds, before):
         rows.append({"workload": f"lease acquire+release, {r['clients']} client(s), HTTP, write txn/s",
                      "ours": f"{r['on']:,.0f} (group commit off: {r['off']:,.0f})",
                      "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s",
                      "ratio": r["on"] / max(r["bare"], 1e-9), "target": f"≥ {r['target']}×",
                      "tool": "asyncio (writes.py)"})
+        if "before" in r:
+            rows.append({"workload": f"  the same, served by {before.name} (before)",
+                         "ours": f"{r['before']:,.0f}", "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s",
+                         "ratio": r["before"] / max(r["bare"], 1e-9), "target": "—",
+                         "tool": "asyncio (writes.py)"})
     return rows
 
 
@@ -261,7 +267,7 @@ def main() -> None:
     steps = {
         "reads": lambda: reads(args.seconds, args.before),
         "mcp": lambda: mcp(args.seconds),
-        "writes": lambda: writes(args.seconds),
+        "writes": lambda: writes(args.seconds, args.before),
         "versions": lambda: versions(args.quick),
         "startup": startup,
         "fanout": lambda: fanout("1000" if args.quick else args.fanout_levels, 10 if args.quick else 15),

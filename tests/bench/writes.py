@@ -71,13 +71,13 @@ async def _run(port: int, tokens: list[str], seconds: float) -> float:
     return counts[0] / (time.perf_counter() - start)
 
 
-def room_rate(clients: int, seconds: float, group_commit: bool) -> float:
-    """Write transactions/s of ``clients`` lease clients on a fresh room."""
+def room_rate(clients: int, seconds: float, group_commit: bool, env: dict[str, str] | None = None) -> float:
+    """Write transactions/s of ``clients`` lease clients on a fresh room (``env`` adds to the room's environment)."""
     os.environ["COMMONROOM_RATE_LIMIT"] = "100000000"
     os.environ["COMMONROOM_GROUP_COMMIT"] = "1" if group_commit else "0"
     folder = Path(tempfile.mkdtemp(prefix="cr-writes-"))
     try:
-        room = start_room(folder, text=TEXT)
+        room = start_room(folder, text=TEXT, env=env)
         try:
             tokens = [room.join(f"c{i}", "read,lease").token for i in range(clients)]
             port = room.state["ingress"]["port"]
@@ -103,15 +103,22 @@ def bare_rate(seconds: float) -> float:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def measure(clients: list[int], seconds: float = 5.0) -> list[dict[str, Any]]:
-    """One row per client count: group commit on and off, bare SQLite measured just before."""
+def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None) -> list[dict[str, Any]]:
+    """One row per client count: group commit on and off, bare SQLite measured just before.
+
+    With ``before`` (an older checkout), the same clients also run against
+    a room served from it (``"before"``, txn/s), in the same run.
+    """
     rows = []
     for n in clients:
         bare = bare_rate(min(seconds, 3.0))
         on = room_rate(n, seconds, True)
         off = room_rate(n, seconds, False)
-        rows.append({"clients": n, "on": on, "off": off, "bare": bare,
-                     "target": 0.15 if n == 1 else 0.3})
+        row: dict[str, Any] = {"clients": n, "on": on, "off": off, "bare": bare,
+                               "target": 0.15 if n == 1 else 0.3}
+        if before is not None:
+            row["before"] = room_rate(n, seconds, True, {"PYTHONPATH": str(before)})
+        rows.append(row)
     return rows
 
 
