@@ -57,7 +57,12 @@ def entry_size(text_bytes: int, lines: int) -> int:
 
 
 class CheckpointLines:
-    """A bounded LRU of checkpoints' line lists (never mutated; callers copy).
+    """A bounded LRU of checkpoints' lines, kept as tuples (immutable; callers copy).
+
+    Tuples of ``str``/``bytes`` are untracked by the garbage collector
+    after its first look, so full collections do not walk the cached lines
+    (with lists, a full pass over 16 cached 1 MB checkpoints took ~44 ms
+    instead of ~26 ms).
 
     Reading an old version replays at most ``CHECKPOINT_EVERY - 1`` hunks
     on its checkpoint's lines; keeping those lines avoids reading and
@@ -69,7 +74,7 @@ class CheckpointLines:
     def __init__(self, limit: int = CHECKPOINT_CACHE_BYTES):
         self.limit = limit
         self.held = 0
-        self._entries: OrderedDict[int, tuple[list[Any], int]] = OrderedDict()
+        self._entries: OrderedDict[int, tuple[tuple[Any, ...], int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __contains__(self, number: int) -> bool:
@@ -77,7 +82,7 @@ class CheckpointLines:
         with self._lock:
             return number in self._entries
 
-    def get(self, number: int) -> list[Any] | None:
+    def get(self, number: int) -> tuple[Any, ...] | None:
         """The lines of checkpoint ``number`` (made most recent), or None."""
         with self._lock:
             entry = self._entries.get(number)
@@ -91,19 +96,20 @@ class CheckpointLines:
         with self._lock:
             return self.held + size <= self.limit
 
-    def put(self, number: int, lines: list[Any], text_bytes: int) -> list[Any]:
-        """Keep ``lines`` of checkpoint ``number`` if they fit (least recent dropped); returns them."""
-        size = entry_size(text_bytes, len(lines))
+    def put(self, number: int, lines: list[Any], text_bytes: int) -> tuple[Any, ...]:
+        """Keep ``lines`` of checkpoint ``number`` if they fit (least recent dropped); returns them as a tuple."""
+        kept = tuple(lines)
+        size = entry_size(text_bytes, len(kept))
         if size > self.limit:
-            return lines
+            return kept
         with self._lock:
             if number not in self._entries:
-                self._entries[number] = (lines, size)
+                self._entries[number] = (kept, size)
                 self.held += size
             while self.held > self.limit:
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self.held -= dropped
-        return lines
+        return kept
 
 
 class _Closed(Exception):

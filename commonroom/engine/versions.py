@@ -172,12 +172,12 @@ class VersionsMixin(EngineBase):
             'SELECT "number" FROM "version" WHERE "number" <= ? AND "content" IS NOT NULL '
             'ORDER BY "number" DESC LIMIT 1', (number,)).fetchone()[0]
         checkpoints = self._checkpoint_cache(encoded)
-        lines = checkpoints.get(base)
-        if lines is None:
+        kept = checkpoints.get(base)
+        if kept is None:
             content = self._checkpoint_text(base)
             plain = regions.lines_of(content)
-            lines = checkpoints.put(base, json_lines(plain) if encoded else plain, len(content))
-        lines = list(lines)
+            kept = checkpoints.put(base, json_lines(plain) if encoded else plain, len(content))
+        lines = list(kept)
         for (raw,) in db.execute_sql('SELECT "delta" FROM "version" WHERE "number" > ? AND "number" <= ? '
                                      'ORDER BY "number"', (base, number)):
             delta = json.loads(raw)

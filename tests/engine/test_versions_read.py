@@ -50,7 +50,7 @@ def test_the_cache_is_bounded():
         cache.put(n, ["c" * 100], 100)
     assert cache.held <= 1000 and cache.get(1) is None and cache.get(19) is not None
     huge = ["x" * 2000]
-    assert cache.put(99, huge, 2000) is huge and cache.get(99) is None
+    assert cache.put(99, huge, 2000) == tuple(huge) and cache.get(99) is None
 
 
 def test_encoded_versions_are_the_json_of_the_answer(engine):
@@ -89,8 +89,8 @@ def test_warmed_checkpoints_answer_the_same_bytes(engine):
     for n in stored:
         assert n in engine._checkpoints and n in engine._checkpoints_json
         plain = engine._checkpoints.get(n)
-        assert plain == regions.lines_of(engine._checkpoint_text(n))
-        assert engine._checkpoints_json.get(n) == checkpoints.json_lines(plain)
+        assert list(plain) == regions.lines_of(engine._checkpoint_text(n))
+        assert engine._checkpoints_json.get(n) == tuple(checkpoints.json_lines(plain))
     assert answers(engine) == cold
     engine.stop_warming()
     assert not warmer._thread.is_alive() and "_warmer" not in engine.__dict__
@@ -103,8 +103,10 @@ def test_a_committed_checkpoint_is_warmed_after_its_commit(engine):
     assert CHECKPOINT_EVERY not in engine._checkpoints_json
     engine.write(OPERATOR, CHECKPOINT_EVERY - 1, "the checkpoint\n", {"lines": [1, 1]})
     assert warmer.wait(30)
-    assert engine._checkpoints.get(CHECKPOINT_EVERY) is engine.head_lines()  # the head's lines, not a copy
-    assert engine._checkpoints_json.get(CHECKPOINT_EVERY) == checkpoints.json_lines(engine.head_lines())
+    kept = engine._checkpoints.get(CHECKPOINT_EVERY)
+    assert kept == tuple(engine.head_lines())
+    assert all(a is b for a, b in zip(kept, engine.head_lines()))  # the head's strings, not copies
+    assert engine._checkpoints_json.get(CHECKPOINT_EVERY) == tuple(checkpoints.json_lines(engine.head_lines()))
     engine.write(OPERATOR, CHECKPOINT_EVERY, "after it\n", {"lines": [2, 2]})
     data, _ = engine.version_encoded(OPERATOR, CHECKPOINT_EVERY + 1)
     assert data == dumps(engine.version(OPERATOR, CHECKPOINT_EVERY + 1))
@@ -170,6 +172,6 @@ def test_a_closed_warmer_stops_and_a_failed_load_is_not_fatal():
     assert plain.held == 0 and encoded.held == 0
     warmer.submit(5, "a\nb\n", ["a\n", "b\n"])
     assert warmer.wait(30)
-    assert encoded.get(5) == [b"a\\n", b"b\\n"]
+    assert encoded.get(5) == (b"a\\n", b"b\\n")
     warmer.close()
     assert not warmer._thread.is_alive()
