@@ -56,7 +56,7 @@ from ..store.db import event_dict
 from ..store.models import Handoff as HandoffRow
 from ..store.models import Task as TaskRow
 from ..store.models import participant_key
-from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, after_stamp_and_id, decode_cursor, encode_cursor, parse_limit, require
 
 #: At most this many tasks ``working`` or ``input_required`` in one room.
 MAX_ACTIVE_TASKS = 32
@@ -486,12 +486,7 @@ class HandoffsMixin(EngineBase):
                 raise InvalidRequest(f"status must be one of {', '.join(HANDOFF_STATUSES)}, not {status!r}",
                                      details={"parameter": "status"})
             query = query.where(Handoff.status == status)
-        after = decode_cursor(cursor)
-        if after is not None:
-            if not (isinstance(after, list) and len(after) == 2 and all(isinstance(a, str) for a in after)):
-                raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
-            query = query.where((Handoff.created_at > after[0])
-                                | ((Handoff.created_at == after[0]) & (Handoff.id > after[1])))
+        query = after_stamp_and_id(query, Handoff.created_at, Handoff.id, cursor)
         rows = list(query.order_by(Handoff.created_at, Handoff.id).limit(size + 1))
         last = rows[size - 1] if len(rows) > size else None
         return {"handoffs": [self._handoff_dict(r) for r in rows[:size]],

@@ -25,7 +25,7 @@ from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, Proposa
 from ..merge import merge3_text, unified_diff
 from ..store import WriteContext
 from ..store.models import Proposal as ProposalRow
-from .base import OPERATOR, Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+from .base import OPERATOR, Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_limit, require
 from .versions import hunk
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
@@ -181,12 +181,7 @@ class ProposalsMixin(EngineBase):
                 raise InvalidRequest(f"status must be open, approved, rejected or withdrawn, not {status!r}",
                                      details={"parameter": "status"})
             query = query.where(Proposal.status == status)
-        after = decode_cursor(cursor)
-        if after is not None:
-            if not (isinstance(after, list) and len(after) == 2):
-                raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
-            query = query.where((Proposal.created_at > after[0])
-                                | ((Proposal.created_at == after[0]) & (Proposal.id > after[1])))
+        query = after_stamp_and_id(query, Proposal.created_at, Proposal.id, cursor)
         rows = list(query.order_by(Proposal.created_at, Proposal.id).limit(size + 1))
         page = [self._proposal_dict(r) for r in rows[:size]]
         last = rows[size - 1] if len(rows) > size else None

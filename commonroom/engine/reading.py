@@ -11,7 +11,7 @@ from generated.types.room import Document, ParticipantsPage, RoomStatus
 from .. import PROTOCOL, PROTOCOL_VERSION, regions
 from ..clock import rfc3339
 from .access import participant_dict
-from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_limit, require
 
 
 class ReadingMixin(EngineBase):
@@ -64,17 +64,8 @@ class ReadingMixin(EngineBase):
         Participant, Session = models.Participant, models.Session
         require(actor, "read")
         size = parse_limit(limit)
-        after = decode_cursor(cursor)
         query = Participant.select().order_by(Participant.created_at, Participant.id)
-        if after is not None:
-            if not (isinstance(after, list) and len(after) == 2 and all(isinstance(x, str) for x in after)):
-                from ..errors import InvalidRequest
-
-                raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
-            query = query.where(
-                (Participant.created_at > after[0])
-                | ((Participant.created_at == after[0]) & (Participant.id > after[1]))
-            )
+        query = after_stamp_and_id(query, Participant.created_at, Participant.id, cursor)
         rows = list(query.limit(size + 1))
         counts: dict[str, int] = dict(cast(
             "Iterable[tuple[str, int]]",  # .tuples(): peewee's stubs keep the model type
