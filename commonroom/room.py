@@ -38,6 +38,7 @@ from .live.stopping import end_streams_on_sigterm
 from .mcp import mcp_routes
 from .operations import INGRESS, OPERATIONS, OWNER, Table
 from .operations.runner import Runner
+from .memory import Trimmer
 from .timers import Scheduler
 
 #: How often the lease-expiry sweep runs (seconds): a lapsed lease's
@@ -106,6 +107,8 @@ def build_room(document: Path, owner_token_hash: str, *,
                              limiter=RateLimiter(), runner=runner, table=table, streams=resources)
     end_streams_on_sigterm(hub.close_nowait)
 
+    trimmer = Trimmer()  # freed heap back to the system (commonroom/memory.py)
+
     async def fail_interrupted() -> None:  # no tool run survives a restart (docs/handoffs.md)
         await runner.write(engine.fail_interrupted_tool_tasks)
 
@@ -113,6 +116,6 @@ def build_room(document: Path, owner_token_hash: str, *,
         engine,
         StreamGuard(owner_app, settings.write_timeout_seconds),
         StreamGuard(ingress_app, settings.write_timeout_seconds),
-        Hooks([scheduler.stop, hub.close, runner.close, engine.close],
-              [fail_interrupted, scheduler.start, engine.warm_checkpoints], scheduler),
+        Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
+              [fail_interrupted, scheduler.start, engine.warm_checkpoints, trimmer.start], scheduler),
     )

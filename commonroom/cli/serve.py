@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 
-
 def serve_command(
     file: Annotated[Path, typer.Argument(help="The markdown file the room owns.")],
     port: Annotated[int, typer.Option(help="Session ingress port (0 picks a free one).")] = 7711,
@@ -19,6 +18,9 @@ def serve_command(
     log_level: Annotated[str, typer.Option(help="gunicorn log level.")] = "warning",
 ) -> None:
     """Start the room on FILE: one process, two listeners, until Ctrl-C."""
+    from ..memory import use_system_malloc
+
+    use_system_malloc()  # re-executes under PYTHONMALLOC=malloc unless it is set (commonroom/memory.py)
     from ..server import ServeError, ServeOptions, serve  # gunicorn and falcon for this command only
 
     options = ServeOptions(document=file, host=host, port=port, owner_port=owner_port,

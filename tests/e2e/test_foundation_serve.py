@@ -260,6 +260,29 @@ def test_serve_prints_and_records_its_addresses(shared_room: Room):
     assert "token" not in json.dumps({k: v for k, v in state.items() if k != "owner_token_file"})
 
 
+def environ_of(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_the_room_runs_under_glibc_malloc_unless_the_operator_chose(shared_room: Room, tmp_path: Path):
+    """``ce serve`` re-executes itself under PYTHONMALLOC=malloc (commonroom/memory.py): the
+    same pid (the state file's), the worker inherits it; an operator's own choice is kept."""
+    from tests.bench.fanout import worker_pid
+
+    room = shared_room
+    assert os.environ.get("PYTHONMALLOC") is None  # else this test proves nothing
+    assert room.state["pid"] == room.proc.pid
+    assert environ_of(room.proc.pid).get("PYTHONMALLOC") == "malloc"
+    assert environ_of(worker_pid(room.proc.pid)).get("PYTHONMALLOC") == "malloc"
+    own = start_room(tmp_path, text="# own\n", env={"PYTHONMALLOC": "pymalloc"})
+    try:
+        assert environ_of(worker_pid(own.proc.pid)).get("PYTHONMALLOC") == "pymalloc"
+    finally:
+        own.stop()
+
+
 # ----------------------------------------------------------------- sidecar
 
 
