@@ -1,0 +1,102 @@
+"""The bundled fast path of validation accepts exactly what the source schemas accept.
+
+``schemas.validate`` asks :func:`commonroom.schemas.fast_validator` (every
+``$ref`` inlined) first and the registry-backed :func:`validator` only for
+the error of an invalid instance. If the two ever disagreed, a bad input
+could reach the engine (fast says valid) or a good one be refused with no
+error to name. Instances are drawn from each operation's input schema by a
+seeded random walk that stays near the schema (so many are valid) and
+strays from it on purpose (wrong types, missing and unknown properties,
+out-of-range numbers, each branch of a ``oneOf``).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+from commonroom import schemas
+from commonroom.bundle import bundle
+from commonroom.operations import OPERATIONS
+
+#: Strings that match the schemas' patterns (times, ids), so patterned properties are valid sometimes.
+STRINGS = ["2026-11-30T00:00:00.000000+00:00", "2026-11-30T00:00:00Z", "pr_0123456789abcdef01234567",
+           "h_0123456789abcdef01234567", "s_0123456789abcdef01234567", "m_0123456789abcdef01234567"]
+ODD: list[Any] = [None, True, 0, -1, 1.5, 2**53, "", "x", "l_0123456789abcdef", [], [1, 2], {}, {"lines": [1, 2]}]
+
+
+def draw(schema: Any, rng: random.Random, depth: int = 0) -> Any:
+    """An instance near ``schema``: valid often, invalid on purpose now and then."""
+    if not isinstance(schema, dict) or depth > 6 or rng.random() < 0.06:
+        return rng.choice(ODD)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            return draw(rng.choice(schema[key]), rng, depth + 1)
+    if "allOf" in schema:
+        parts = [draw(s, rng, depth + 1) for s in schema["allOf"]]
+        merged: dict[str, Any] = {}
+        for part in parts:
+            if not isinstance(part, dict):
+                return part
+            merged.update(part)
+        return merged
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = rng.choice(kind)
+    if kind == "object" or "properties" in schema:
+        required = set(schema.get("required", ()))
+        out = {}
+        for name, sub in schema.get("properties", {}).items():
+            if rng.random() < (0.95 if name in required else 0.6):
+                out[name] = draw(sub, rng, depth + 1)
+        if rng.random() < 0.05:
+            out["unknown_property"] = 1
+        return out
+    if kind == "array":
+        low = schema.get("minItems", 0)
+        high = min(schema.get("maxItems", low + 3), low + 3)
+        size = rng.randint(max(0, low - 1), high + 1) if rng.random() < 0.1 else rng.randint(low, high)
+        return [draw(schema.get("items", {}), rng, depth + 1) for _ in range(size)]
+    if kind == "integer":
+        low, high = schema.get("minimum", -5), schema.get("maximum", 10**6)
+        return rng.choice([low, high, low - 1, high + 1, rng.randint(low, min(high, low + 1000))])
+    if kind == "number":
+        return rng.choice([0, 0.5, -1, schema.get("minimum", 0)])
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "string":
+        low = schema.get("minLength", 0)
+        texts = ["", "a" * low, "a" * (low + 5), "a" * schema.get("maxLength", 64), "x" * 70000, *STRINGS]
+        if "pattern" in schema and rng.random() < 0.8:
+            texts = [t for t in texts if re.search(schema["pattern"], t)] or texts
+        return rng.choice(texts)
+    if kind == "null":
+        return None
+    return rng.choice(ODD)
+
+
+NAMES = sorted({op.input for op in OPERATIONS} | {"invitation"})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_fast_path_agrees_with_the_source_schemas(name: str):
+    rng = random.Random(name)
+    fast, plain = schemas.fast_validator(name), schemas.validator(name)
+    assert fast is not plain  # the bundled form is really in use
+    schema = bundle(name)
+    verdicts = {True: 0, False: 0}
+    for _ in range(400):
+        instance = draw(schema, rng)
+        expected = next(plain.iter_errors(instance), None) is None
+        assert fast.is_valid(instance) == expected, instance
+        verdicts[expected] += 1
+    assert verdicts[False] > 0  # the walk strays
+    if schema.get("properties") or schema.get("required"):
+        assert verdicts[True] > 0, name  # and often stays
