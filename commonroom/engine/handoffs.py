@@ -66,6 +66,9 @@ MAX_CONSTRAINTS_CHARS = 8000
 MAX_RESULT_BYTES = 256 * 1024
 #: A task is kept 24 h (``ttlMs``); clients poll every 5 s (``pollIntervalMs``).
 TASK_TTL_MS = 24 * 3600 * 1000
+#: The shortest TTL any task is given (every task gets TASK_TTL_MS): the TTL sweep reads
+#: only tasks at least this old. A shorter TTL for some task must lower it.
+MIN_TASK_TTL_MS = TASK_TTL_MS
 POLL_INTERVAL_MS = 5000
 TASK_OPERATION = "handoff.execute"
 TASK_SCHEMA_VERSION = 1

@@ -75,9 +75,7 @@ class LeasesMixin(EngineBase):
         ).fetchone() is not None
 
     def _live_lease_rows(self) -> list[LeaseRow]:
-        if not self._any_open_lease():
-            return []
-        now = rfc3339(self.clock.now())
+        now = rfc3339(self.clock.now())  # one query over the open leases' partial index (lease_open)
         return self._lease_rows(_LIVE, (now, now))
 
     def _lease_span(self, row: LeaseRow, text: str) -> regions.Span:
@@ -141,9 +139,7 @@ class LeasesMixin(EngineBase):
         no lease has lapsed it only reads (one indexed query) and writes
         nothing.
         """
-        if not self._any_open_lease():
-            return 0
-        now = rfc3339(self.clock.now())
+        now = rfc3339(self.clock.now())  # one query over the open leases' partial index (lease_open)
         if self.store.db.execute_sql(_LAPSED + " LIMIT 1", (now, now)).fetchone() is None:
             return 0
         return int(self.store.write(self._sweep_expired))
@@ -197,7 +193,7 @@ class LeasesMixin(EngineBase):
         def acquire(ctx: WriteContext) -> LeaseWire:
             self._sweep_expired(ctx)
             head = self.head()
-            span = regions.resolve(head.text, region)
+            span = regions.resolve(head.text, region, line_count=len(self.head_lines()))
             self._check_leases({actor.session_id}, span, head.text)
             stamp = self.clock.stamp()
             values = dict(

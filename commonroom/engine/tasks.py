@@ -42,7 +42,7 @@ from ..store import WriteContext
 from ..store.models import Task as TaskRow
 from ..store.models import participant_key
 from .base import Actor
-from .handoffs import (ACTIVE, NEEDS, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL, HandoffsMixin,
+from .handoffs import (ACTIVE, MIN_TASK_TTL_MS, NEEDS, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL, HandoffsMixin,
                        _who)
 
 #: What ``task.handoff_id`` holds for a tool's task (the column is NOT NULL since schema 3).
@@ -185,8 +185,11 @@ class TasksMixin(HandoffsMixin):
 
         def sweep(ctx: WriteContext) -> dict[str, int]:
             now = self.clock.now()
+            # only tasks at least the shortest TTL old are read (indexes task_status_created and
+            # task_status_updated); each one's own ttl_ms decides
+            horizon = rfc3339(now - dt.timedelta(milliseconds=MIN_TASK_TTL_MS))
             expired = deleted = 0
-            for task in Task.select().where(Task.status.in_(ACTIVE)):
+            for task in Task.select().where(Task.status.in_(ACTIVE) & (Task.created_at <= horizon)):
                 if task.created_at > rfc3339(now - dt.timedelta(milliseconds=task.ttl_ms)):
                     continue
                 stamp = rfc3339(now)
@@ -198,9 +201,13 @@ class TasksMixin(HandoffsMixin):
                 elif row is not None and row.status in NEEDS["cancel"]:
                     self._cancel(ctx, None, row, task, "task expired", by="room")
                 expired += 1
-            for task in Task.select().where(Task.status.in_(TERMINAL)):
-                if task.last_updated_at <= rfc3339(now - dt.timedelta(milliseconds=task.ttl_ms)):
-                    Task.delete().where(Task.id == task.id).execute()
+            marks = ", ".join("?" for _ in TERMINAL)
+            due = self.store.db.execute_sql(
+                f'SELECT "id", "ttl_ms", "last_updated_at" FROM "task" WHERE "status" IN ({marks}) '
+                'AND "last_updated_at" <= ?', (*sorted(TERMINAL), horizon)).fetchall()
+            for task_id, ttl_ms, last_updated_at in due:
+                if last_updated_at <= rfc3339(now - dt.timedelta(milliseconds=ttl_ms)):
+                    Task.delete().where(Task.id == task_id).execute()
                     deleted += 1
             return {"expired": expired, "deleted": deleted}
 

@@ -182,6 +182,9 @@ class Hub:
         self._closed = False
         self._deadlines: dict[Subscription, float] = {}
         self._ticker: asyncio.TimerHandle | None = None
+        #: Events published off the loop, waiting for the one scheduled delivery (see publish).
+        self._pending: list[dict[str, Any]] = []
+        self._pending_lock = threading.Lock()
 
     @property
     def subscribers(self) -> int:
@@ -224,7 +227,9 @@ class Hub:
     def publish(self, events: list[dict[str, Any]]) -> None:
         """Queue ``events`` (one commit's, in id order) for every subscriber.
 
-        Never blocks. Thread-safe: off the loop thread it defers to the loop.
+        Never blocks. Thread-safe: off the loop thread it defers to the loop,
+        and commits published while a delivery is already scheduled join it
+        (one wake-up of the loop per burst, not per commit; order kept).
         A subscriber whose queue would overflow is dropped (RESYNC).
         """
         if not events:
@@ -233,12 +238,26 @@ class Hub:
         if loop is not None and self._loop_thread != threading.get_ident():
             if loop.is_closed():
                 return
+            with self._pending_lock:
+                scheduled = bool(self._pending)
+                self._pending.extend(events)
+            if scheduled:
+                return
             try:
-                loop.call_soon_threadsafe(self._deliver, list(events))
+                loop.call_soon_threadsafe(self._deliver_pending)
             except RuntimeError:  # loop closed between the check and the call
                 pass
             return
+        if self._pending:  # published off the loop before these: theirs first
+            self._deliver_pending()
         self._deliver(events)
+
+    def _deliver_pending(self) -> None:
+        """On the loop: deliver everything published off the loop since the last delivery."""
+        with self._pending_lock:
+            events, self._pending = self._pending, []
+        if events:
+            self._deliver(events)
 
     def _deliver(self, events: list[dict[str, Any]]) -> None:
         self.published += len(events)

@@ -54,14 +54,15 @@ def _outcome(fn: Any, args: tuple) -> tuple[bool, Any]:
         return False, exc
 
 
-def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
-    """On the caller's loop: resolve ``future`` unless its caller gave up."""
-    if future.done():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+def _settle(answers: list[tuple[asyncio.Future, bool, Any]]) -> None:
+    """On the callers' loop: resolve each future unless its caller gave up."""
+    for future, ok, value in answers:
+        if future.done():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 class Runner:
@@ -174,8 +175,12 @@ class Runner:
             except BaseException as exc:  # the commit failed: none of the batch's writes happened
                 log.exception("a group commit of %d writes failed", len(batch))
                 outcomes = [(False, exc)] * len(batch)
+        # one hand-over per loop for the whole batch (a wake-up of the loop is a syscall on each side)
+        by_loop: dict[Any, list[tuple[asyncio.Future, bool, Any]]] = {}
         for (_, _, loop, future), (ok, value) in zip(batch, outcomes):
-            loop.call_soon_threadsafe(_settle, future, ok, value)
+            by_loop.setdefault(loop, []).append((future, ok, value))
+        for loop, answers in by_loop.items():
+            loop.call_soon_threadsafe(_settle, answers)
 
     def close(self) -> None:
         """Finish queued writes, close the writer thread's connection, stop the thread."""

@@ -34,8 +34,9 @@ T = TypeVar("T")
 #: the partial index ``board_message_ack`` over open ``requires_ack`` messages).
 #: 6: indexes only, so that no query of the write path or of a list scans the
 #: whole history: ``lease_open`` (partial, over open leases), ``proposal_created``,
-#: ``handoff_created`` (list order).
-SCHEMA_VERSION = 6
+#: ``handoff_created`` (list order). 7: indexes only: ``task_status_created`` and
+#: ``task_status_updated``, so the task TTL sweep reads only the tasks that are due.
+SCHEMA_VERSION = 7
 #: Events kept in the ring (seed protocol.txt, Persistence).
 RING_SIZE = 2000
 
@@ -200,7 +201,7 @@ class Store:
         for the name; each later one is keyed ``<key>\\x1f<id>``, which no
         invitation can produce. Each step is skipped when already done.
 
-        5 → 6: the indexes of :meth:`_history_indexes`; nothing else changes.
+        5 → 6 and 6 → 7: the indexes of :meth:`_history_indexes`; nothing else changes.
 
         4 → 5: ``board_ack``, ``board_audit``, ``peer_message``, ``peer_seen``
         and the partial index ``board_message_ack``; nothing else changes.
@@ -248,7 +249,7 @@ class Store:
             names = {t.__name__ for t in ACK_AUDIT_TEMPLATES}
             self.db.create_tables([m for m in self.models.all if m.__name__ in names], safe=True)
             self._ack_index()
-        if version < 6:
+        if version < 7:  # 5 → 6 and 6 → 7: indexes only (IF NOT EXISTS)
             self._history_indexes()
         self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
                             ("schema_version", str(SCHEMA_VERSION)))
@@ -272,11 +273,17 @@ class Store:
         taken, growing by two rows per acquire/release); ``proposal_created``
         and ``handoff_created``: the lists' order (``created_at``, ``id``),
         so a page reads ``limit`` rows instead of sorting the table.
+        ``task_status_created`` and ``task_status_updated`` (schema 7): the
+        task TTL sweep's two reads (active tasks created, terminal tasks last
+        updated, before a horizon), which loaded every task of the last 24 h
+        once a minute before.
         """
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "lease_open" ON "lease" ("expires_at") '
                             'WHERE "released_at" IS NULL AND "expired_at" IS NULL')
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "proposal_created" ON "proposal" ("created_at", "id")')
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "handoff_created" ON "handoff" ("created_at", "id")')
+        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "task_status_created" ON "task" ("status", "created_at")')
+        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "task_status_updated" ON "task" ("status", "last_updated_at")')
 
     def _board_secret(self) -> None:
         """Mint the key that signs board observation tokens, once (inside the transaction)."""

@@ -292,6 +292,15 @@ def slope_kb_per_min(samples: list[tuple[float, int]]) -> float:
     return 60 * sum((t - mx) * (v - my) for t, v in samples) / var if var else 0.0
 
 
+def floor_samples(samples: list[tuple[float, int]], window: float = 40.0) -> list[tuple[float, int]]:
+    """The smallest RSS sample of each ``window`` seconds, at the window's middle: the memory the
+    worker keeps once the allocator gave back what it could (it trims every 20 s, commonroom/memory.py)."""
+    windows: dict[int, list[int]] = {}
+    for t, kb in samples:
+        windows.setdefault(int(t // window), []).append(kb)
+    return [((k + 0.5) * window, min(v)) for k, v in sorted(windows.items())]
+
+
 def minute_line(figures: Figures, since: float, until: float, rss: int, label: str, room: Room) -> str:
     """p99 of reads and writes between ``since`` and ``until`` (monotonic), the worker's RSS, the sidecar's size."""
     sidecar = sum(p.stat().st_size for p in room.document.parent.glob(room.document.name + ".commonroom.db*"))
@@ -391,6 +400,8 @@ def test_soak(tmp_path):
         result = check_streams(records, since, last_id, fence_at, figures.notices)
         after = [(t, kb) for t, kb in samples if t >= WARMUP]
         slope = slope_kb_per_min(after) if len(after) >= 3 else float("nan")
+        floor = floor_samples(after)
+        floor_slope = slope_kb_per_min(floor) if len(floor) >= 3 else float("nan")
         commits = head["version"]
         print(f"soak: events {since + 1}..{last_id} ({last_id - since}), versions {commits}, "
               f"writer steps {figures.steps}, refusals {figures.refused}, notices {len(figures.notices)}")
@@ -400,7 +411,8 @@ def test_soak(tmp_path):
               f"{result['mcp_updates']}, board waits {result['waits']}, resyncs {result['resyncs']}, "
               f"ended early {result['ended']}, lost {result['lost']}")
         print(f"soak: worker RSS {samples[0][1] / 1024:.1f} -> {samples[-1][1] / 1024:.1f} MB, slope after "
-              f"{WARMUP:g} s {slope:.0f} KB/min (bound {SLOPE_BOUND_KB_PER_MIN:g}); "
+              f"{WARMUP:g} s {slope:.0f} KB/min (bound {SLOPE_BOUND_KB_PER_MIN:g}), of each 40 s window's "
+              f"lowest sample {floor_slope:.0f} KB/min ({' '.join(f'{kb / 1024:.1f}' for _, kb in floor)} MB); "
               f"{minute_line(figures, start, time.monotonic(), samples[-1][1], 'whole run', room)}")
         assert figures.unexpected == [], figures.unexpected[:5]
         assert figures.churn_failures == [], figures.churn_failures[:5]

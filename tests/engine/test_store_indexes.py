@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from commonroom.engine import Engine
 from commonroom.store import SCHEMA_VERSION
 from tests.fakeclock import join, open_engine
@@ -56,21 +58,49 @@ def test_writes_do_not_scan_history(tmp_path):
         engine.close()
 
 
-def test_a_version_5_sidecar_gains_the_history_indexes(tmp_path):
+SCHEMA_INDEXES = {6: ("lease_open", "proposal_created", "handoff_created"),
+                  7: ("task_status_created", "task_status_updated")}
+
+
+@pytest.mark.parametrize("old", [5, 6])
+def test_an_older_sidecar_gains_the_history_indexes(tmp_path, old):
     engine = open_engine(tmp_path, "# Plan\n")
     sidecar = engine.store.path
     engine.close()
     con = sqlite3.connect(sidecar)
-    for index in ("lease_open", "proposal_created", "handoff_created"):
+    added = [name for version, names in SCHEMA_INDEXES.items() if version > old for name in names]
+    for index in added:
         con.execute(f'DROP INDEX "{index}"')
-    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.execute(f"UPDATE meta SET value = '{old}' WHERE key = 'schema_version'")
     con.commit()
     con.close()
     again = Engine.open(tmp_path / "doc.md")
     try:
-        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "6"
+        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "7"
         names = {r[0] for r in again.store.db.execute_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()}
-        assert {"lease_open", "proposal_created", "handoff_created"} <= names
+        assert set(added) <= names
     finally:
         again.close()
+
+
+def test_the_task_sweep_reads_only_tasks_that_may_be_due(tmp_path):
+    """The TTL sweep runs every minute on the writer thread; a room keeps a day of finished
+    tasks. Each of its reads must bound the task's time, not load every task of a status."""
+    engine = open_engine(tmp_path, "# Plan\n")
+    try:
+        actor, _ = join(engine, "alice")
+        statements: list[str] = []
+        connection = engine.store.db.connection()
+        connection.set_trace_callback(statements.append)
+        try:
+            engine.sweep_tasks()
+        finally:
+            connection.set_trace_callback(None)
+        reads = [sql for sql in statements if sql.lstrip().upper().startswith("SELECT") and '"task"' in sql]
+        assert len(reads) == 2, statements  # the active tasks and the terminal ones
+        for sql in reads:
+            plan = " ".join(row[3] for row in engine.store.db.execute_sql("EXPLAIN QUERY PLAN " + sql).fetchall())
+            assert "USING INDEX task_status_" in plan and "_at<?" in plan, (plan, sql)
+    finally:
+        engine.close()

@@ -225,6 +225,39 @@ def test_publish_from_another_thread_is_handed_to_the_loop():
     run(main())
 
 
+def test_commits_published_off_the_loop_in_a_burst_share_one_wake_up_in_order():
+    async def main():
+        hub = Hub()
+        sub = hub.subscribe()
+        loop = asyncio.get_running_loop()
+        handed: list[object] = []
+        original = loop.call_soon_threadsafe
+
+        def spy(callback, *args):
+            handed.append(callback)
+            return original(callback, *args)
+
+        loop.call_soon_threadsafe = spy  # type: ignore[method-assign]
+
+        def writer() -> None:  # a group commit's writes, published one by one from the writer thread
+            for i in range(1, 6):
+                hub.publish([ev(i)])
+
+        worker = threading.Thread(target=writer)
+        worker.start()
+        worker.join()
+        hub.publish([ev(6)])  # on the loop, before the delivery ran: after the five, not before
+        assert [(await asyncio.wait_for(sub.get(), 1))["id"] for _ in range(6)] == [1, 2, 3, 4, 5, 6]
+        assert len(handed) == 1  # one wake-up of the loop for the five
+        worker = threading.Thread(target=hub.publish, args=([ev(7)],))
+        worker.start()
+        worker.join()
+        assert (await asyncio.wait_for(sub.get(), 1))["id"] == 7
+        assert len(handed) == 2  # the next burst schedules its own
+
+    run(main())
+
+
 def test_publish_never_waits_for_readers():
     async def main():
         hub = Hub(queue_size=16)
