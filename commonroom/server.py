@@ -25,6 +25,7 @@ import peewee as pw
 from gunicorn.app.base import BaseApplication
 
 from . import tokens
+from .affinity import cpu_choice, pin_worker
 from .clock import Clock
 from .roomfiles import PRIVATE_UMASK, RoomFiles, write_private
 from .worker import BodyGuard, ConnectionLimits, RoomWorker
@@ -156,6 +157,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
                          "transport plugin")
     try:
         limits = options.limits or ConnectionLimits.from_env()
+        cpu_choice()  # COMMONROOM_CPU, checked before the fork (commonroom/affinity.py)
     except ValueError as exc:
         raise ServeError(str(exc)) from None
     files = RoomFiles.of(options.document)
@@ -275,6 +277,7 @@ def build_app(config: WorkerConfig) -> Any:
     from .http.app import RoomASGI
     from .room import build_room
 
+    pin_worker()  # both busy threads on one CPU, before they start (commonroom/affinity.py)
     engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
     gc.collect()
     gc.freeze()

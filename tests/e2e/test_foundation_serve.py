@@ -283,6 +283,23 @@ def test_the_room_runs_under_glibc_malloc_unless_the_operator_chose(shared_room:
         own.stop()
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_the_worker_runs_on_one_cpu(shared_room: Room, tmp_path: Path):
+    """COMMONROOM_CPU=auto (default): every thread of the worker on the same single CPU, the
+    arbiter free (commonroom/affinity.py); a bad value is a one-line refusal before anything starts."""
+    from tests.bench.fanout import worker_pid
+
+    worker = worker_pid(shared_room.proc.pid)
+    pinned = {frozenset(os.sched_getaffinity(int(t))) for t in os.listdir(f"/proc/{worker}/task")}
+    assert len(pinned) == 1 and len(next(iter(pinned))) == 1, pinned
+    assert os.sched_getaffinity(shared_room.proc.pid) == os.sched_getaffinity(0)
+    document = tmp_path / "doc.md"
+    document.write_text("# doc\n")
+    done = subprocess.run([ce_path(), "serve", str(document), "--port", "0", "--owner-port", "0"],
+                          capture_output=True, text=True, timeout=20, env={**os.environ, "COMMONROOM_CPU": "fast"})
+    assert_one_line_error(done, "COMMONROOM_CPU='fast'")
+
+
 # ----------------------------------------------------------------- sidecar
 
 
