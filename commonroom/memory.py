@@ -73,8 +73,8 @@ class Trimmer:
     """A daemon thread giving freed heap pages back to the system every ``seconds``.
 
     ``start()`` and ``stop()`` are the room's lifespan hooks (both safe to
-    call twice); ``trims`` counts the calls made (tests read it through
-    the log at debug level). Without ``malloc_trim`` both are no-ops.
+    call twice); ``trims`` counts the calls made. Without ``malloc_trim``
+    both are no-ops.
     """
 
     def __init__(self, seconds: float = TRIM_SECONDS):
