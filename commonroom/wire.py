@@ -75,11 +75,12 @@ async def read_body(req: falcon.asgi.Request, *, limit: int = MAX_BODY_BYTES) ->
 async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limit: int = MAX_BODY_BYTES) -> Any:
     """The request's JSON body, validated against ``schema`` when given.
 
-    Empty body → ``{}``. Raises ``LimitExceeded`` (413) past ``limit`` bytes,
+    Empty body (no bytes at all) → ``{}``; a body of only whitespace is not
+    JSON (RFC 8259 needs a value) and is refused like any other. Raises ``LimitExceeded`` (413) past ``limit`` bytes,
     ``InvalidRequest`` for bad JSON or a schema failure (naming the pointer).
     """
     raw = await read_body(req, limit=limit)
-    if not raw.strip():
+    if not raw:
         body: Any = {}
     else:
         try:

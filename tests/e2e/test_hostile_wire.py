@@ -156,6 +156,19 @@ def test_non_standard_numbers_are_refused(room, people, literal):
     json.loads(r.text, parse_constant=lambda c: pytest.fail(f"{c} in an answer"))
 
 
+@pytest.mark.parametrize("body", ["\t", " ", "\r\n"])
+def test_a_body_of_only_whitespace_is_not_json(people, body):
+    """An optional body may be absent (no bytes), but whitespace alone is not a JSON text."""
+    full, _, _ = people
+    lease = full.post("/workspace/leases", {"region": {"heading": ["Release plan", "Goals"]}})
+    assert lease.status_code == 201, lease.text
+    path = f"/workspace/leases/{lease.json()['id']}/renew"
+    answer = error(raw(full, "POST", path, body), 400, "invalid_request")
+    assert "not JSON" in answer["message"]
+    assert raw(full, "POST", path, "").status_code == 200
+    assert full.request("DELETE", path.removesuffix("/renew")).status_code in (200, 204)
+
+
 # -- 4. authorization first ------------------------------------------------------------
 
 @pytest.mark.parametrize("method, path", [
