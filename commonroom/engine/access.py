@@ -263,20 +263,39 @@ class AccessMixin(EngineBase):
             "file_name": self.file_name,
         }
 
-    def authenticate(self, bearer: str | None) -> Actor:
+    def authenticate(self, bearer: str | None, digest: str | None = None) -> Actor:
         """The :class:`Actor` for a bearer token.
 
+        ``digest``: ``tokens.digest(bearer)`` when the caller has it already
+        (the rate limit is keyed by it). A live session's answer is kept in
+        :attr:`session_cache` (:mod:`commonroom.engine.sessions_cache`: exact,
+        emptied by every session, participant or invitation write); its
+        expiry is checked against the clock each time.
         Raises ``Unauthorized`` (missing, unknown or revoked) or
         ``SessionExpired`` (past ``expires_at``).
         """
         if not bearer:
             raise Unauthorized("a bearer token is required",
                                details={"reason": "missing_bearer"})
+        if digest is None:
+            digest = tokens.digest(bearer)
+        cached = self.session_cache.get(digest)
+        if cached is None:
+            cached = self._authenticate_row(bearer, digest)
+        actor, expires = cached
+        if expires <= self.clock.now():
+            raise SessionExpired("the session expired; join again with a new invitation",
+                                 details={"session_id": actor.session_id, "expires_at": actor.expires_at})
+        return actor
+
+    def _authenticate_row(self, bearer: str, digest: str) -> tuple[Actor, _dt.datetime]:
+        """``(actor, expires)`` read from the sidecar (kept in the cache unless revoked or expired)."""
+        generation = self.session_cache.generation
         found = self.store.db.execute_sql(
             'SELECT s."id", s."token_hash", s."capabilities", s."expires_at", s."revoked_at", '
             'p."id", p."name" FROM "session" AS s JOIN "participant" AS p ON p."id" = s."participant_id" '
             'WHERE s."token_hash" = ?',
-            (tokens.digest(bearer),),
+            (digest,),
         ).fetchone()
         if found is None or not tokens.matches(bearer, found[1]):
             raise Unauthorized("unknown bearer token", details={"reason": "unknown_bearer"})
@@ -284,10 +303,7 @@ class AccessMixin(EngineBase):
         if revoked_at:
             raise Unauthorized("the session was revoked",
                                details={"reason": "revoked", "session_id": session_id})
-        if expires_at <= rfc3339(self.clock.now()):
-            raise SessionExpired("the session expired; join again with a new invitation",
-                                 details={"session_id": session_id, "expires_at": expires_at})
-        return Actor(
+        actor = Actor(
             kind="session",
             capabilities=frozenset(json.loads(capabilities)),
             session_id=session_id,
@@ -295,6 +311,10 @@ class AccessMixin(EngineBase):
             participant_name=name,
             expires_at=expires_at,
         )
+        expires = parse_rfc3339(expires_at)
+        if expires > self.clock.now():
+            self.session_cache.put(digest, generation, actor, expires)
+        return actor, expires
 
     def session_live(self, session_id: str) -> bool:
         """True while the session is neither revoked nor expired (for streams)."""

@@ -20,6 +20,7 @@ from .. import jsontext, numbers, regions
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
+from .sessions_cache import SessionCache
 
 if TYPE_CHECKING:
     from ..store.models import Version as VersionRow
@@ -141,6 +142,11 @@ class EngineBase:
     clock: Clock
     workspace_id: str = ""
     _head: Head | None = field(default=None, repr=False)
+    #: live sessions by token digest (:mod:`commonroom.engine.sessions_cache`)
+    session_cache: SessionCache = field(default_factory=SessionCache, repr=False)
+
+    def __post_init__(self) -> None:
+        self.store.watchers.append(self.session_cache.observe)
 
     @property
     def file_name(self) -> str:

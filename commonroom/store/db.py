@@ -118,7 +118,9 @@ class Store:
     """The sidecar database of one room.
 
     ``publish`` (events → None) is called after each commit with the events it
-    appended; the room process points it at the live hub. ``models`` holds
+    appended; the room process points it at the live hub. Each of
+    ``watchers`` (events → None) is called first, on the writer thread, before
+    the write is acknowledged (the engine's session cache listens there). ``models`` holds
     this store's own model classes (:class:`~commonroom.store.models.Models`,
     bound to ``db`` and to nothing else), so two stores in one process are
     independent. Reads may use ``store.models`` directly; writes go through
@@ -137,6 +139,7 @@ class Store:
         self.path = Path(path)
         self.clock = clock
         self.publish = publish
+        self.watchers: list[Callable[[list[dict]], None]] = []
         self.db = pw.SqliteDatabase(str(self.path), pragmas=PRAGMAS, check_same_thread=False)
         self.models = Models(self.db)
         self._lock = threading.RLock()
@@ -335,7 +338,10 @@ class Store:
             return result
 
     def _finish(self, ctx: WriteContext) -> None:
-        """After the commit: ``ctx``'s hooks in order, then its events to the hub."""
+        """After the commit: the watchers, ``ctx``'s hooks in order, then its events to the hub."""
+        if ctx.events:
+            for watcher in self.watchers:
+                watcher(ctx.events)
         for hook in ctx.after_commit:
             hook()
         if ctx.events and self.publish is not None:

@@ -42,8 +42,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_CORPUS = Path("/work/shared/corpus")
@@ -66,7 +67,14 @@ def read_doc() -> Path:
     return max(small, key=lambda p: p.stat().st_size)
 
 
-def _room_reads(folder: Path, doc: Path, seconds: float, env: dict[str, str] | None = None) -> tuple[Row, bytes]:
+#: Rounds of each reads measurement, taking turns (ours, anchor, before, ours, ...): the median of each
+#: is reported, so a drift of the machine during the run falls on all of them alike.
+READ_ROUNDS = 3
+
+
+@contextmanager
+def _reading_room(folder: Path, doc: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, dict, bytes]]:
+    """A room serving ``doc`` (no rate limit): ``(base URL, reader headers, the answer's bytes)``."""
     saved = {k: os.environ.get(k) for k in (env or {})}
     os.environ.update(env or {})
     os.environ["COMMONROOM_RATE_LIMIT"] = str(10**9)
@@ -85,30 +93,49 @@ def _room_reads(folder: Path, doc: Path, seconds: float, env: dict[str, str] | N
         status, _, body = probe.call(load.request_bytes("GET", "/workspace/document", headers))
         probe.close()
         assert status == 200, body[:200]
-        return load.http_load(room.ingress, "/workspace/document", headers, 16, seconds), body
+        yield room.ingress, headers, body
     finally:
         room.stop()
 
 
+def _median_load(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The round with the median rate (its p99 and tool with it)."""
+    return sorted(results, key=lambda r: r["rps"])[len(results) // 2]
+
+
+def _rounds(results: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['rps']:,.0f}" for r in results)
+
+
 def reads(seconds: float, before: Path | None) -> list[Row]:
-    """``GET /workspace/document`` vs the bare app with the same bytes (and an older checkout)."""
+    """``GET /workspace/document`` vs the bare app with the same bytes (and an older checkout).
+
+    All servers are up at once and measured in turns, :data:`READ_ROUNDS`
+    rounds of ``seconds`` each; each figure is the median round.
+    """
     doc = read_doc()
-    with tempfile.TemporaryDirectory(prefix="cr-bench-reads-") as tmp:
-        ours, body = _room_reads(Path(tmp) / "ours", doc, seconds)
+    with tempfile.TemporaryDirectory(prefix="cr-bench-reads-") as tmp, ExitStack() as stack:
+        base, headers, body = stack.enter_context(_reading_room(Path(tmp) / "ours", doc))
         answer = Path(tmp) / "answer.json"
         answer.write_bytes(body)
-        proc, base = bare_app.serve(answer)
-        try:
-            anchor = load.http_load(base, "/workspace/document", {}, 16, seconds)
-        finally:
-            proc.terminate()
-            proc.wait(10)
+        proc, bare_base = bare_app.serve(answer)
+        stack.callback(lambda: (proc.terminate(), proc.wait(10)))
+        targets = {"ours": (base, headers), "anchor": (bare_base, {})}
+        if before is not None:
+            old_base, old_headers, _ = stack.enter_context(
+                _reading_room(Path(tmp) / "before", doc, {"PYTHONPATH": str(before)}))
+            targets["before"] = (old_base, old_headers)
+        results: dict[str, list[dict[str, Any]]] = {name: [] for name in targets}
+        for _ in range(READ_ROUNDS):
+            for name, (url, hdrs) in targets.items():
+                results[name].append(load.http_load(url, "/workspace/document", hdrs, 16, seconds))
+        ours, anchor = _median_load(results["ours"]), _median_load(results["anchor"])
         rows = [{"workload": f"GET /workspace/document, {doc.name} ({len(body) // 1024} KB answer), 16 conns",
-                 "ours": f"{ours['rps']:,.0f} req/s (p99 {ours['p99']:.1f} ms)",
-                 "anchor": f"bare Falcon, same bytes: {anchor['rps']:,.0f} req/s",
+                 "ours": f"{ours['rps']:,.0f} req/s (p99 {ours['p99']:.1f} ms; rounds {_rounds(results['ours'])})",
+                 "anchor": f"bare Falcon, same bytes: {anchor['rps']:,.0f} req/s (rounds {_rounds(results['anchor'])})",
                  "ratio": ours["rps"] / max(anchor["rps"], 1e-9), "target": "≥ 0.6×", "tool": ours["tool"]}]
         if before is not None:
-            old, _ = _room_reads(Path(tmp) / "before", doc, seconds, {"PYTHONPATH": str(before)})
+            old = _median_load(results["before"])
             rows.append({"workload": f"  the same, served by {before.name} (before)",
                          "ours": f"{old['rps']:,.0f} req/s (p99 {old['p99']:.1f} ms)",
                          "anchor": f"bare Falcon: {anchor['rps']:,.0f} req/s",
