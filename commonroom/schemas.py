@@ -19,8 +19,8 @@ from functools import lru_cache
 from importlib.resources import files
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -70,6 +70,37 @@ def validator(name: str) -> Draft202012Validator:
     return Draft202012Validator({"$ref": _uri(name)}, registry=registry())
 
 
+def _valid_under(validator: Any, instance: Any, subschema: Any) -> bool:
+    """Whether ``instance`` is valid under ``subschema`` (stops at the first error, builds no others)."""
+    return next(validator.descend(instance, subschema), None) is None
+
+
+def _any_of(validator: Any, any_of: list[Any], instance: Any, schema: Any) -> Any:
+    """``anyOf`` for a yes/no answer: valid under at least one subschema."""
+    if not any(_valid_under(validator, instance, sub) for sub in any_of):
+        yield ValidationError(f"{instance!r} is not valid under any of the given schemas")
+
+
+def _one_of(validator: Any, one_of: list[Any], instance: Any, schema: Any) -> Any:
+    """``oneOf`` for a yes/no answer: valid under exactly one subschema."""
+    matched = 0
+    for sub in one_of:
+        if _valid_under(validator, instance, sub):
+            matched += 1
+            if matched > 1:
+                break
+    if matched != 1:
+        yield ValidationError(f"{instance!r} is not valid under exactly one of the given schemas")
+
+
+#: Draft 2020-12 whose ``anyOf``/``oneOf`` decide validity without collecting every
+#: failing branch's errors (jsonschema's own keep them all for the message). Same
+#: answer to ``is_valid``; its errors are never shown (:func:`validate` asks
+#: :func:`validator` for those). Extended through jsonschema's documented
+#: ``validators.extend``.
+_YesNoValidator: Any = validators.extend(Draft202012Validator, {"anyOf": _any_of, "oneOf": _one_of})
+
+
 @lru_cache(maxsize=None)
 def fast_validator(name: str) -> Draft202012Validator:
     """A validator for ``name`` over its bundled form (every ``$ref`` inlined, ``commonroom.bundle``).
@@ -86,7 +117,7 @@ def fast_validator(name: str) -> Draft202012Validator:
 
     plain = validator(name)  # KeyError for an unknown name, as validator()
     try:
-        return Draft202012Validator(bundle(name))
+        return _YesNoValidator(bundle(name))
     except ValueError:  # a cycle: nothing to inline
         return plain
 
