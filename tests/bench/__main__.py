@@ -163,8 +163,10 @@ def writes(seconds: float, before: Path | None) -> list[Row]:
     rows = []
     for r in bench.measure([1, 16], seconds, before):
         rows.append({"workload": f"lease acquire+release, {r['clients']} client(s), HTTP, write txn/s",
-                     "ours": f"{r['on']:,.0f} (group commit off: {r['off']:,.0f})",
-                     "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s",
+                     "ours": f"{r['on']:,.0f} (group commit off: {r['off']:,.0f}; "
+                             f"rounds {', '.join(f'{v:,.0f}' for v in r['rounds']['on'])})",
+                     "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s "
+                               f"(rounds {', '.join(f'{v:,.0f}' for v in r['rounds']['bare'])})",
                      "ratio": r["on"] / max(r["bare"], 1e-9), "target": f"≥ {r['target']}×",
                      "tool": "asyncio (writes.py)"})
         if "before" in r:

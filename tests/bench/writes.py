@@ -10,7 +10,7 @@ and releases it (``DELETE /workspace/leases/{id}``): two write
 transactions, each with its event. Measured with group commit on (the
 default) and off (``COMMONROOM_GROUP_COMMIT=0``), one room each, and the
 bare fsync'd SQLite transaction rate (``tests.bench.commit.Bare``) in the
-same run. Targets (issue 13): 1 client ≥ 0.15× bare; 16 clients ≥ 0.3×
+same run, in turns over three rounds (medians reported). Targets (issue 13): 1 client ≥ 0.15× bare; 16 clients ≥ 0.3×
 bare in total.
 """
 
@@ -21,11 +21,13 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -71,8 +73,14 @@ async def _run(port: int, tokens: list[str], seconds: float) -> float:
     return counts[0] / (time.perf_counter() - start)
 
 
-def room_rate(clients: int, seconds: float, group_commit: bool, env: dict[str, str] | None = None) -> float:
-    """Write transactions/s of ``clients`` lease clients on a fresh room (``env`` adds to the room's environment)."""
+#: Rounds of each writes measurement, taking turns (bare SQLite, on, off, before, bare, ...):
+#: each figure is the median round, so a drift of the machine falls on all of them alike.
+ROUNDS = 3
+
+
+@contextmanager
+def writing_room(clients: int, group_commit: bool, env: dict[str, str] | None = None) -> Iterator[tuple[int, list[str]]]:
+    """A fresh room for ``clients`` lease clients: ``(ingress port, their tokens)`` (``env`` adds to its environment)."""
     os.environ["COMMONROOM_RATE_LIMIT"] = "100000000"
     os.environ["COMMONROOM_GROUP_COMMIT"] = "1" if group_commit else "0"
     folder = Path(tempfile.mkdtemp(prefix="cr-writes-"))
@@ -82,7 +90,7 @@ def room_rate(clients: int, seconds: float, group_commit: bool, env: dict[str, s
             tokens = [room.join(f"c{i}", "read,lease").token for i in range(clients)]
             port = room.state["ingress"]["port"]
             asyncio.run(_run(port, tokens, 0.5))  # warm-up
-            return asyncio.run(_run(port, tokens, seconds))
+            yield port, tokens
         finally:
             room.stop()
     finally:
@@ -90,13 +98,14 @@ def room_rate(clients: int, seconds: float, group_commit: bool, env: dict[str, s
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def bare_rate(seconds: float) -> float:
-    """Bare fsync'd SQLite one-row transactions/s on the same disk."""
+@contextmanager
+def bare_sqlite() -> Iterator[Bare]:
+    """A bare fsync'd SQLite (``tests.bench.commit.Bare``) in a fresh folder."""
     folder = Path(tempfile.mkdtemp(prefix="cr-bare-"))
     try:
         bare = Bare(folder, 300)
         try:
-            return bare.measure(seconds)
+            yield bare
         finally:
             bare.close()
     finally:
@@ -104,20 +113,28 @@ def bare_rate(seconds: float) -> float:
 
 
 def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None) -> list[dict[str, Any]]:
-    """One row per client count: group commit on and off, bare SQLite measured just before.
+    """One row per client count: group commit on and off, and bare SQLite, in turns.
 
-    With ``before`` (an older checkout), the same clients also run against
-    a room served from it (``"before"``, txn/s), in the same run.
+    The rooms (and, with ``before``, a room served from that older
+    checkout: ``"before"``) stay up while :data:`ROUNDS` rounds run each
+    in turn, bare SQLite first; every figure is its median round
+    (``"rounds"`` keeps them all).
     """
     rows = []
     for n in clients:
-        bare = bare_rate(min(seconds, 3.0))
-        on = room_rate(n, seconds, True)
-        off = room_rate(n, seconds, False)
-        row: dict[str, Any] = {"clients": n, "on": on, "off": off, "bare": bare,
-                               "target": 0.15 if n == 1 else 0.3}
-        if before is not None:
-            row["before"] = room_rate(n, seconds, True, {"PYTHONPATH": str(before)})
+        with ExitStack() as stack:
+            bare = stack.enter_context(bare_sqlite())
+            rooms = {"on": stack.enter_context(writing_room(n, True)),
+                     "off": stack.enter_context(writing_room(n, False))}
+            if before is not None:
+                rooms["before"] = stack.enter_context(writing_room(n, True, {"PYTHONPATH": str(before)}))
+            rounds: dict[str, list[float]] = {"bare": [], **{name: [] for name in rooms}}
+            for _ in range(ROUNDS):
+                rounds["bare"].append(bare.measure(min(seconds, 3.0)))
+                for name, (port, tokens) in rooms.items():
+                    rounds[name].append(asyncio.run(_run(port, tokens, seconds)))
+        row: dict[str, Any] = {name: statistics.median(values) for name, values in rounds.items()}
+        row.update({"clients": n, "target": 0.15 if n == 1 else 0.3, "rounds": rounds})
         rows.append(row)
     return rows
 
