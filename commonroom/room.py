@@ -11,7 +11,9 @@ streams); the ingress counts requests per bearer (``commonroom.limits``).
 SIGTERM ends the streams at once (``commonroom.live.stopping``). The room
 timers (``commonroom.timers``: one :class:`~commonroom.timers.Scheduler`,
 its sweeps on the writer thread) and the checkpoint warmer (old versions'
-lines kept ready: ``Engine.warm_checkpoints``) start with the ASGI lifespan;
+lines kept ready: ``Engine.warm_checkpoints``) start with the ASGI lifespan,
+which waits for that warm-up (at most :data:`STARTUP_WARM_SECONDS`) before
+the worker serves, so old versions read fast from the first request;
 the shutdown hooks stop the timers, then close the hub, the writer thread,
 then the engine (which stops the warmer).
 
@@ -21,6 +23,7 @@ import each other; this module imports both.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from pathlib import Path
@@ -49,6 +52,10 @@ TASK_SWEEP_SECONDS = 60.0
 #: How often board and peer retention runs (``Engine.sweep_board_retention``): peer
 #: messages live 24 h, so a minute late is fine; count bounds also hold at every post.
 BOARD_SWEEP_SECONDS = 60.0
+#: Longest the worker waits at startup for old versions' checkpoints to be
+#: warmed before it serves (a 1 MB document's 1,000 versions take ~0.5 s);
+#: past it the warm-up goes on in the background while the room serves.
+STARTUP_WARM_SECONDS = 5.0
 
 
 class Hooks(list):
@@ -109,6 +116,11 @@ def build_room(document: Path, owner_token_hash: str, *,
 
     trimmer = Trimmer()  # freed heap back to the system (commonroom/memory.py)
 
+    async def warm_old_versions() -> None:
+        """Start the checkpoint warmer; serve once it is done, or after STARTUP_WARM_SECONDS."""
+        warmer = engine.warm_checkpoints()
+        await asyncio.to_thread(warmer.wait, STARTUP_WARM_SECONDS)
+
     async def fail_interrupted() -> None:  # no tool run survives a restart (docs/handoffs.md)
         await runner.write(engine.fail_interrupted_tool_tasks)
 
@@ -117,5 +129,5 @@ def build_room(document: Path, owner_token_hash: str, *,
         StreamGuard(owner_app, settings.write_timeout_seconds),
         StreamGuard(ingress_app, settings.write_timeout_seconds),
         Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
-              [fail_interrupted, scheduler.start, engine.warm_checkpoints, trimmer.start], scheduler),
+              [fail_interrupted, scheduler.start, warm_old_versions, trimmer.start], scheduler),
     )
