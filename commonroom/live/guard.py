@@ -75,6 +75,48 @@ class _Watch:
         self.cancelled = False
 
 
+class _Exchange:
+    """One request's ``send`` and ``receive`` as :class:`StreamGuard` hands them to the app.
+
+    A slotted object rather than two closures: an open stream keeps it for
+    its whole life, so its size counts per subscriber (~200 B instead of ~600).
+    """
+
+    __slots__ = ("guard", "scope", "inner_receive", "inner_send", "watch", "loop")
+
+    def __init__(self, guard: "StreamGuard", scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                 send: Callable[[dict[str, Any]], Awaitable[None]], loop: asyncio.AbstractEventLoop):
+        self.guard = guard
+        self.scope = scope
+        self.inner_receive = receive
+        self.inner_send = send
+        self.watch: _Watch | None = None
+        self.loop = loop
+
+    async def send(self, message: dict) -> None:
+        """Send ``message``; an event stream's body writes are timed (the sweeper cuts a stalled one)."""
+        watch = self.watch
+        if watch is None:
+            if message["type"] == "http.response.start" and _is_event_stream(message.get("headers")):
+                watch = self.watch = _Watch(asyncio.current_task())
+                self.guard._watches.add(watch)
+                self.guard._ensure_sweeper(self.loop)
+            await self.inner_send(message)
+            return
+        watch.since = self.loop.time()
+        try:
+            await self.inner_send(message)
+        finally:
+            watch.since = None
+
+    async def receive(self) -> dict:
+        """The next event; ``http.disconnect`` runs the request's disconnect clean-ups first."""
+        message = await self.inner_receive()
+        if message["type"] == "http.disconnect":
+            _run_all(self.scope.pop(DISCONNECT_KEY, ()), "disconnect clean-up")
+        return message
+
+
 class StreamGuard:
     """ASGI wrapper: bound the wait of every event-stream write to ``timeout`` s."""
 
@@ -90,37 +132,14 @@ class StreamGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        watch: _Watch | None = None
-        loop = asyncio.get_running_loop()
-
-        async def guarded_send(message: dict) -> None:
-            nonlocal watch
-            if watch is None:
-                if message["type"] == "http.response.start" and _is_event_stream(message.get("headers")):
-                    watch = _Watch(asyncio.current_task())
-                    self._watches.add(watch)
-                    self._ensure_sweeper(loop)
-                await send(message)
-                return
-            watch.since = loop.time()
-            try:
-                await send(message)
-            finally:
-                watch.since = None
-
-        async def watched_receive() -> dict:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                _run_all(scope.pop(DISCONNECT_KEY, ()), "disconnect clean-up")
-            return message
-
+        exchange = _Exchange(self, scope, receive, send, asyncio.get_running_loop())
         try:
             # A cut-off stream ends in CancelledError, which gunicorn takes as
             # a client gone: it closes the connection without an error log.
-            await self.app(scope, watched_receive, guarded_send)
+            await self.app(scope, exchange.receive, exchange.send)
         finally:
-            if watch is not None:
-                self._watches.discard(watch)
+            if exchange.watch is not None:
+                self._watches.discard(exchange.watch)
             scope.pop(DISCONNECT_KEY, None)
             _run_all(scope.pop(CLEANUP_KEY, ()), "request clean-up")
 

@@ -141,6 +141,9 @@ class LiveStream:
     runs, then one of :data:`END_REASONS`. ``close()`` ends it from outside.
     """
 
+    __slots__ = ("streams", "encoder", "sub", "session_id", "expires_at", "accept", "after", "key", "reason",
+                 "_closed", "__weakref__")
+
     def __init__(self, streams: "Streams", encoder: Encoder, sub: Subscription, *,
                  session_id: str | None, expires_at: str | None, accept: Callable[[dict], bool] | None,
                  after: int | None, key: Hashable | None):
