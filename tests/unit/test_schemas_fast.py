@@ -100,3 +100,46 @@ def test_the_fast_path_agrees_with_the_source_schemas(name: str):
     assert verdicts[False] > 0  # the walk strays
     if schema.get("properties") or schema.get("required"):
         assert verdicts[True] > 0, name  # and often stays
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if schemas._branching(n)])
+def test_remembered_answers_are_the_answers(name: str):
+    """``validate`` with the memo, asked twice (cold then warm), answers as the source schemas do."""
+    rng = random.Random("memo " + name)
+    plain = schemas.validator(name)
+    schema = bundle(name)
+    instances = [draw(schema, rng) for _ in range(300)]
+    for _ in range(2):
+        for instance in instances:
+            expected = next(plain.iter_errors(instance), None) is None
+            try:
+                schemas.validate(name, instance)
+                got = True
+            except schemas.InvalidRequest:
+                got = False
+            assert got == expected, instance
+
+
+def test_only_small_valid_instances_of_branching_schemas_are_remembered():
+    name = "editing#LeaseRequest"
+    schemas._VALID.clear()
+    schemas.validate(name, {"region": {"lines": [3, 3]}})
+    assert (name, '{"region":{"lines":[3,3]}}') in schemas._VALID
+    for bad in ({"region": {"lines": [3.5, 3]}}, {"region": {"lines": [True, 3]}}, {"region": {"heading": []}}):
+        for _ in range(2):  # refused each time: an invalid instance is never remembered
+            with pytest.raises(schemas.InvalidRequest):
+                schemas.validate(name, bad)
+    assert len(schemas._VALID) == 1
+    schemas.validate(name, {"region": {"lines": [3.0, 3]}})  # 3.0 is an integer to JSON Schema, and its own key
+    assert len(schemas._VALID) == 2
+    schemas.validate(name, {"region": {"heading": ["x" * 600]}})  # past the budget: checked, not kept
+    schemas.validate("editing#LeaseIdInput", {"lease_id": "l_1"})  # no anyOf/oneOf: nothing to save
+    assert len(schemas._VALID) == 2
+
+
+def test_the_memo_is_bounded(monkeypatch):
+    monkeypatch.setattr(schemas, "MEMO_SIZE", 3)
+    schemas._VALID.clear()
+    for line in range(1, 8):
+        schemas.validate("editing#LeaseRequest", {"region": {"lines": [line, line]}})
+        assert len(schemas._VALID) <= 3
