@@ -115,10 +115,10 @@ def bare_sqlite() -> Iterator[Bare]:
 def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None) -> list[dict[str, Any]]:
     """One row per client count: group commit on and off, and bare SQLite, in turns.
 
-    The rooms (and, with ``before``, a room served from that older
-    checkout: ``"before"``) stay up while :data:`ROUNDS` rounds run each
-    in turn, bare SQLite first; every figure is its median round
-    (``"rounds"`` keeps them all).
+    The two rooms stay up while :data:`ROUNDS` rounds run each in turn,
+    bare SQLite first; every figure is its median round (``"rounds"``
+    keeps them all). With ``before``, a room served from that older
+    checkout (``"before"``) runs its rounds alone afterwards.
     """
     rows = []
     for n in clients:
@@ -126,13 +126,14 @@ def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None
             bare = stack.enter_context(bare_sqlite())
             rooms = {"on": stack.enter_context(writing_room(n, True)),
                      "off": stack.enter_context(writing_room(n, False))}
-            if before is not None:
-                rooms["before"] = stack.enter_context(writing_room(n, True, {"PYTHONPATH": str(before)}))
             rounds: dict[str, list[float]] = {"bare": [], **{name: [] for name in rooms}}
             for _ in range(ROUNDS):
                 rounds["bare"].append(bare.measure(min(seconds, 3.0)))
                 for name, (port, tokens) in rooms.items():
                     rounds[name].append(asyncio.run(_run(port, tokens, seconds)))
+        if before is not None:  # informational: alone, after the rounds (an idle extra room is not free)
+            with writing_room(n, True, {"PYTHONPATH": str(before)}) as (port, tokens):
+                rounds["before"] = [asyncio.run(_run(port, tokens, seconds)) for _ in range(ROUNDS)]
         row: dict[str, Any] = {name: statistics.median(values) for name, values in rounds.items()}
         row.update({"clients": n, "target": 0.15 if n == 1 else 0.3, "rounds": rounds})
         rows.append(row)
