@@ -49,10 +49,13 @@ def retry_after(resp: Any, error: CommonroomError) -> None:
         resp.set_header("Retry-After", str(int(retry)))
 
 
-def count_request(limiter: Any, token: str | None) -> None:
-    """Count one request of ``token`` (``LimitExceeded`` 429 past the limit); no-op without either."""
+def count_request(limiter: Any, token: str | None, digest: str | None = None) -> None:
+    """Count one request of ``token`` (``LimitExceeded`` 429 past the limit); no-op without either.
+
+    ``digest``: ``tokens.digest(token)`` when the caller computed it already.
+    """
     if limiter is not None and token:
-        limiter.hit(tokens.digest(token))
+        limiter.hit(digest or tokens.digest(token))
 
 
 

@@ -214,32 +214,29 @@ class LeasesMixin(EngineBase):
         """
         Lease = self.store.models.Lease
         require(actor, "lease")
-        if actor.session_id is None:
+        if actor.session_id is None or actor.participant_id is None:
             raise PermissionDenied("leases belong to sessions; the operator cannot hold one",
                                    details={"required": "session"})
         ttl = _ttl(ttl_seconds)
-        session_id, participant_id = actor.session_id, actor.participant_id or ""
+        session_id, participant_id = actor.session_id, actor.participant_id
 
         def acquire(ctx: WriteContext) -> LeaseWire:
             self._sweep_expired(ctx)
             head = self.head()
             span = regions.resolve(head.text, region, line_count=len(self.head_lines()))
             self._check_leases({actor.session_id}, span, head.text)
-            region_field = Lease._meta.fields["region"]
             row = LeaseRow(
                 id=tokens.new_id("l_"),
                 session_id=session_id,
                 participant_id=participant_id,
-                region_text=region_field.db_value(span.region),  # normalized: the whole document is {"document": true}
+                region_text=Lease._meta.fields["region"].db_value(span.region),  # normalized: whole document {"document": true}
                 start_line=span.start,
                 end_line=span.end,
                 version=head.number,
                 acquired_at=self.clock.stamp(),
                 expires_at=self.clock.after(ttl),
             )
-            self.store.insert(Lease, id=row.id, session_id=row.session_id, participant_id=row.participant_id,
-                              region=span.region, start_line=row.start_line, end_line=row.end_line,
-                              version=row.version, acquired_at=row.acquired_at, expires_at=row.expires_at)
+            self.store.insert(Lease, region=span.region, **{c: getattr(row, c) for c in _COLUMNS if c != "region"})
             lease = self._lease_dict(row, head.text)
             ctx.emit("lease.acquired", {"lease_id": row.id, "region": lease["region"], "lines": lease["lines"],
                                         "expires_at": row.expires_at},

@@ -24,7 +24,7 @@ from ..errors import CommonroomError, InvalidRequest, MethodNotAllowed, NotFound
 from ..limits import RateLimiter
 from ..operations import OPERATIONS, Table
 from ..operations.runner import Runner
-from ..wire import bearer, send_error
+from ..wire import bearer, count_request, send_error
 from .openapi import published_routes
 from .operations import operation_routes, stream_routes
 
@@ -73,8 +73,7 @@ class Authenticate:
             return
         digest = tokens.digest(token) if token else None  # once: the session cache and the limiter key
         req.context.actor = self.engine.authenticate(token, digest)
-        if self.limiter is not None and digest is not None:
-            self.limiter.hit(digest)
+        count_request(self.limiter, token, digest)
 
 
 def allowed_methods(resource: Any) -> tuple[str, ...]:
