@@ -38,6 +38,8 @@ log = logging.getLogger("commonroom.live")
 CLEANUP_KEY = "commonroom.on_request_end"
 #: Scope key holding the callables :func:`on_disconnect` registered.
 DISCONNECT_KEY = "commonroom.on_disconnect"
+#: Scope key holding the request's :class:`_Exchange` (for :func:`exchange_of`).
+EXCHANGE_KEY = "commonroom.exchange"
 
 
 def on_request_end(scope: dict, callback: Callable[[], Any]) -> None:
@@ -49,6 +51,42 @@ def on_disconnect(scope: dict, callback: Callable[[], Any]) -> None:
     """Run ``callback()`` when ``receive()`` reports ``http.disconnect`` (needs
     :class:`StreamGuard` outside); at most once, and never after the request ended."""
     scope.setdefault(DISCONNECT_KEY, []).append(callback)
+
+
+def exchange_of(scope: dict) -> "_Exchange | None":
+    """The request's exchange (its guarded ``send``), when :class:`StreamGuard` serves it."""
+    return scope.get(EXCHANGE_KEY)
+
+
+class Suspended:
+    """The rest of a body ``send`` that could not finish at once (the socket's buffer is full).
+
+    Awaiting it resumes the send each time what it waits for is done, in the
+    awaiting task (cancelling that task cancels the send). Built by
+    :meth:`_Exchange.write_now`.
+    """
+
+    __slots__ = ("coro", "waiting")
+
+    def __init__(self, coro: Any, waiting: Any):
+        self.coro = coro
+        self.waiting = waiting
+
+    def __await__(self) -> Any:
+        coro, waiting = self.coro, self.waiting
+        while True:
+            try:
+                yield waiting  # the task waits on what the send waits on (a Future, or None: one loop turn)
+            except BaseException as exc:  # cancelled while waiting: the send gets the exception
+                try:
+                    waiting = coro.throw(exc)
+                except StopIteration:
+                    return None
+                continue
+            try:
+                waiting = coro.send(None)
+            except StopIteration:
+                return None
 
 
 def _run_all(callbacks: Any, what: str) -> None:
@@ -109,6 +147,35 @@ class _Exchange:
         finally:
             watch.since = None
 
+    def write_now(self, data: bytes) -> Suspended | None:
+        """Send ``data`` as the next body chunk of an open event stream, without a task switch.
+
+        gunicorn's ``send`` of a body chunk writes to the socket and returns at
+        once unless the socket's buffer is full; this runs it to that point
+        in the caller (the hub's delivery). None: sent. Otherwise the bytes
+        are with the transport and the :class:`Suspended` rest of the send
+        (waiting for the buffer to drain) must be awaited with
+        :meth:`finish` before anything else is sent. An exception of the
+        send propagates (nothing more was sent).
+        """
+        coro: Any = self.inner_send({"type": "http.response.body", "body": data, "more_body": True})
+        try:
+            waiting = coro.send(None)
+        except StopIteration:
+            return None
+        return Suspended(coro, waiting)
+
+    async def finish(self, pending: Suspended) -> None:
+        """Await the rest of a :meth:`write_now` send, timed like any other stream write."""
+        watch = self.watch
+        if watch is not None:
+            watch.since = self.loop.time()
+        try:
+            await pending
+        finally:
+            if watch is not None:
+                watch.since = None
+
     async def receive(self) -> dict:
         """The next event; ``http.disconnect`` runs the request's disconnect clean-ups first."""
         message = await self.inner_receive()
@@ -133,6 +200,7 @@ class StreamGuard:
             await self.app(scope, receive, send)
             return
         exchange = _Exchange(self, scope, receive, send, asyncio.get_running_loop())
+        scope[EXCHANGE_KEY] = exchange
         try:
             # A cut-off stream ends in CancelledError, which gunicorn takes as
             # a client gone: it closes the connection without an error log.
@@ -141,6 +209,7 @@ class StreamGuard:
             if exchange.watch is not None:
                 self._watches.discard(exchange.watch)
             scope.pop(DISCONNECT_KEY, None)
+            scope.pop(EXCHANGE_KEY, None)
             _run_all(scope.pop(CLEANUP_KEY, ()), "request clean-up")
 
     def _ensure_sweeper(self, loop: asyncio.AbstractEventLoop) -> None:

@@ -145,6 +145,7 @@ class ObserveEncoder(Encoder):
     """Observe's frames: ``retry:``, event blocks with ids, ``event: resync`` at a lag or lost cursor."""
 
     __slots__ = ("cache",)
+    direct = True  # events() is the shared frames of its argument, nothing else
 
     def __init__(self, cache: _FrameCache):
         self.cache = cache

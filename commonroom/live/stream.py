@@ -13,7 +13,12 @@ bytes; the lifecycle is written once, here:
    out of the ring, page by page (``engine.events_after``); a cursor no
    longer covered by the ring ends the stream with ``cursor_lost``;
 3. **live**: hub events in id order, skipping ids already sent, batched (at
-   most :data:`BATCH_EVENTS` per write);
+   most :data:`BATCH_EVENTS` per write). With a ``direct`` encoder (observe)
+   and the request's guarded send at hand, a stream that waits with nothing
+   queued has the hub write each commit's events from the delivery itself
+   (:meth:`LiveStream._direct`: one socket write per stream, no task wake-up;
+   what cannot be written at once, a full socket buffer, is finished by the
+   stream's own task, bounded by the write guard, before anything else);
 4. **heartbeat** after ``heartbeat_seconds`` without a write (the session is
    rechecked there, one answer per session per second; an expired session's
    stream also ends at its ``expires_at``);
@@ -48,7 +53,7 @@ from typing import Any, AsyncIterator, Callable, Hashable, Protocol
 
 from ..clock import parse_rfc3339
 from ..engine.history import REPLAY_PAGE
-from .guard import on_disconnect, on_request_end
+from .guard import Suspended, exchange_of, on_disconnect, on_request_end
 from .hub import CLOSED, HEARTBEAT, RESYNC, Hub, Subscription
 
 __all__ = [
@@ -105,6 +110,11 @@ class Encoder:
     the event loop; must not block and must not mutate the event dicts.
     """
 
+    #: True when :meth:`events` depends only on its argument (no state of its own):
+    #: the hub may then have the stream write live events at once, from the delivery
+    #: itself, instead of waking the stream's task for each (``LiveStream._direct``).
+    direct = False
+
     def open(self) -> bytes | None:
         """Sent first, once, before any replay (observe: ``retry:``; MCP: a comment)."""
         return None
@@ -142,7 +152,7 @@ class LiveStream:
     """
 
     __slots__ = ("streams", "encoder", "sub", "session_id", "expires_at", "accept", "after", "key", "reason",
-                 "_closed", "__weakref__")
+                 "exchange", "last", "last_write", "next_check", "pending", "_closed", "__weakref__")
 
     def __init__(self, streams: "Streams", encoder: Encoder, sub: Subscription, *,
                  session_id: str | None, expires_at: str | None, accept: Callable[[dict], bool] | None,
@@ -156,6 +166,13 @@ class LiveStream:
         self.after = after
         self.key = key
         self.reason: str | None = None
+        #: The request's guarded send (set by :func:`respond`); with it and a
+        #: ``direct`` encoder, live events are written from the hub's delivery.
+        self.exchange: Any = None
+        self.last = 0  # the newest event id written (live phase)
+        self.last_write = 0.0  # loop time of the last write (live phase)
+        self.next_check = 0.0  # loop time of the next session recheck (live phase)
+        self.pending: Suspended | None = None  # a direct write waiting for the socket to drain
         self._closed = False
 
     @property
@@ -174,6 +191,7 @@ class LiveStream:
         if self._closed:
             return
         self._closed = True
+        self.sub.direct = None
         self.sub.close()
         self.streams._release(self)
 
@@ -234,26 +252,59 @@ class LiveStream:
         remaining = (parse_rfc3339(self.expires_at) - self.streams.source.clock.now()).total_seconds()
         return loop.time() + max(0.0, remaining)
 
+    def _direct(self, events: list[dict[str, Any]]) -> bool:
+        """Write ``events`` now (the hub calls this while the stream waits with an empty queue).
+
+        False: not written, the hub queues them and wakes the stream (it must
+        recheck its session first, or a write is still draining). When the
+        socket's buffer is full the bytes stay with the transport and the
+        stream is woken to await the rest of the send before anything else.
+        """
+        if self.pending is not None or self.reason is not None:
+            return False
+        now = time.monotonic()  # the event loop's clock (BaseEventLoop.time)
+        if self.session_id is not None and now >= self.next_check:
+            return False
+        last = self.last
+        batch = [e for e in events if e["id"] > last] if events[0]["id"] <= last else events
+        if not batch:
+            return True
+        data = self.encoder.events(batch)
+        if data:
+            self.pending = self.exchange.write_now(data)
+            self.last_write = now
+        self.last = batch[-1]["id"]
+        if self.pending is not None:
+            self.sub._end_wait()
+        return True
+
     async def _live(self, last: int) -> AsyncIterator[Frame]:
         loop = asyncio.get_running_loop()
         sub, encoder, streams = self.sub, self.encoder, self.streams
         heartbeat = streams.heartbeat_seconds
         session_id = self.session_id
         deadline = self._expiry_deadline(loop)
-        last_write = loop.time()
+        self.last = last
+        self.last_write = loop.time()
         # Streams opened together must not all recheck their session at once.
-        next_check = last_write + heartbeat * (0.5 + random.random())
+        self.next_check = self.last_write + heartbeat * (0.5 + random.random())
+        if self.exchange is not None and encoder.direct:
+            sub.direct = self._direct  # cleared by close()
         while True:
+            if self.pending is not None:
+                await self._finish_pending()
             if self.reason is not None:  # closed from outside while we were writing
                 frame = self._finish(self.reason)
                 if frame is not None:
                     yield frame
                 return
             now = loop.time()
-            wait = last_write + heartbeat - now
+            wait = self.last_write + heartbeat - now
             if deadline is not None:
                 wait = min(wait, deadline - now)
             item = await sub.get(max(wait, 0.0))
+            if self.pending is not None:  # what was written directly goes out before anything else
+                await self._finish_pending()
             now = loop.time()
             if item is HEARTBEAT:
                 if deadline is not None and now >= deadline:
@@ -263,14 +314,14 @@ class LiveStream:
                             yield frame
                         return
                     deadline = now + 1.0  # clocks disagree by a hair: look again soon
-                if now - last_write >= heartbeat * 0.999:
+                if now - self.last_write >= heartbeat * 0.999:
                     if not streams.session_live(session_id):
                         frame = self._finish(EXPIRED)
                         if frame is not None:
                             yield frame
                         return
-                    next_check = now + heartbeat
-                    last_write = now
+                    self.next_check = now + heartbeat
+                    self.last_write = now
                     data = encoder.heartbeat()
                     if data:
                         yield Frame(data)
@@ -281,6 +332,7 @@ class LiveStream:
                     yield frame
                 return
             batch: list[dict[str, Any]] = []
+            last = self.last
             while True:
                 if item["id"] > last:
                     batch.append(item)
@@ -290,13 +342,14 @@ class LiveStream:
                 item = sub.get_nowait()
                 if not isinstance(item, dict):
                     break
+            self.last = last
             if batch:
                 data = encoder.events(batch)
                 if data:
-                    last_write = now
+                    self.last_write = now
                     yield Frame(data)
-            if session_id is not None and now >= next_check:
-                next_check = now + heartbeat
+            if session_id is not None and now >= self.next_check:
+                self.next_check = now + heartbeat
                 if not streams.session_live(session_id):
                     frame = self._finish(EXPIRED)
                     if frame is not None:
@@ -308,6 +361,11 @@ class LiveStream:
             if frame is not None:
                 yield frame
             return
+
+    async def _finish_pending(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            await self.exchange.finish(pending)
 
 
 @dataclass
@@ -466,4 +524,5 @@ def respond(req: Any, resp: Any, stream: LiveStream, *,
     resp.set_header("X-Accel-Buffering", "no")
     on_request_end(req.scope, stream.close)
     on_disconnect(req.scope, stream.close)
+    stream.exchange = exchange_of(req.scope)
     resp.sse = stream.frames()

@@ -127,3 +127,86 @@ def test_replay_runs_to_the_end_when_the_client_stays(room):
 
     assert asyncio.run(main()) == list(range(441, engine.last_event_id() + 1))
     assert resource.hub.subscribers == 0 and resource.streams.count == 0 and not owner._watches
+
+
+# -- live events written from the hub's delivery (LiveStream._direct) ----------
+
+def emit(engine, n: int = 1) -> int:
+    """Commit ``n`` events on this thread (the hub delivers on it); the newest id."""
+    engine.store.write(lambda ctx: [ctx.emit("invitation.revoked", {"invitation_id": f"inv_{i}"}) for i in range(n)])
+    return engine.last_event_id()
+
+
+class GatedClient(Client):
+    """A client whose ``send`` of the chunk carrying ``gate_id`` waits until ``gate`` is set."""
+
+    def __init__(self, gate_id: int | None = None):
+        super().__init__(leave_after=10**6)
+        self.gate = asyncio.Event()
+        self.gate_id = gate_id
+
+    async def send(self, message: dict) -> None:
+        await super().send(message)
+        body = message.get("body") or b""
+        if self.gate_id is not None and f"id: {self.gate_id}\n".encode() in body:
+            await self.gate.wait()
+
+
+def test_a_waiting_stream_is_written_within_the_commit_that_published(room):
+    engine, owner, resource = room
+
+    async def main():
+        client = Client(leave_after=99)
+        task = asyncio.ensure_future(owner(scope(), client.receive, client.send))
+        await asyncio.sleep(0.1)  # the stream now waits for events
+        newest = emit(engine, 3)
+        written = client.ids  # no await since the commit: the stream's task has not run
+        client.gone.set()
+        await asyncio.wait_for(task, 2)
+        return newest, written, client.ids
+
+    newest, written, ids = asyncio.run(main())
+    assert written == [newest - 2, newest - 1, newest]
+    assert ids == written
+    assert resource.hub.subscribers == 0 and resource.streams.count == 0 and not owner._watches
+
+
+def test_a_direct_write_that_must_wait_goes_out_before_the_events_after_it(room):
+    engine, owner, resource = room
+
+    async def main():
+        client = GatedClient(gate_id=engine.last_event_id() + 1)
+        task = asyncio.ensure_future(owner(scope(), client.receive, client.send))
+        await asyncio.sleep(0.1)
+        first = emit(engine)  # written at once; its send then waits for the gate
+        later = emit(engine, 2)  # queued behind it
+        await asyncio.sleep(0.1)
+        held = client.ids
+        client.gate.set()
+        await asyncio.sleep(0.1)
+        client.gone.set()
+        await asyncio.wait_for(task, 2)
+        return first, later, held, client.ids
+
+    first, later, held, ids = asyncio.run(main())
+    assert held == [first]
+    assert ids == [first, later - 1, later]
+    assert resource.hub.subscribers == 0 and resource.streams.count == 0 and not owner._watches
+
+
+def test_a_direct_write_whose_reader_stalls_is_cut_off_by_the_guard(room):
+    engine, owner, resource = room
+    owner.timeout = 0.3  # the write guard's bound, seconds
+
+    async def main():
+        client = GatedClient(gate_id=engine.last_event_id() + 1)  # never opened
+        task = asyncio.ensure_future(owner(scope(), client.receive, client.send))
+        await asyncio.sleep(0.1)
+        emit(engine)
+        emit(engine)
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 3)
+
+    asyncio.run(main())
+    assert owner.stalled == 1
+    assert resource.hub.subscribers == 0 and resource.streams.count == 0 and not owner._watches
