@@ -24,8 +24,9 @@ import typer
 from . import ids
 from .common import handled, load_session, session_call
 from .render import JSON_OUTPUT, show
+from .usage import CeTyper
 
-board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
+board_app = CeTyper(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True, rich_markup_mode=None)
 
 SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]

@@ -29,8 +29,9 @@ from ..errors import InvalidRequest
 from . import ids
 from .common import handled, operator_read, require_document, session_call
 from .render import show
+from .usage import CeTyper
 
-lease_app = typer.Typer(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True, rich_markup_mode=None)
+lease_app = CeTyper(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True, rich_markup_mode=None)
 
 SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
 HeadingOpt = Annotated[Optional[list[str]], typer.Option("--heading", help="A heading path, one title per --heading, outermost first.")]
