@@ -22,8 +22,9 @@ from .common import (
     save_session,
 )
 from .render import JSON_OUTPUT, show
+from .usage import CeTyper
 
-invitation_app = typer.Typer(help="Inspect invitation tokens.", no_args_is_help=True, rich_markup_mode=None)
+invitation_app = CeTyper(help="Inspect invitation tokens.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @handled

@@ -6,7 +6,9 @@ BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER --key K --fence F``;
 peers: ``ce board peers``, ``ce board peer-post PEER KIND BODY``. Each
 calls the route its operation declares in the operation table.
 ``BOARD`` is the public id of the session whose board it is (``ce board``
-commands default to the stored session's own board with ``-``).
+commands default to the stored session's own board with ``-``). A message
+id may be given as the tables print it, a unique start of it
+(:mod:`commonroom.cli.ids`).
 """
 
 from __future__ import annotations
@@ -19,14 +21,18 @@ from urllib.parse import quote, urlencode
 
 import typer
 
+from . import ids
 from .common import handled, load_session, session_call
 from .render import JSON_OUTPUT, show
+from .usage import CeTyper
 
-board_app = typer.Typer(help="Session message boards: post, list, observe, read and complete todos.",
+board_app = CeTyper(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True, rich_markup_mode=None)
 
 SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
 BoardArg = Annotated[str, typer.Argument(help="The board: a session's public id, or - for your own session.")]
+MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a unique start of it as the tables "
+                                           "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
 PriorityOpt = Annotated[Optional[str], typer.Option(help="low, normal, high or urgent.")]
 RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
@@ -68,13 +74,16 @@ def post_command(board: BoardArg, kind: str, body: str, priority: PriorityOpt = 
                  recording_session: RecordingOpt = None, session_file: SessionOpt = None) -> None:
     """Post a message (note, proposal, question, answer, decision, risk, progress, guidance, todo)."""
     payload: dict[str, Any] = {"kind": kind, "body": body}
+    board_id = _board(session_file, board)
+    if reply_to:
+        reply_to = ids.message(session_file, board_id, reply_to, "reply_to")
     for key, value in (("priority", priority), ("tags", tag), ("reply_to", reply_to),
                        ("recording_session_id", recording_session)):
         if value:
             payload[key] = value
     if requires_ack:
         payload["requires_ack"] = True
-    show(_run(session_file, "post_session_message", payload, session_id=_board(session_file, board)), "boards#Message")
+    show(_run(session_file, "post_session_message", payload, session_id=board_id), "boards#Message")
 
 
 @board_app.command("list")
@@ -88,23 +97,28 @@ def list_command(board: BoardArg,
                  cursor: Annotated[Optional[str], typer.Option(help="next_cursor of the previous page.")] = None,
                  session_file: SessionOpt = None) -> None:
     """One page of the board's retained messages, oldest first; every filter given applies (AND)."""
+    board_id = _board(session_file, board)
+    if message_id:
+        message_id = ids.message(session_file, board_id, message_id)
+    if reply_to:
+        reply_to = ids.message(session_file, board_id, reply_to, "reply_to")
     query = {k: v for k, v in (("message_id", message_id), ("reply_to", reply_to), ("kind", kind),
                                 ("status", status), ("limit", str(limit)), ("cursor", cursor)) if v}
-    show(_run(session_file, "list_session_messages", query=query, session_id=_board(session_file, board)),
-         "boards#MessagesPage")
+    show(_run(session_file, "list_session_messages", query=query, session_id=board_id), "boards#MessagesPage")
 
 
 @board_app.command("assignment")
 @handled
-def assignment_command(board: BoardArg, message_id: str, session_file: SessionOpt = None) -> None:
+def assignment_command(board: BoardArg, message_id: MessageArg, session_file: SessionOpt = None) -> None:
     """The todo, its retained direct replies and the assignment_fence to complete it with."""
-    show(_run(session_file, "get_session_assignment", session_id=_board(session_file, board), message_id=message_id),
-         "boards#Assignment")
+    board_id = _board(session_file, board)
+    show(_run(session_file, "get_session_assignment", session_id=board_id,
+              message_id=ids.message(session_file, board_id, message_id)), "boards#Assignment")
 
 
 @board_app.command("complete")
 @handled
-def complete_command(board: BoardArg, message_id: str, answer: str,
+def complete_command(board: BoardArg, message_id: MessageArg, answer: str,
                      key: Annotated[str, typer.Option("--key", help="Your completion key (reuse it on retry).")],
                      fence: Annotated[str, typer.Option("--fence", help="The assignment_fence you read.")],
                      priority: PriorityOpt = None, tag: TagsOpt = None, recording_session: RecordingOpt = None,
@@ -117,8 +131,9 @@ def complete_command(board: BoardArg, message_id: str, answer: str,
     for name, value in (("priority", priority), ("tags", tag), ("recording_session_id", recording_session)):
         if value:
             payload[name] = value
-    show(_run(session_file, "complete_session_message", payload, session_id=_board(session_file, board),
-              message_id=message_id), "boards#Completion")
+    board_id = _board(session_file, board)
+    show(_run(session_file, "complete_session_message", payload, session_id=board_id,
+              message_id=ids.message(session_file, board_id, message_id)), "boards#Completion")
 
 
 @board_app.command("observe")

@@ -9,7 +9,8 @@ Every command prints for people (see :mod:`commonroom.cli.render`);
 
 Participant commands over the stored session (the byte client):
 ``ce read``, ``ce lease acquire|renew|release|list``, ``ce propose``,
-``ce approve``, ``ce reject``, ``ce withdraw``, ``ce write``.
+``ce approve``, ``ce reject``, ``ce withdraw``, ``ce write``. An id may be
+given as the tables print it, a unique start of it (:mod:`commonroom.cli.ids`).
 """
 
 from __future__ import annotations
@@ -25,16 +26,20 @@ import typer
 if TYPE_CHECKING:
     from ..engine import Engine
 from ..errors import InvalidRequest
+from . import ids
 from .common import handled, operator_read, require_document, session_call
 from .render import show
+from .usage import CeTyper
 
-lease_app = typer.Typer(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True, rich_markup_mode=None)
+lease_app = CeTyper(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True, rich_markup_mode=None)
 
 SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
 HeadingOpt = Annotated[Optional[list[str]], typer.Option("--heading", help="A heading path, one title per --heading, outermost first.")]
 LinesOpt = Annotated[Optional[str], typer.Option("--lines", help="A 1-based inclusive line range: 3-10.")]
 LimitOpt = Annotated[int, typer.Option(help="Items per page, 1 to 200.")]
 CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previous page; omit for the first.")]
+ProposalArg = Annotated[str, typer.Argument(help="The proposal id (pr_…), or a unique start of it as the tables print it.")]
+LeaseArg = Annotated[str, typer.Argument(help="The lease id (l_…), or a unique start of it as the tables print it.")]
 
 
 def _region(heading: list[str] | None, lines: str | None) -> dict[str, Any] | None:
@@ -154,17 +159,19 @@ def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
 
 @lease_app.command("renew")
 @handled
-def lease_renew(lease_id: str, ttl: Annotated[Optional[int], typer.Option(help="Seconds, 1 to 3600.")] = None,
+def lease_renew(lease_id: LeaseArg, ttl: Annotated[Optional[int], typer.Option(help="Seconds, 1 to 3600.")] = None,
                 session_file: SessionOpt = None) -> None:
     """Renew a lease of this session."""
     body = {"ttl_seconds": ttl} if ttl is not None else {}
+    lease_id = ids.lease(session_file, lease_id)
     show(session_call(session_file, "POST", f"/workspace/leases/{quote(lease_id)}/renew", body), "editing#Lease")
 
 
 @lease_app.command("release")
 @handled
-def lease_release(lease_id: str, session_file: SessionOpt = None) -> None:
+def lease_release(lease_id: LeaseArg, session_file: SessionOpt = None) -> None:
     """Release a lease of this session."""
+    lease_id = ids.lease(session_file, lease_id)
     show(session_call(session_file, "DELETE", f"/workspace/leases/{quote(lease_id)}"), "editing#Lease")
 
 
@@ -209,23 +216,26 @@ def propose_command(
 
 
 @handled
-def approve_command(proposal_id: str, session_file: SessionOpt = None) -> None:
+def approve_command(proposal_id: ProposalArg, session_file: SessionOpt = None) -> None:
     """Approve a proposal: it becomes the next version."""
+    proposal_id = ids.proposal(session_file, proposal_id)
     show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}),
          "editing#ApproveResult")
 
 
 @handled
-def reject_command(proposal_id: str, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
+def reject_command(proposal_id: ProposalArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                    session_file: SessionOpt = None) -> None:
     """Reject a proposal."""
+    proposal_id = ids.proposal(session_file, proposal_id)
     body = {"reason": reason} if reason else {}
     show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/reject", body), "editing#Proposal")
 
 
 @handled
-def withdraw_command(proposal_id: str, session_file: SessionOpt = None) -> None:
+def withdraw_command(proposal_id: ProposalArg, session_file: SessionOpt = None) -> None:
     """Withdraw your own proposal."""
+    proposal_id = ids.proposal(session_file, proposal_id)
     show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/withdraw", {}), "editing#Proposal")
 
 

@@ -13,7 +13,9 @@ Participant commands over the stored session (the byte client), for
 scripts: ``ce handoff-create``, ``ce handoff-accept``,
 ``ce handoff-request-input``, ``ce handoff-complete``,
 ``ce handoff-approve``, ``ce handoff-reject``, ``ce handoff-cancel``.
-Each calls the route its operation declares; nothing here decides.
+Each calls the route its operation declares; nothing here decides. A
+handoff id may be given as the tables print it, a unique start of it
+(:mod:`commonroom.cli.ids`).
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ import typer
 
 if TYPE_CHECKING:
     from ..engine import Engine
+from . import ids
 from .common import handled, operator_read, operator_write, require_document, session_call
 from .render import show
 
 FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]
-IdArg = Annotated[str, typer.Argument(help="The handoff id (ho_…).")]
+IdArg = Annotated[str, typer.Argument(help="The handoff id (ho_…), or a unique start of it as the tables print it.")]
 TaskArg = Annotated[str, typer.Argument(help="The task id (task_…).")]
 ParticipantOpt = Annotated[str, typer.Option("--participant", help="Whose view: the task's owner, its assignee, "
                                              "or a participant with approve (required: a task id is not authorization).")]
@@ -54,7 +57,8 @@ def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
 
 
 
-def _path(handoff_id: str, action: str = "") -> str:
+def _path(session_file: Path | None, handoff_id: str, action: str = "") -> str:
+    handoff_id = ids.handoff(session_file, handoff_id)
     return f"/workspace/handoffs/{quote(handoff_id, safe='')}" + (f"/{action}" if action else "")
 
 
@@ -73,13 +77,14 @@ def handoffs_command(file: FileArg,
 @handled
 def handoff_command(file: FileArg, handoff_id: IdArg) -> None:
     """Show one handoff."""
-    show(operator_read(file, "handoff_get", {"handoff_id": handoff_id}), "handoffs#Handoff")
+    show(operator_read(file, "handoff_get", {"handoff_id": ids.operator_handoff(file, handoff_id)}), "handoffs#Handoff")
 
 
 @handled
 def handoff_events_command(file: FileArg, handoff_id: IdArg, limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of a handoff's own events, oldest first."""
-    show(operator_read(file, "handoff_events", {"handoff_id": handoff_id, "limit": limit, "cursor": cursor}),
+    values = {"handoff_id": ids.operator_handoff(file, handoff_id), "limit": limit, "cursor": cursor}
+    show(operator_read(file, "handoff_events", values),
          "handoffs#HandoffEventsPage")
 
 
@@ -128,7 +133,7 @@ def handoff_create_command(
 @handled
 def handoff_accept_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
     """Accept an open handoff: you become its assignee."""
-    show(session_call(session_file, "POST", _path(handoff_id, "accept"), {}), "handoffs#HandoffAndTask")
+    show(session_call(session_file, "POST", _path(session_file, handoff_id, "accept"), {}), "handoffs#HandoffAndTask")
 
 
 @handled
@@ -136,7 +141,7 @@ def handoff_request_input_command(handoff_id: IdArg,
                                   message: Annotated[str, typer.Option(help="The question for the owner.")],
                                   session_file: SessionOpt = None) -> None:
     """As the assignee, ask the handoff's owner a question (the task waits for input)."""
-    show(session_call(session_file, "POST", _path(handoff_id, "request-input"), {"message": message}),
+    show(session_call(session_file, "POST", _path(session_file, handoff_id, "request-input"), {"message": message}),
          "handoffs#HandoffAndTask")
 
 
@@ -150,21 +155,21 @@ def handoff_complete_command(
     """As the assignee, complete a handoff with its result (at most 256 KiB)."""
     from .editing import _text
 
-    show(session_call(session_file, "POST", _path(handoff_id, "complete"), {"result": _text(result, result_file)}),
+    show(session_call(session_file, "POST", _path(session_file, handoff_id, "complete"), {"result": _text(result, result_file)}),
          "handoffs#HandoffAndTask")
 
 
 @handled
 def handoff_approve_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
     """Approve a handoff's result (needs approve)."""
-    show(session_call(session_file, "POST", _path(handoff_id, "approve"), {}), "handoffs#Handoff")
+    show(session_call(session_file, "POST", _path(session_file, handoff_id, "approve"), {}), "handoffs#Handoff")
 
 
 @handled
 def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Reject a handoff's result (needs approve)."""
-    show(session_call(session_file, "POST", _path(handoff_id, "reject"), {"reason": reason} if reason else {}),
+    show(session_call(session_file, "POST", _path(session_file, handoff_id, "reject"), {"reason": reason} if reason else {}),
          "handoffs#Handoff")
 
 
@@ -172,5 +177,5 @@ def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], t
 def handoff_cancel_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Cancel an open or accepted handoff (its owner, or approve)."""
-    show(session_call(session_file, "POST", _path(handoff_id, "cancel"), {"reason": reason} if reason else {}),
+    show(session_call(session_file, "POST", _path(session_file, handoff_id, "cancel"), {"reason": reason} if reason else {}),
          "handoffs#Handoff")

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from .usage import CeTyper
+
 #: Every command of ``ce``, in ``ce --help`` order, and the module of
 #: :mod:`commonroom.cli` that declares it: as ``NAME_command`` (``-`` read as
 #: ``_``), or a command group as the ``typer.Typer`` ``NAME_app``.
@@ -40,7 +42,7 @@ def build_command(name: str, module_name: str) -> Any:
     """The click command (or group) ``name`` of ``commonroom.cli.MODULE_NAME``, as Typer builds it."""
     module = import_module(f"{__package__}.{module_name}")
     attribute = name.replace("-", "_")
-    piece = typer.Typer(rich_markup_mode=None)  # the root's settings: plain click help
+    piece = CeTyper(rich_markup_mode=None)  # the root's settings: plain click help
     group = getattr(module, f"{attribute}_app", None)
     if isinstance(group, typer.Typer):
         piece.add_typer(group, name=name)

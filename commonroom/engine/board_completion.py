@@ -114,6 +114,8 @@ class CompletionMixin(BoardBase):
         fingerprint = fence_fingerprint(fence)
 
         def complete(ctx: WriteContext) -> Completion:
+            # a group commit that fails after this returned: the same answer as a commit failing here
+            ctx.on_commit_failure = lambda exc: self._uncertain(session_id, message_id, exc)
             self._board_exists(session_id)
             author = self._recording(actor, recording_session_id)
             digest = _sha(_canonical({"answer": answer, "tags": tag_list, "priority": priority,
@@ -154,7 +156,7 @@ class CompletionMixin(BoardBase):
             raise self._uncertain(session_id, message_id, exc) from exc
 
     @staticmethod
-    def _uncertain(session_id: str, message_id: str, exc: Exception) -> CompletionPersistenceUncertain:
+    def _uncertain(session_id: str, message_id: str, exc: BaseException) -> CompletionPersistenceUncertain:
         """The seed's answer when a completion's commit could not be confirmed (storage failures included)."""
         return CompletionPersistenceUncertain(
             "the completion's commit could not be confirmed: retry the exact same request",

@@ -168,19 +168,44 @@ class Runner:
             for fn, args, _, _ in batch:
                 outcomes.append(_outcome(fn, args))
         else:
-            try:
-                with store.batch():
-                    for fn, args, _, _ in batch:
-                        outcomes.append(_outcome(fn, args))
-            except BaseException as exc:  # the commit failed: none of the batch's writes happened
-                log.exception("a group commit of %d writes failed", len(batch))
-                outcomes = [(False, exc)] * len(batch)
+            outcomes = self._group(store, batch)
         # one hand-over per loop for the whole batch (a wake-up of the loop is a syscall on each side)
         by_loop: dict[Any, list[tuple[asyncio.Future, bool, Any]]] = {}
         for (_, _, loop, future), (ok, value) in zip(batch, outcomes):
             by_loop.setdefault(loop, []).append((future, ok, value))
         for loop, answers in by_loop.items():
             loop.call_soon_threadsafe(_settle, answers)
+
+    def _group(self, store: Any, batch: list[tuple]) -> list[tuple[bool, Any]]:
+        """The outcomes of ``batch`` run in one transaction (:meth:`Store.batch`).
+
+        When that transaction cannot commit, none of its writes happened: a
+        write that failed on its own (its savepoint rolled back, nothing of it
+        in the transaction) keeps its own error; every other one gets what
+        its writes ask for (:meth:`Batch.lost`: a board completion's
+        ``completion_persistence_uncertain``), else the commit's error. When
+        the batch was refused before any write ran, each runs on its own
+        instead and answers as it would alone.
+        """
+        outcomes: list[tuple[bool, Any]] = []
+        spans: list[tuple[int, int]] = []
+        group = None
+        try:
+            with store.batch() as group:
+                for fn, args, _, _ in batch:
+                    start = len(group.done)
+                    outcomes.append(_outcome(fn, args))
+                    spans.append((start, len(group.done)))
+        except BaseException as exc:  # the commit failed: none of the batch's writes happened
+            log.exception("a group commit of %d writes failed", len(batch))
+            if group is None or not outcomes:
+                return [_outcome(fn, args) for fn, args, _, _ in batch]
+            lost: list[tuple[bool, Any]] = []
+            for (ok, value), (start, end) in zip(outcomes, spans):
+                alone = not ok and start == end
+                lost.append((False, value if alone else group.lost(start, end, exc)))
+            return lost
+        return outcomes
 
     def close(self) -> None:
         """Finish queued writes, close the writer thread's connection, stop the thread."""

@@ -64,6 +64,10 @@ class WriteContext:
     #: batch; before ``after_commit`` otherwise): stage state the next write of the
     #: same batch must see (:meth:`Store.stage`), never anything durable
     on_release: list[Callable[[], None]] = field(default_factory=list)
+    #: what this write's caller is told instead of the commit's own error when the
+    #: commit that carries it fails after the write returned (a group commit,
+    #: :meth:`Batch.lost`); None: that error as it is
+    on_commit_failure: Callable[[BaseException], BaseException] | None = None
 
     def emit(
         self,
@@ -95,6 +99,19 @@ class Batch:
     thread: int
     done: list[WriteContext] = field(default_factory=list)
     staged: dict[str, Any] = field(default_factory=dict)
+
+    def lost(self, start: int, end: int, exc: BaseException) -> BaseException:
+        """What the caller of the writes ``done[start:end]`` is told when the batch's commit failed with ``exc``.
+
+        The first of those writes' ``on_commit_failure`` decides (a board
+        completion answers ``completion_persistence_uncertain``); else ``exc``.
+        """
+        for ctx in self.done[start:end]:
+            if ctx.on_commit_failure is not None:
+                told = ctx.on_commit_failure(exc)
+                told.__cause__ = exc
+                return told
+        return exc
 
 
 def event_wire(event_id: int, type: str, time: str, participant_id: str | None,
@@ -348,15 +365,16 @@ class Store:
             self.publish(ctx.events)
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Group commit: every :meth:`write` on this thread inside shares one transaction.
+    def batch(self) -> Iterator[Batch]:
+        """Group commit: every :meth:`write` on this thread inside shares one transaction; yields the :class:`Batch`.
 
         Each write runs in its own savepoint (a write that raises rolls back
         alone and its exception reaches its caller; the others stay). The
         transaction commits when the block ends; only then do the writes'
         ``after_commit`` hooks run and their events get published, write by
         write in order. If the commit fails, every write of the batch is
-        lost together and the exception propagates from here. State staged
+        lost together and the exception propagates from here (what each
+        write's caller is told instead: :meth:`Batch.lost`). State staged
         with :meth:`stage` is visible to this thread only, until the block ends.
         """
         with self._lock:
@@ -366,7 +384,7 @@ class Store:
                 faults.check(self)
                 with faults.refusing(self):
                     with self.db.atomic("IMMEDIATE"):
-                        yield
+                        yield batch
             finally:
                 self._batch = None
             for ctx in batch.done:

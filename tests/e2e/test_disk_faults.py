@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import sqlite3
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -38,7 +40,8 @@ import pytest
 from commonroom.errors import EXIT_CODES
 from tests.e2e.test_editing_cli import run
 from tests.mcp_wire import Mcp
-from tests.roomproc import Client, Room, start_room
+from tests.roomproc import Client, Room, plugin_env, start_room
+from tests.writer_hold import HOLD, MARKER
 
 TEXT = "# Plan\n\n## Design\n\nfirst\n"
 ROOT = os.geteuid() == 0
@@ -214,6 +217,43 @@ def test_a_full_disk_refuses_the_commit_and_the_room_serves_again(full_disk):
     assert first.json()["answer"] == again.json()["answer"] and todo.answers() == 1
     assert room.wait_for_file(big_text("a").encode()) == big_text("a").encode()
     assert room.stop() == 0 and integrity(room) == "ok"
+
+
+def test_a_completion_in_a_group_commit_the_disk_refuses_is_uncertain(tmp_path: Path):
+    """The writer is held while a big write and a completion queue; their one commit meets a full disk."""
+    log = tmp_path / "serve.log"
+    room = start_room(tmp_path / "room", text=TEXT, log_file=log, env=plugin_env("tests.writer_hold:register"))
+    try:
+        writer = room.join("writer", "read,write,message")
+        todo, other = Todo(writer), Todo(writer)
+        other.body["expected_assignment_fence"] = "af1." + "0" * 64  # well-formed, not this todo's
+        before = head(writer)
+        board = writer.session["id"]
+        with ThreadPoolExecutor(4) as pool:
+            held = pool.submit(writer.post, f"/workspace/boards/{board}/messages", {"kind": "note", "body": MARKER})
+            time.sleep(HOLD / 4)  # the writer holds now; what follows queues behind it: one group commit
+            with fsize_limit(room):
+                big = pool.submit(put, writer, before["version"], big_text("g"))
+                time.sleep(0.1)
+                completion, wrong = pool.submit(todo.complete), pool.submit(other.complete)
+                refused, uncertain, stale = big.result(), completion.result(), wrong.result()
+            assert held.result().status_code == 201, held.text
+        assert re.search(r"a group commit of \d+ writes failed", log_of(log))  # together, not one by one
+        assert refused.status_code == 503 and refused.json()["error"] == "storage_unavailable", refused.text
+        assert uncertain.status_code == 503, uncertain.text
+        assert uncertain.json()["error"] == "completion_persistence_uncertain"
+        details = uncertain.json()["details"]
+        assert (details["failure_kind"], details["retry_same_completion"], details["recovery_kind"]) == (
+            "outcome_unknown", True, "retry_same")
+        # a write of the batch that failed on its own (nothing of it to lose) keeps its own answer
+        assert stale.status_code == 409 and stale.json()["error"] == "assignment_stale", stale.text
+        assert head(writer) == before and todo.answers() == 0  # nothing of the batch was written
+        first, again = todo.complete(), todo.complete()  # the exact retry, once the disk has room
+        assert first.status_code == again.status_code == 200, (first.text, again.text)
+        assert again.json()["replayed"] is True and todo.answers() == 1
+        assert room.stop() == 0 and integrity(room) == "ok"
+    finally:
+        room.stop()
 
 
 # --------------------------------------------------- a room in a folder

@@ -1,0 +1,118 @@
+"""Ids as ``ce`` prints them: a command that takes an id takes a unique prefix too.
+
+The tables print short ids (``pr_85ee0f…``, :func:`commonroom.cli.render.short`);
+a command that takes an id accepts one as printed, with or without the
+``…``, or any other start of it (with or without the ``pr_``), like git's
+and docker's short ids. The
+prefix is resolved here, on the client, against the listing the room
+serves to this caller (every page): one match is that id; several are
+``invalid_request`` naming them; none (or a listing the caller may not
+read) sends the text unchanged, so the room answers its own not-found
+error, as for any unknown id. A full id (``<prefix>_`` and 24 hex digits)
+is sent as it is, without a listing. docs/decisions.md, *Short ids*.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable
+from urllib.parse import quote, urlencode
+
+from ..errors import CommonroomError, InvalidRequest
+from .common import operator_read, session_call
+
+#: An id as the room mints it (:func:`commonroom.tokens.new_id`).
+FULL_ID = re.compile(r"[a-z]+_[0-9a-f]{24}")
+#: Most pages one resolution reads (200 items each).
+MAX_PAGES = 50
+#: Matches named in the error of an ambiguous prefix.
+SHOWN = 5
+
+#: ``cursor -> (ids of one page, next cursor)``.
+Pages = Callable[[Any], tuple[Iterable[str], Any]]
+
+
+def resolve(given: str, pages: Pages, what: str, parameter: str) -> str:
+    """The id ``given`` names: itself when it is a full id, else the one id of the listing it starts.
+
+    ``pages`` reads the listing one page at a time; ``what`` (``proposal``)
+    and ``parameter`` (``proposal_id``) word the error of an ambiguous prefix.
+    """
+    text = given.strip()
+    for ellipsis in ("…", "..."):
+        text = text.removesuffix(ellipsis)
+    if not text or FULL_ID.fullmatch(text):
+        return text or given
+    matches: list[str] = []
+    cursor: Any = None
+    try:
+        for _ in range(MAX_PAGES):
+            ids, cursor = pages(cursor)
+            matches.extend(i for i in ids if (i.startswith(text) or i.partition("_")[2].startswith(text))
+                           and i not in matches)
+            if len(matches) > SHOWN or not cursor:
+                break
+    except CommonroomError:  # the caller may not read the listing: the room answers for the id itself
+        return given
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        return given
+    shown = ", ".join(matches[:SHOWN]) + (", …" if len(matches) > SHOWN else "")
+    raise InvalidRequest(f"{given!r} is the start of more than one {what} id ({shown}); give more of it",
+                         details={"parameter": parameter, "prefix": text, "matches": matches[:SHOWN]})
+
+
+def session_pages(session_file: Path | None, operation: str, items: str, key: str = "id",
+                  **params: str) -> Pages:
+    """The pages of ``operation``'s listing (its route in the operation table) with the stored session."""
+    from ..operations import OPERATIONS  # the table imports the engine: only when a prefix is resolved
+
+    http = OPERATIONS[operation].http
+    assert http is not None
+    path = http.path
+    for name, value in params.items():
+        path = path.replace("{" + name + "}", quote(value, safe=""))
+
+    def page(cursor: Any) -> tuple[Iterable[str], Any]:
+        query = {"limit": "200", **({"cursor": cursor} if cursor else {})}
+        answer = session_call(session_file, http.method, f"{path}?{urlencode(query)}")
+        return [row[key] for row in answer[items]], answer.get("next_cursor")
+
+    return page
+
+
+def operator_pages(file: Path, operation: str, items: str, key: str = "id") -> Pages:
+    """The pages of ``operation``'s listing read by the local operator from the sidecar."""
+    def page(cursor: Any) -> tuple[Iterable[str], Any]:
+        answer = operator_read(file, operation, {"limit": 200, "cursor": cursor})
+        return [row[key] for row in answer[items]], answer.get("next_cursor")
+
+    return page
+
+
+def proposal(session_file: Path | None, given: str) -> str:
+    """A proposal id from an id or a unique prefix (the proposals the session can list)."""
+    return resolve(given, session_pages(session_file, "proposals_list", "proposals"), "proposal", "proposal_id")
+
+
+def lease(session_file: Path | None, given: str) -> str:
+    """A lease id from an id or a unique prefix (the live leases)."""
+    return resolve(given, session_pages(session_file, "leases_list", "leases"), "lease", "lease_id")
+
+
+def handoff(session_file: Path | None, given: str) -> str:
+    """A handoff id from an id or a unique prefix (the handoffs the session can list)."""
+    return resolve(given, session_pages(session_file, "handoff_list", "handoffs"), "handoff", "handoff_id")
+
+
+def operator_handoff(file: Path, given: str) -> str:
+    """A handoff id from an id or a unique prefix (every handoff in the sidecar)."""
+    return resolve(given, operator_pages(file, "handoff_list", "handoffs"), "handoff", "handoff_id")
+
+
+def message(session_file: Path | None, board: str, given: str, parameter: str = "message_id") -> str:
+    """A message id of ``board`` from an id or a unique prefix (its retained messages)."""
+    pages = session_pages(session_file, "list_session_messages", "messages", "message_id", session_id=board)
+    return resolve(given, pages, "message", parameter)

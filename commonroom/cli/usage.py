@@ -1,0 +1,49 @@
+"""Usage lines that name a command's arguments the way its help text does.
+
+Typer 0.28 prints a required argument in the usage line as ``{file}``
+(its own braces around the parameter's name), which reads like a template
+placeholder nobody filled in: ``Usage: ce serve [OPTIONS] {file}``. Every
+``ce`` command is a :class:`CeCommand` instead (through :class:`CeTyper`),
+so the usage line follows click's convention, which the commands' help
+already uses ("Start the room on FILE"): ``ce diff [OPTIONS] FILE A [B]``,
+and the *Arguments* section and click's errors ("Missing argument 'FILE'")
+name each argument the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from typer.core import TyperArgument, TyperCommand
+
+
+class CeCommand(TyperCommand):
+    """A ``ce`` command: each argument is named ``NAME`` (``[NAME]`` when optional) in its usage line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if isinstance(param, TyperArgument) and param.metavar is None:
+                param.metavar = (param.name or "").upper()
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """``[OPTIONS]``, then each argument as ``NAME``, ``[NAME]`` or ``NAME...`` (click's convention)."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                piece = str(param.metavar) + ("..." if param.nargs != 1 else "")
+                pieces.append(piece if param.required else f"[{piece}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
+class CeTyper(typer.Typer):
+    """A ``typer.Typer`` whose commands are :class:`CeCommand` unless ``cls`` says otherwise."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        """As ``typer.Typer.command``, with ``cls`` defaulting to :class:`CeCommand`."""
+        if kwargs.get("cls") is None:
+            kwargs["cls"] = CeCommand
+        return super().command(*args, **kwargs)
