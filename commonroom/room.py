@@ -32,6 +32,8 @@ from typing import Any, Callable
 from .engine import Engine
 from .http.app import create_app
 from .http.console import ConsoleGate, console_routes
+from .http.fastpath import CachedReads, fast_reads
+from .http.operations import room_answers
 from .limits import RateLimiter
 from .live.guard import StreamGuard
 from .live.hub import Hub
@@ -82,6 +84,11 @@ def stream_resources(engine: Engine, hub: Hub, settings: LiveSettings, streams: 
     return {"workspace_observe": ObserveResource(engine, hub, settings, streams)}
 
 
+def stream_paths(table: Table, listener: str, extra: tuple[str, ...] = ()) -> frozenset[str]:
+    """The paths of ``listener`` that may answer an event stream (what its StreamGuard watches)."""
+    return frozenset([*(op.http.path for op in table.http(listener) if op.streams and op.http), *extra])
+
+
 def restart_worker(why: str) -> None:
     """The sidecar was rescued after a disk fault: end this worker (gracefully) so the
     arbiter starts a fresh one on the rescued file (:mod:`commonroom.store.faults`)."""
@@ -108,10 +115,13 @@ def build_room(document: Path, owner_token_hash: str, *,
     resources = stream_resources(engine, hub, settings, streams)
     owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources,
                            extra_routes=console_routes(engine, runner), console=ConsoleGate(engine))
-    ingress_app = create_app(engine, INGRESS,
-                             extra_routes=mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
-                                                     runner=runner, table=table, streams=streams),
-                             limiter=RateLimiter(), runner=runner, table=table, streams=resources)
+    mcp = mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds, runner=runner, table=table,
+                     streams=streams)
+    limiter = RateLimiter()
+    ingress_app = create_app(engine, INGRESS, extra_routes=mcp,
+                             limiter=limiter, runner=runner, table=table, streams=resources)
+    # the hot cached read answered before Falcon when all it needs is known (commonroom/http/fastpath.py)
+    ingress = CachedReads(ingress_app, engine, room_answers(runner), limiter, fast_reads(table, INGRESS))
     end_streams_on_sigterm(hub.close_nowait)
 
     trimmer = Trimmer()  # freed heap back to the system (commonroom/memory.py)
@@ -126,8 +136,8 @@ def build_room(document: Path, owner_token_hash: str, *,
 
     return (
         engine,
-        StreamGuard(owner_app, settings.write_timeout_seconds),
-        StreamGuard(ingress_app, settings.write_timeout_seconds),
+        StreamGuard(owner_app, settings.write_timeout_seconds, stream_paths(table, OWNER)),
+        StreamGuard(ingress, settings.write_timeout_seconds, stream_paths(table, INGRESS, tuple(mcp))),
         Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
               [fail_interrupted, scheduler.start, warm_old_versions, trimmer.start], scheduler),
     )

@@ -97,7 +97,11 @@ async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limi
 
 def bearer(req: falcon.asgi.Request) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header, else None."""
-    header = req.get_header("Authorization")
+    return bearer_of(req.get_header("Authorization"))
+
+
+def bearer_of(header: str | None) -> str | None:
+    """The token of an ``Authorization`` header value ``Bearer <token>``, else None."""
     if not header:
         return None
     scheme, _, token = header.strip().partition(" ")

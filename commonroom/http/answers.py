@@ -161,23 +161,34 @@ def accepts_gzip(header: str | None) -> bool:
     return False
 
 
+def representation(cache: AnswerCache, key: Any, entry: Answer, accept_encoding: str | None,
+                   if_none_match: str | None, status: int = 200) -> tuple[int, list[tuple[str, str]], bytes]:
+    """``(status, headers, body)`` of ``entry`` for a request with these two headers.
+
+    304 (no body) when ``If-None-Match`` names it, gzip when accepted; the
+    headers are ``Vary``, ``ETag`` and, for gzip, ``Content-Encoding``
+    (the content type is always ``application/json``).
+    """
+    compressed = accepts_gzip(accept_encoding)
+    headers = [("Vary", "Accept-Encoding"), ("ETag", entry.gzip_etag if compressed else entry.etag)]
+    if if_none_match is not None:
+        tags = _tags(if_none_match)
+        if "*" in tags or entry.etag in tags or entry.gzip_etag in tags:
+            return 304, headers, b""
+    if compressed:
+        headers.append(("Content-Encoding", "gzip"))
+        return status, headers, cache.gzipped(key, entry)
+    return status, headers, entry.data
+
+
 def respond(req: falcon.asgi.Request, resp: falcon.asgi.Response, cache: AnswerCache, key: Any,
             entry: Answer, status: int = 200) -> None:
     """Answer ``entry`` on ``resp``: 304 when ``If-None-Match`` names it, gzip when accepted."""
-    resp.set_header("Vary", "Accept-Encoding")
+    code, headers, body = representation(cache, key, entry, req.get_header("Accept-Encoding"),
+                                         req.get_header("If-None-Match"), status)
     resp.content_type = "application/json"
-    compressed = accepts_gzip(req.get_header("Accept-Encoding"))
-    etag = entry.gzip_etag if compressed else entry.etag
-    resp.set_header("ETag", etag)
-    condition = req.get_header("If-None-Match")
-    if condition is not None:
-        tags = _tags(condition)
-        if "*" in tags or entry.etag in tags or entry.gzip_etag in tags:
-            resp.status = 304
-            return
-    resp.status = status
-    if compressed:
-        resp.set_header("Content-Encoding", "gzip")
-        resp.data = cache.gzipped(key, entry)
-    else:
-        resp.data = entry.data
+    for name, value in headers:
+        resp.set_header(name, value)
+    resp.status = code
+    if code != 304:
+        resp.data = body

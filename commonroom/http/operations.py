@@ -192,10 +192,14 @@ def stream_routes(table: Table, listener: str, streams: dict[str, Any]) -> dict[
     return out
 
 
+def room_answers(runner: Runner | None) -> AnswerCache:
+    """The room's answer cache: one per runner (room), shared by both listeners and the fast path."""
+    return runner.__dict__.setdefault("answers", AnswerCache()) if runner is not None else AnswerCache()
+
+
 def operation_routes(table: Table, listener: str, runner: Runner) -> dict[str, OperationResource]:
     """path → resource for every operation of ``table`` served on ``listener``."""
-    # one cache per room (runner), shared by both listeners
-    answers = runner.__dict__.setdefault("answers", AnswerCache()) if runner is not None else AnswerCache()
+    answers = room_answers(runner)
     by_path: dict[str, list[Operation]] = {}
     for op in table.http(listener):
         assert op.http is not None

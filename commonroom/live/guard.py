@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable
 
 log = logging.getLogger("commonroom.live")
 
@@ -185,11 +185,18 @@ class _Exchange:
 
 
 class StreamGuard:
-    """ASGI wrapper: bound the wait of every event-stream write to ``timeout`` s."""
+    """ASGI wrapper: bound the wait of every event-stream write to ``timeout`` s.
 
-    def __init__(self, app: Callable, timeout: float = 10.0):
+    ``stream_paths``: the request paths that may answer an event stream (the
+    streaming operations' paths, ``/mcp``); other requests go straight to the
+    app (their ``on_request_end`` callbacks still run), which spares every
+    ordinary request the wrapping. None: every request is watched.
+    """
+
+    def __init__(self, app: Callable, timeout: float = 10.0, stream_paths: Iterable[str] | None = None):
         self.app = app
         self.timeout = timeout
+        self.stream_paths = None if stream_paths is None else frozenset(stream_paths)
         self.stalled = 0  # streams cut off so far (for the logs and tests)
         self._watches: set[_Watch] = set()
         self._sweeper: asyncio.Task | None = None
@@ -198,6 +205,14 @@ class StreamGuard:
                        send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:  # noqa: D102 - ASGI
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        paths = self.stream_paths
+        if paths is not None and scope["path"] not in paths:
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                if CLEANUP_KEY in scope:
+                    _run_all(scope.pop(CLEANUP_KEY), "request clean-up")
             return
         exchange = _Exchange(self, scope, receive, send, asyncio.get_running_loop())
         scope[EXCHANGE_KEY] = exchange

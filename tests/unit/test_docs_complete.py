@@ -38,7 +38,9 @@ def _routes(tmp_path: Path) -> set[str]:
     found: set[str] = set()
     try:
         for guarded in (owner, ingress):
-            app = getattr(guarded, "app", guarded)
+            app = guarded
+            while not hasattr(app, "_router"):  # the wrappers (StreamGuard, CachedReads) keep theirs in .app
+                app = app.app
 
             def walk(nodes):
                 for node in nodes:
