@@ -22,8 +22,8 @@ compares them byte for byte):
   middleware would count it.
 
 Anything else, every error included (no bearer, unknown or expired session,
-missing capability, over the limit, a cache miss), goes to the Falcon app
-untouched, which answers it as always; nothing was counted for it here
+missing capability, over the limit, a cache miss, a sidecar that cannot
+answer), goes to the Falcon app untouched, which answers it as always; nothing was counted for it here
 (the limiter records no refused request), so nothing is counted twice.
 """
 
@@ -112,7 +112,7 @@ class CachedReads:
         try:
             actor = engine.authenticate(token, digest)
             op.authorize(actor)
-        except CommonroomError:
+        except Exception:  # any refusal, or a sidecar that cannot answer: the app answers it its way
             return None
         key = (op.name, "", ())  # the cached responder's key for no query and no path parameters
         entry = self.answers.get_head(key, engine.head().number)
