@@ -10,9 +10,14 @@ import datetime as _dt
 from dataclasses import dataclass, field
 
 
+_UTC = _dt.timezone.utc
+
+
 def rfc3339(moment: _dt.datetime) -> str:
     """``2026-11-29T08:00:00.000000+00:00`` for an aware datetime (UTC)."""
-    return moment.astimezone(_dt.timezone.utc).isoformat(timespec="microseconds")
+    if moment.tzinfo is not _UTC:
+        moment = moment.astimezone(_UTC)
+    return moment.isoformat(timespec="microseconds")
 
 
 def parse_rfc3339(text: str) -> _dt.datetime:
@@ -31,7 +36,8 @@ class Clock:
 
     def now(self) -> _dt.datetime:
         """The current UTC time (plus ``offset`` seconds)."""
-        return _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=self.offset)
+        moment = _dt.datetime.now(_UTC)
+        return moment + _dt.timedelta(seconds=self.offset) if self.offset else moment
 
     def stamp(self) -> str:
         """``rfc3339(self.now())``."""

@@ -71,9 +71,13 @@ def _float(text: str) -> float:
     return value
 
 
+#: One encoder for every call (``json.dumps`` with options builds a new one each time).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """Compact strict JSON text (non-ASCII kept); ``ValueError`` for NaN or Infinity."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def _depth(value: Any) -> int:
