@@ -290,7 +290,8 @@ class BodyGuard:
             try:
                 if remaining <= 0:
                     raise asyncio.TimeoutError
-                message = await asyncio.wait_for(receive(), remaining)
+                async with asyncio.timeout(remaining):  # a timer, not wait_for's extra task per body
+                    message = await receive()
             except asyncio.TimeoutError:
                 raise _BodyAborted("timeout") from None
             if message["type"] != "http.request":
