@@ -190,7 +190,9 @@ class StreamGuard:
     ``stream_paths``: the request paths that may answer an event stream (the
     streaming operations' paths, ``/mcp``); other requests go straight to the
     app (their ``on_request_end`` callbacks still run), which spares every
-    ordinary request the wrapping. None: every request is watched.
+    ordinary request the wrapping. A path is compared as Falcon routes it
+    (leading slashes collapsed: ``//workspace/observe`` opens the stream too).
+    None: every request is watched.
     """
 
     def __init__(self, app: Callable, timeout: float = 10.0, stream_paths: Iterable[str] | None = None):
@@ -207,7 +209,10 @@ class StreamGuard:
             await self.app(scope, receive, send)
             return
         paths = self.stream_paths
-        if paths is not None and scope["path"] not in paths:
+        path = scope["path"]
+        if path[:2] == "//":  # Falcon's router ignores leading slashes: //workspace/observe is the stream
+            path = "/" + path.lstrip("/")
+        if paths is not None and path not in paths:
             try:
                 await self.app(scope, receive, send)
             finally:

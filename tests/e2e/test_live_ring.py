@@ -155,8 +155,10 @@ def _cursor(after: int) -> str:
     return encode_cursor({"after": after})
 
 
-def test_a_reader_stalled_past_the_write_timeout_is_cut_off(tmp_path: Path):
-    """The write guard: a replay bigger than the socket buffers, never read."""
+@pytest.mark.parametrize("path", ["/workspace/observe", "//workspace/observe"])
+def test_a_reader_stalled_past_the_write_timeout_is_cut_off(tmp_path: Path, path: str):
+    """The write guard: a replay bigger than the socket buffers, never read
+    (also on ``//workspace/observe``, which Falcon routes to the same stream)."""
     document = tmp_path / "doc.md"
     document.write_bytes(SAMPLE.read_bytes())
     engine = Engine.open(document)  # fill the ring before the room starts: one transaction
@@ -171,7 +173,7 @@ def test_a_reader_stalled_past_the_write_timeout_is_cut_off(tmp_path: Path):
     try:
         client = room.join("frozen", "read,observe")
         oldest = room.operator().get("/workspace/history", params={"limit": 1}).json()["oldest_event_id"]
-        stream = open_stream(room.state["ingress"]["socket"], token=client.token,
+        stream = open_stream(room.state["ingress"]["socket"], path, token=client.token,
                              headers={"Last-Event-ID": str(oldest - 1)})
         assert stream.status == 200
         time.sleep(3.5)  # > write timeout + the guard's sweep

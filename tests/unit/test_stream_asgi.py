@@ -39,10 +39,10 @@ def room(tmp_path):
         engine.close()
 
 
-def scope(query: str = "") -> dict:
+def scope(query: str = "", path: str = "/workspace/observe") -> dict:
     return {
         "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-        "method": "GET", "scheme": "http", "path": "/workspace/observe", "raw_path": b"/workspace/observe",
+        "method": "GET", "scheme": "http", "path": path, "raw_path": path.encode(),
         "query_string": query.encode(), "root_path": "",
         "headers": [(b"host", b"commonroom"), (b"accept", b"text/event-stream"),
                     (b"authorization", f"Bearer {OWNER_TOKEN}".encode())],
@@ -209,4 +209,38 @@ def test_a_direct_write_whose_reader_stalls_is_cut_off_by_the_guard(room):
 
     asyncio.run(main())
     assert owner.stalled == 1
+    assert resource.hub.subscribers == 0 and resource.streams.count == 0 and not owner._watches
+
+
+# -- a path Falcon routes to the stream though it is spelled otherwise ---------
+
+@pytest.mark.parametrize("path", ["//workspace/observe", "///workspace/observe"])
+def test_a_stream_on_a_path_spelled_with_extra_slashes_is_still_guarded(room, path):
+    """Falcon's router ignores leading slashes, so ``//workspace/observe`` opens the
+    observe stream: its writes must be bounded and its disconnect seen like any other."""
+    engine, owner, resource = room
+    owner.timeout = 0.3
+
+    async def stalled():
+        client = GatedClient(gate_id=engine.last_event_id() + 1)  # never opened
+        task = asyncio.ensure_future(owner(scope(path=path), client.receive, client.send))
+        await asyncio.sleep(0.1)
+        emit(engine)
+        emit(engine)
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 3)
+
+    asyncio.run(stalled())
+    assert owner.stalled == 1
+    assert resource.hub.subscribers == 0 and resource.streams.count == 0 and not owner._watches
+
+    async def gone():
+        client = Client(leave_after=99)
+        task = asyncio.ensure_future(owner(scope(path=path), client.receive, client.send))
+        await asyncio.sleep(0.1)
+        assert resource.hub.subscribers == 1
+        client.gone.set()
+        await asyncio.wait_for(task, 2)
+
+    asyncio.run(gone())
     assert resource.hub.subscribers == 0 and resource.streams.count == 0 and not owner._watches
