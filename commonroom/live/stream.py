@@ -152,7 +152,7 @@ class LiveStream:
     """
 
     __slots__ = ("streams", "encoder", "sub", "session_id", "expires_at", "accept", "after", "key", "reason",
-                 "exchange", "last", "last_write", "next_check", "pending", "_closed", "__weakref__")
+                 "exchange", "last", "last_write", "next_check", "deadline", "pending", "_closed", "__weakref__")
 
     def __init__(self, streams: "Streams", encoder: Encoder, sub: Subscription, *,
                  session_id: str | None, expires_at: str | None, accept: Callable[[dict], bool] | None,
@@ -172,6 +172,7 @@ class LiveStream:
         self.last = 0  # the newest event id written (live phase)
         self.last_write = 0.0  # loop time of the last write (live phase)
         self.next_check = 0.0  # loop time of the next session recheck (live phase)
+        self.deadline: float | None = None  # loop time the session expires (live phase; None: never)
         self.pending: Suspended | None = None  # a direct write waiting for the socket to drain
         self._closed = False
 
@@ -260,11 +261,13 @@ class LiveStream:
         socket's buffer is full the bytes stay with the transport and the
         stream is woken to await the rest of the send before anything else.
         """
-        if self.pending is not None or self.reason is not None:
-            return False
+        if self.pending is not None or self.reason is not None or len(events) > BATCH_EVENTS:
+            return False  # a commit bigger than a write's batch goes the queue's way (bounded, resync)
         now = time.monotonic()  # the event loop's clock (BaseEventLoop.time)
         if self.session_id is not None and now >= self.next_check:
             return False
+        if self.deadline is not None and now >= self.deadline:
+            return False  # the session has expired: the stream ends at its next wake, nothing more goes out
         last = self.last
         batch = [e for e in events if e["id"] > last] if events[0]["id"] <= last else events
         if not batch:
@@ -283,7 +286,7 @@ class LiveStream:
         sub, encoder, streams = self.sub, self.encoder, self.streams
         heartbeat = streams.heartbeat_seconds
         session_id = self.session_id
-        deadline = self._expiry_deadline(loop)
+        deadline = self.deadline = self._expiry_deadline(loop)
         self.last = last
         self.last_write = loop.time()
         # Streams opened together must not all recheck their session at once.
@@ -313,7 +316,7 @@ class LiveStream:
                         if frame is not None:
                             yield frame
                         return
-                    deadline = now + 1.0  # clocks disagree by a hair: look again soon
+                    deadline = self.deadline = now + 1.0  # clocks disagree by a hair: look again soon
                 if now - self.last_write >= heartbeat * 0.999:
                     if not streams.session_live(session_id):
                         frame = self._finish(EXPIRED)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from commonroom import tokens
+from commonroom.live.stream import BATCH_EVENTS
 from commonroom.room import build_room
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -244,3 +245,22 @@ def test_a_stream_on_a_path_spelled_with_extra_slashes_is_still_guarded(room, pa
 
     asyncio.run(gone())
     assert resource.hub.subscribers == 0 and resource.streams.count == 0 and not owner._watches
+
+
+def test_a_commit_bigger_than_a_batch_reaches_a_waiting_stream_in_batches(room):
+    engine, owner, resource = room
+
+    async def main():
+        client = Client(leave_after=10**6)
+        task = asyncio.ensure_future(owner(scope(), client.receive, client.send))
+        await asyncio.sleep(0.1)
+        newest = emit(engine, BATCH_EVENTS + 36)
+        await asyncio.sleep(0.1)
+        client.gone.set()
+        await asyncio.wait_for(task, 2)
+        return newest, client
+
+    newest, client = asyncio.run(main())
+    assert client.ids == list(range(newest - BATCH_EVENTS - 35, newest + 1))
+    per_write = [chunk.count(b"\nid: ") + chunk.startswith(b"id: ") for chunk in client.chunks]
+    assert max(per_write) <= BATCH_EVENTS, "one write carries at most a batch, as the queue's way does"
