@@ -84,11 +84,6 @@ def stream_resources(engine: Engine, hub: Hub, settings: LiveSettings, streams: 
     return {"workspace_observe": ObserveResource(engine, hub, settings, streams)}
 
 
-def stream_paths(table: Table, listener: str, extra: tuple[str, ...] = ()) -> frozenset[str]:
-    """The paths of ``listener`` that may answer an event stream (what its StreamGuard watches)."""
-    return frozenset([*(op.http.path for op in table.http(listener) if op.streams and op.http), *extra])
-
-
 def restart_worker(why: str) -> None:
     """The sidecar was rescued after a disk fault: end this worker (gracefully) so the
     arbiter starts a fresh one on the rescued file (:mod:`commonroom.store.faults`)."""
@@ -115,13 +110,11 @@ def build_room(document: Path, owner_token_hash: str, *,
     resources = stream_resources(engine, hub, settings, streams)
     owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources,
                            extra_routes=console_routes(engine, runner), console=ConsoleGate(engine))
-    mcp = mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds, runner=runner, table=table,
-                     streams=streams)
     limiter = RateLimiter()
-    ingress_app = create_app(engine, INGRESS, extra_routes=mcp,
+    ingress_app = create_app(engine, INGRESS,
+                             extra_routes=mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
+                                                     runner=runner, table=table, streams=streams),
                              limiter=limiter, runner=runner, table=table, streams=resources)
-    # the hot cached read answered before Falcon when all it needs is known (commonroom/http/fastpath.py)
-    ingress = CachedReads(ingress_app, engine, room_answers(runner), limiter, fast_reads(table, INGRESS))
     end_streams_on_sigterm(hub.close_nowait)
 
     trimmer = Trimmer()  # freed heap back to the system (commonroom/memory.py)
@@ -136,8 +129,11 @@ def build_room(document: Path, owner_token_hash: str, *,
 
     return (
         engine,
-        StreamGuard(owner_app, settings.write_timeout_seconds, stream_paths(table, OWNER)),
-        StreamGuard(ingress, settings.write_timeout_seconds, stream_paths(table, INGRESS, tuple(mcp))),
+        StreamGuard(owner_app, settings.write_timeout_seconds),
+        # the hot cached read is answered before the guard and Falcon when all it needs
+        # is known (commonroom/http/fastpath.py); it never streams
+        CachedReads(StreamGuard(ingress_app, settings.write_timeout_seconds), engine, room_answers(runner), limiter,
+                    fast_reads(table, INGRESS)),
         Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
               [fail_interrupted, scheduler.start, warm_old_versions, trimmer.start], scheduler),
     )

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable
 
 log = logging.getLogger("commonroom.live")
 
@@ -185,20 +185,11 @@ class _Exchange:
 
 
 class StreamGuard:
-    """ASGI wrapper: bound the wait of every event-stream write to ``timeout`` s.
+    """ASGI wrapper: bound the wait of every event-stream write to ``timeout`` s."""
 
-    ``stream_paths``: the request paths that may answer an event stream (the
-    streaming operations' paths, ``/mcp``); other requests go straight to the
-    app (their ``on_request_end`` callbacks still run), which spares every
-    ordinary request the wrapping. A path is compared as Falcon routes it
-    (leading slashes collapsed: ``//workspace/observe`` opens the stream too).
-    None: every request is watched.
-    """
-
-    def __init__(self, app: Callable, timeout: float = 10.0, stream_paths: Iterable[str] | None = None):
+    def __init__(self, app: Callable, timeout: float = 10.0):
         self.app = app
         self.timeout = timeout
-        self.stream_paths = None if stream_paths is None else frozenset(stream_paths)
         self.stalled = 0  # streams cut off so far (for the logs and tests)
         self._watches: set[_Watch] = set()
         self._sweeper: asyncio.Task | None = None
@@ -207,17 +198,6 @@ class StreamGuard:
                        send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:  # noqa: D102 - ASGI
         if scope["type"] != "http":
             await self.app(scope, receive, send)
-            return
-        paths = self.stream_paths
-        path = scope["path"]
-        if path[:2] == "//":  # Falcon's router ignores leading slashes: //workspace/observe is the stream
-            path = "/" + path.lstrip("/")
-        if paths is not None and path not in paths:
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                if CLEANUP_KEY in scope:
-                    _run_all(scope.pop(CLEANUP_KEY), "request clean-up")
             return
         exchange = _Exchange(self, scope, receive, send, asyncio.get_running_loop())
         scope[EXCHANGE_KEY] = exchange

@@ -1,6 +1,6 @@
 """The hot cached read answered before Falcon (commonroom/http/fastpath.py), over raw ASGI.
 
-``build_room`` gives the room's own ingress stack (StreamGuard → CachedReads →
+``build_room`` gives the room's own ingress stack (CachedReads → StreamGuard →
 Falcon) on a real engine and sidecar; only gunicorn is replaced by a
 hand-driven ``receive``/``send``. Every answer of the fast path must be the
 answer the Falcon route gives to the same request, byte for byte, and every
@@ -31,7 +31,7 @@ def room(tmp_path, monkeypatch):
     shutil.copyfile(ROOT / "examples" / "sample.md", doc)
     engine, owner, ingress, hooks = build_room(doc, tokens.digest("owner-token"))
     engine.set_ingress({"host": "127.0.0.1", "port": 8000})
-    fast = ingress.app
+    fast = ingress
     assert isinstance(fast, CachedReads)
     try:
         yield engine, ingress, fast
