@@ -163,11 +163,12 @@ class Subscription:
         self.hub._drop(self)
         self._end(CLOSED)
 
-    # -- hub side --------------------------------------------------------
-
-    def _end_wait(self) -> None:
-        """Wake a pending ``get()`` with nothing queued (it answers HEARTBEAT)."""
+    def wake(self) -> None:
+        """Wake a pending ``get()`` with nothing queued (it answers HEARTBEAT); a direct
+        writer uses it to have its stream finish a send that had to wait."""
         _wake(self._waiter)
+
+    # -- hub side --------------------------------------------------------
 
     def _end(self, state: _Sentinel) -> None:
         if self.state is None:

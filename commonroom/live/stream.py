@@ -278,7 +278,7 @@ class LiveStream:
             self.last_write = now
         self.last = batch[-1]["id"]
         if self.pending is not None:
-            self.sub._end_wait()
+            self.sub.wake()
         return True
 
     async def _live(self, last: int) -> AsyncIterator[Frame]:
