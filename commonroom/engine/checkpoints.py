@@ -3,8 +3,8 @@
 Reading version N replays at most ``CHECKPOINT_EVERY - 1`` hunks on the
 lines of the checkpoint below it (:mod:`commonroom.engine.versions`). Two
 :class:`CheckpointLines` keep those lines: the text lines (``version_text``)
-and their JSON escapes (``version_encoded``, the HTTP answer of an old
-version). Building them costs about 2 ms (split) and 10 ms (escape) for a
+and their JSON escapes as one blob (:class:`~commonroom.engine.pieces.EncodedLines`,
+for ``version_encoded``, the HTTP answer of an old version). Building them costs about 2 ms (split) and 10 ms (escape) for a
 1 MB checkpoint, too much for a read; :class:`CheckpointWarmer` builds them
 on a background thread instead, for every checkpoint as it is committed
 and, at startup, for the stored ones (newest first, as many as fit).
@@ -17,11 +17,14 @@ import threading
 import time
 from collections import OrderedDict, deque
 from json.encoder import encode_basestring
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 from .. import regions
+from .pieces import OFFSET_BYTES, EncodedLines
 
 log = logging.getLogger("commonroom.engine")
+
+Kept = TypeVar("Kept")
 
 #: Most memory the checkpoints' text lines kept for reconstruction may take
 #: (estimated: text bytes plus :data:`LINE_OVERHEAD` per line).
@@ -56,25 +59,26 @@ def entry_size(text_bytes: int, lines: int) -> int:
     return text_bytes + LINE_OVERHEAD * lines
 
 
-class CheckpointLines:
-    """A bounded LRU of checkpoints' lines, kept as tuples (immutable; callers copy).
+class CheckpointLines(Generic[Kept]):
+    """A bounded LRU of checkpoints' lines, by checkpoint number: a tuple of text lines, or :class:`EncodedLines`.
 
-    Tuples of ``str``/``bytes`` are untracked by the garbage collector
-    after its first look, so full collections do not walk the cached lines
-    (with lists, a full pass over 16 cached 1 MB checkpoints took ~44 ms
-    instead of ~26 ms).
+    Both forms are immutable (callers copy) and hold no object the garbage
+    collector tracks after its first look: tuples of ``str`` are untracked,
+    so full collections do not walk the cached lines (with lists, a full
+    pass over 16 cached 1 MB checkpoints took ~44 ms instead of ~26 ms).
 
     Reading an old version replays at most ``CHECKPOINT_EVERY - 1`` hunks
     on its checkpoint's lines; keeping those lines avoids reading and
-    splitting a whole text per read. Bounded by ``limit`` bytes estimated by
-    :func:`entry_size` (a list larger than that is used once and not kept).
-    Safe from any thread: an entry is a whole list, put once it is built.
+    splitting a whole text per read. Bounded by ``limit`` bytes, each entry
+    counted at the size its caller states (:func:`entry_size` for text
+    lines, :attr:`EncodedLines.size`); an entry larger than ``limit`` is
+    used once and not kept. Safe from any thread: an entry is put once whole.
     """
 
     def __init__(self, limit: int = CHECKPOINT_CACHE_BYTES):
         self.limit = limit
         self.held = 0
-        self._entries: OrderedDict[int, tuple[tuple[Any, ...], int]] = OrderedDict()
+        self._entries: OrderedDict[int, tuple[Kept, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __contains__(self, number: int) -> bool:
@@ -82,7 +86,7 @@ class CheckpointLines:
         with self._lock:
             return number in self._entries
 
-    def get(self, number: int) -> tuple[Any, ...] | None:
+    def get(self, number: int) -> Kept | None:
         """The lines of checkpoint ``number`` (made most recent), or None."""
         with self._lock:
             entry = self._entries.get(number)
@@ -92,14 +96,12 @@ class CheckpointLines:
             return entry[0]
 
     def fits(self, size: int) -> bool:
-        """True when an entry of ``size`` bytes (:func:`entry_size`) is kept without dropping another."""
+        """True when an entry of ``size`` bytes is kept without dropping another."""
         with self._lock:
             return self.held + size <= self.limit
 
-    def put(self, number: int, lines: list[Any], text_bytes: int) -> tuple[Any, ...]:
-        """Keep ``lines`` of checkpoint ``number`` if they fit (least recent dropped); returns them as a tuple."""
-        kept = tuple(lines)
-        size = entry_size(text_bytes, len(kept))
+    def put(self, number: int, kept: Kept, size: int) -> Kept:
+        """Keep ``kept`` (``size`` bytes) as checkpoint ``number``'s if it fits (least recent dropped); returns it."""
         if size > self.limit:
             return kept
         with self._lock:
@@ -110,6 +112,16 @@ class CheckpointLines:
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self.held -= dropped
         return kept
+
+
+def text_lines(lines: list[str], text_chars: int) -> tuple[tuple[str, ...], int]:
+    """``(lines as a tuple, its entry size)``: what :class:`CheckpointLines` keeps of text lines."""
+    return tuple(lines), entry_size(text_chars, len(lines))
+
+
+def encoded_lines(lines: list[str]) -> EncodedLines:
+    """The JSON escapes of ``lines`` as one blob (:class:`~commonroom.engine.pieces.EncodedLines`)."""
+    return EncodedLines.of(json_lines(lines))
 
 
 class _Closed(Exception):
@@ -134,7 +146,8 @@ class CheckpointWarmer:
     :data:`PENDING` committed checkpoints wait (the oldest is dropped).
     """
 
-    def __init__(self, plain: CheckpointLines, encoded: CheckpointLines, load: Callable[[int], str], *,
+    def __init__(self, plain: CheckpointLines[tuple[str, ...]], encoded: CheckpointLines[EncodedLines],
+                 load: Callable[[int], str], *,
                  release: Callable[[], Any] | None = None, pause: float = PAUSE_SECONDS):
         self.plain = plain
         self.encoded = encoded
@@ -230,12 +243,15 @@ class CheckpointWarmer:
             lines = self._split(text)
         size = entry_size(len(text), len(lines))
         if number not in self.plain and (not keep_others or self.plain.fits(size)):
-            self.plain.put(number, lines, len(text))
+            self.plain.put(number, *text_lines(lines, len(text)))
         if number in self.encoded:
             return True
-        if keep_others and not self.encoded.fits(size):
+        if keep_others and not self.encoded.fits(len(text) + OFFSET_BYTES * (len(lines) + 1)):
             return False
-        self.encoded.put(number, self._escape(lines), len(text))
+        encoded = self._escape(lines)
+        if keep_others and not self.encoded.fits(encoded.size):
+            return False
+        self.encoded.put(number, encoded, encoded.size)
         return True
 
     def _split(self, text: str) -> list[str]:
@@ -250,13 +266,13 @@ class CheckpointWarmer:
             self._breathe()
         return lines
 
-    def _escape(self, lines: list[str]) -> list[bytes]:
-        """:func:`json_lines` of ``lines``, :data:`CHUNK_LINES` at a time."""
+    def _escape(self, lines: list[str]) -> EncodedLines:
+        """:func:`encoded_lines` of ``lines``, escaped :data:`CHUNK_LINES` at a time."""
         out: list[bytes] = []
         for i in range(0, len(lines), CHUNK_LINES):
             out += json_lines(lines[i : i + CHUNK_LINES])
             self._breathe()
-        return out
+        return EncodedLines.of(out)
 
     def _breathe(self) -> None:
         if self._closed:

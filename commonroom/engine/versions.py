@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Any, cast
+from typing import Any, Literal, cast, overload
 
 from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
 
@@ -29,9 +29,14 @@ from ..store import WriteContext
 from ..store.models import Version as VersionRow
 from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
 from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, CheckpointLines, CheckpointWarmer,
-                          json_line, json_lines)
+                          encoded_lines, json_line, text_lines)
+from .pieces import EncodedLines, Pieces
 
 CHECKPOINT_EVERY = 64
+#: The columns of a version's info (``VersionInfo`` without ``author``), and the statement reading them.
+_INFO_COLUMNS = ("number", "participant_id", "session_id", "created_at", "summary", "content_hash", "source",
+                 "proposal_id")
+_INFO_SQL = "SELECT " + ", ".join(f'"{column}"' for column in _INFO_COLUMNS) + ' FROM "version" WHERE "number" = ?'
 _CACHE_SIZE = 8
 
 
@@ -155,37 +160,58 @@ class VersionsMixin(EngineBase):
                                   current_version=head.number)
 
     def _reconstruct(self, number: int) -> str:
-        """The text of version ``number`` from the sidecar (:meth:`_replay_version`)."""
-        return "".join(self._replay_version(number))
-
-    def _replay_version(self, number: int, encoded: bool = False) -> list[Any]:
-        """The lines of version ``number``: the nearest checkpoint at or below it, then its hunks.
+        """The text of version ``number`` from the sidecar: the nearest checkpoint at or below it, then its hunks.
 
         The checkpoint's lines come from a :class:`CheckpointLines` (kept in
         memory, bounded; built here on a miss, else by the warmer); the hunks
-        are applied in place on a copy. With ``encoded`` each line is its JSON
-        string escape as UTF-8 bytes (:func:`json_line`), so the joined lines
-        are the JSON text of the document without its quotes.
+        are applied in place on a copy.
         """
+        base, deltas = self._replay_plan(number)
+        checkpoints = self._checkpoint_cache(False)
+        kept = checkpoints.get(base)
+        if kept is None:
+            content = self._checkpoint_text(base)
+            kept = checkpoints.put(base, *text_lines(regions.lines_of(content), len(content)))
+        lines = list(kept)
+        for delta in deltas:
+            lines[delta["start"] - 1 : delta["end"]] = delta["lines"]
+        return "".join(lines)
+
+    def _encoded_text(self, number: int, prefix: bytes, suffix: bytes) -> bytes:
+        """``prefix``, the JSON string escape of version ``number``'s text (UTF-8, no quotes), ``suffix``.
+
+        The checkpoint's escaped lines are one blob (:class:`EncodedLines`,
+        cached like :meth:`_reconstruct`'s lines); the hunks are applied as
+        :class:`Pieces`, so the answer is one join of the blob's spans and
+        the hunks' lines.
+        """
+        base, deltas = self._replay_plan(number)
+        checkpoints = self._checkpoint_cache(True)
+        kept = checkpoints.get(base)
+        if kept is None:
+            encoded = encoded_lines(regions.lines_of(self._checkpoint_text(base)))
+            kept = checkpoints.put(base, encoded, encoded.size)
+        pieces = Pieces(len(kept))
+        for delta in deltas:
+            pieces.replace(delta["start"] - 1, delta["end"], [json_line(line) for line in delta["lines"]])
+        return pieces.join(kept, prefix, suffix)
+
+    def _replay_plan(self, number: int) -> tuple[int, list[dict[str, Any]]]:
+        """``(the nearest checkpoint at or below version number, the hunks after it up to number, in order)``."""
         db = self.store.db
         base = db.execute_sql(
             'SELECT "number" FROM "version" WHERE "number" <= ? AND "content" IS NOT NULL '
             'ORDER BY "number" DESC LIMIT 1', (number,)).fetchone()[0]
-        checkpoints = self._checkpoint_cache(encoded)
-        kept = checkpoints.get(base)
-        if kept is None:
-            content = self._checkpoint_text(base)
-            plain = regions.lines_of(content)
-            kept = checkpoints.put(base, json_lines(plain) if encoded else plain, len(content))
-        lines = list(kept)
-        for (raw,) in db.execute_sql('SELECT "delta" FROM "version" WHERE "number" > ? AND "number" <= ? '
-                                     'ORDER BY "number"', (base, number)):
-            delta = json.loads(raw)
-            new = delta["lines"]
-            lines[delta["start"] - 1 : delta["end"]] = [json_line(line) for line in new] if encoded else new
-        return lines
+        deltas = [json.loads(raw) for (raw,) in db.execute_sql(
+            'SELECT "delta" FROM "version" WHERE "number" > ? AND "number" <= ? ORDER BY "number"', (base, number))]
+        return base, deltas
 
-    def _checkpoint_cache(self, encoded: bool) -> CheckpointLines:
+    @overload
+    def _checkpoint_cache(self, encoded: Literal[False]) -> CheckpointLines[tuple[str, ...]]: ...
+    @overload
+    def _checkpoint_cache(self, encoded: Literal[True]) -> CheckpointLines[EncodedLines]: ...
+
+    def _checkpoint_cache(self, encoded: bool) -> CheckpointLines[Any]:
         """The cache of checkpoints' text lines, or with ``encoded`` of their JSON escapes (made once)."""
         key = "_checkpoints_json" if encoded else "_checkpoints"
         cache = self.__dict__.get(key)
@@ -233,9 +259,14 @@ class VersionsMixin(EngineBase):
         require(actor, "read")
         number = _version_number(number)
         self._check_number(number)
-        info = self._version_info(self.store.models.Version.get_by_id(number))
+        info = self._stored_info(number)
         empty = jsontext.dumps({**info, "text": ""}).encode("utf-8")  # "text" is the last key, as in version()
-        return empty[:-2] + b"".join(self._replay_version(number, encoded=True)) + b'"}', info["content_hash"]
+        return self._encoded_text(number, empty[:-2], b'"}'), info["content_hash"]
+
+    def _stored_info(self, number: int) -> VersionInfo:
+        """The info of stored version ``number`` (which exists): one statement, its text and delta not read."""
+        row = self.store.db.execute_sql(_INFO_SQL, (number,)).fetchone()
+        return self._version_info(VersionRow(**dict(zip(_INFO_COLUMNS, row))))
 
     def _version_info(self, row: VersionRow) -> VersionInfo:
         return {
@@ -288,12 +319,10 @@ class VersionsMixin(EngineBase):
 
     def version(self, actor: Actor, number: Any) -> VersionInfo:
         """One version with its ``text``. Needs ``read``; ``VersionNotFound``."""
-        Version = self.store.models.Version
         require(actor, "read")
         number = _version_number(number)
         text = self.version_text(number)
-        row = Version.get_by_id(number)
-        return {**self._version_info(row), "text": text}
+        return {**self._stored_info(number), "text": text}
 
     def diff(self, actor: Actor, from_version: Any, to_version: Any = None) -> Diff:
         """Unified diff between two versions (``to`` defaults to the head). Needs ``read``."""

@@ -7,7 +7,8 @@ import pytest
 
 from commonroom import regions
 from commonroom.engine import OPERATOR, checkpoints
-from commonroom.engine.checkpoints import CheckpointLines, CheckpointWarmer, entry_size
+from commonroom.engine.checkpoints import CheckpointLines, CheckpointWarmer, encoded_lines, entry_size, text_lines
+from commonroom.engine.pieces import EncodedLines
 from commonroom.engine.versions import CHECKPOINT_EVERY
 from commonroom.wire import dumps
 
@@ -43,14 +44,14 @@ def test_every_version_reads_back_with_a_tiny_cache(engine):
 
 def test_the_cache_is_bounded():
     cache = CheckpointLines(limit=1000)
-    cache.put(1, ["a" * 100], 100)
-    cache.put(2, ["b" * 100], 100)
+    cache.put(1, *text_lines(["a" * 100], 100))
+    cache.put(2, *text_lines(["b" * 100], 100))
     assert cache.get(1) is not None and cache.held == 2 * (100 + 64)
     for n in range(3, 20):
-        cache.put(n, ["c" * 100], 100)
+        cache.put(n, *text_lines(["c" * 100], 100))
     assert cache.held <= 1000 and cache.get(1) is None and cache.get(19) is not None
-    huge = ["x" * 2000]
-    assert cache.put(99, huge, 2000) == tuple(huge) and cache.get(99) is None
+    huge = encoded_lines(["x" * 2000])
+    assert cache.put(99, huge, huge.size) is huge and cache.get(99) is None
 
 
 def test_encoded_versions_are_the_json_of_the_answer(engine):
@@ -90,7 +91,7 @@ def test_warmed_checkpoints_answer_the_same_bytes(engine):
         assert n in engine._checkpoints and n in engine._checkpoints_json
         plain = engine._checkpoints.get(n)
         assert list(plain) == regions.lines_of(engine._checkpoint_text(n))
-        assert engine._checkpoints_json.get(n) == tuple(checkpoints.json_lines(plain))
+        assert engine._checkpoints_json.get(n) == encoded_lines(list(plain))
     assert answers(engine) == cold
     engine.stop_warming()
     assert not warmer._thread.is_alive() and "_warmer" not in engine.__dict__
@@ -106,7 +107,7 @@ def test_a_committed_checkpoint_is_warmed_after_its_commit(engine):
     kept = engine._checkpoints.get(CHECKPOINT_EVERY)
     assert kept == tuple(engine.head_lines())
     assert all(a is b for a, b in zip(kept, engine.head_lines()))  # the head's strings, not copies
-    assert engine._checkpoints_json.get(CHECKPOINT_EVERY) == tuple(checkpoints.json_lines(engine.head_lines()))
+    assert engine._checkpoints_json.get(CHECKPOINT_EVERY) == encoded_lines(engine.head_lines())
     engine.write(OPERATOR, CHECKPOINT_EVERY, "after it\n", {"lines": [2, 2]})
     data, _ = engine.version_encoded(OPERATOR, CHECKPOINT_EVERY + 1)
     assert data == dumps(engine.version(OPERATOR, CHECKPOINT_EVERY + 1))
@@ -115,10 +116,11 @@ def test_a_committed_checkpoint_is_warmed_after_its_commit(engine):
 def test_startup_warming_keeps_the_newest_that_fit_and_drops_nothing(engine):
     write_history(engine, 3 * CHECKPOINT_EVERY + 5)
     stored = stored_checkpoints(engine)
-    size = max(entry_size(len(engine._checkpoint_text(n)), len(regions.lines_of(engine._checkpoint_text(n))))
-               for n in stored)
-    plain, encoded = CheckpointLines(limit=2 * size), CheckpointLines(limit=2 * size + size // 2)
-    encoded.put(-1, [b"a reader's entry"], size // 2 - checkpoints.LINE_OVERHEAD)  # read before the warm-up
+    texts = [engine._checkpoint_text(n) for n in stored]
+    size = max(entry_size(len(text), len(regions.lines_of(text))) for text in texts)
+    esize = max(encoded_lines(regions.lines_of(text)).size for text in texts)
+    plain, encoded = CheckpointLines(limit=2 * size), CheckpointLines(limit=2 * esize + esize // 2)
+    encoded.put(-1, EncodedLines.of([b"a reader's entry"]), esize // 2)  # read before the warm-up
     warmer = CheckpointWarmer(plain, encoded, engine._checkpoint_text, release=engine.store.db.close, pause=0)
     warmer.warm_stored(sorted(stored, reverse=True))
     assert warmer.wait(30)
@@ -172,6 +174,6 @@ def test_a_closed_warmer_stops_and_a_failed_load_is_not_fatal():
     assert plain.held == 0 and encoded.held == 0
     warmer.submit(5, "a\nb\n", ["a\n", "b\n"])
     assert warmer.wait(30)
-    assert encoded.get(5) == (b"a\\n", b"b\\n")
+    assert encoded.get(5) == EncodedLines.of([b"a\\n", b"b\\n"])
     warmer.close()
     assert not warmer._thread.is_alive()
