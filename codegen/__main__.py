@@ -12,6 +12,8 @@ What it writes:
   The engine's answers are annotated with them; they cost nothing at run time
   (see docs/decisions.md for why there are no pydantic models).
 - ``generated/__init__.py``.
+- ``commonroom/cli/help.txt``: ``ce --help`` as the application prints it,
+  which ``ce --help`` prints without importing Typer (:mod:`codegen.cli_help`).
 
 The schema files themselves are not copied: they ship as the package data
 of ``commonroom.schema`` and are read with ``commonroom.schemas.load_all()``.
@@ -28,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from codegen import cli_help
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = ROOT / "schema"
@@ -148,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail on drift, write nothing")
     parser.add_argument("--schema", type=Path, default=SCHEMA_DIR)
     parser.add_argument("--out", type=Path, default=GENERATED_DIR)
+    parser.add_argument("--cli-help", type=Path, default=cli_help.HELP_FILE, help="the stored `ce --help`")
     args = parser.parse_args(argv)
     if args.check:
         drift = check(args.schema, args.out)
@@ -155,12 +160,17 @@ def main(argv: list[str] | None = None) -> int:
             print("generated/ is out of date with schema/:", file=sys.stderr)
             for name in drift:
                 print(f"  {name}", file=sys.stderr)
+        help_stale = cli_help.stale(args.cli_help)
+        if help_stale:
+            print(f"{args.cli_help} is not what `ce --help` prints", file=sys.stderr)
+        if drift or help_stale:
             print("run: python -m codegen", file=sys.stderr)
             return 1
-        print("generated/ matches schema/")
+        print("generated/ matches schema/; the stored ce --help matches the application")
         return 0
     generate(args.out, args.schema)
-    print(f"wrote {args.out}")
+    cli_help.write(args.cli_help)
+    print(f"wrote {args.out} and {args.cli_help}")
     return 0
 
 

@@ -7,7 +7,9 @@ Typer's ``--install-completion`` / ``--show-completion`` are on the app.
 A command's module is imported, and its click command built, only when it
 is looked up (:class:`LazyCommands`): ``ce read`` imports
 :mod:`commonroom.cli.editing` alone, ``ce --help`` all of them (issue 13:
-``ce`` starts in 150 ms).
+``ce`` starts in 150 ms). The installed ``ce`` (:mod:`commonroom.cli.entry`)
+prints ``ce --help`` from a copy rendered by ``python -m codegen`` and
+comes here for everything else.
 """
 
 from __future__ import annotations
@@ -121,5 +123,5 @@ def root(version_flag: Annotated[Optional[bool], typer.Option(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Run ``ce`` with Typer: :func:`commonroom.cli.entry.main` (the console script) hands over here."""
     app()

@@ -6,16 +6,21 @@ each is imported by the command that needs it (``ce serve``, ``ce mcp``,
 the operator's offline reads). Nor pydantic, which typer 0.29 imports to
 coerce any non-bool option (why typer is pinned to 0.28, see
 pyproject.toml). ``ce read`` imports no other command's module either
-(commonroom.cli.main builds a command when it is looked up). The test
+(commonroom.cli.main builds a command when it is looked up); ``ce --help``
+prints the help stored at codegen time and imports no command at all
+(tests/unit/test_cli_help.py). The test
 checks the set of modules a real ``ce`` run loaded (a subprocess, against a real room), not a timing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.roomproc import ce
 
@@ -27,16 +32,16 @@ import atexit, json, sys
 out = sys.argv[1]
 atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
 sys.argv = ["ce", *sys.argv[2:]]
-from commonroom.cli.main import main
+from commonroom.cli.entry import main  # what the installed ce runs
 main()
 """
 
 
-def modules_of(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
-    """Run ``ce ARGS`` in a fresh interpreter; its exit and the modules it had loaded at exit."""
+def modules_of(tmp_path: Path, *args: str, columns: str = "80") -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``ce ARGS`` in a fresh interpreter (a terminal ``columns`` wide); its exit and the modules loaded at exit."""
     out = tmp_path / "modules.json"
     done = subprocess.run([sys.executable, "-c", RUN, str(out), *args], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, env={**os.environ, "COLUMNS": columns})
     return done, set(json.loads(out.read_text()))
 
 
@@ -44,9 +49,12 @@ def heavy(modules: set[str]) -> list[str]:
     return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
 
 
-def test_help_imports_no_server_parts(tmp_path):
-    done, modules = modules_of(tmp_path, "--help")
+@pytest.mark.parametrize("columns", ["80", "60"], ids=["the stored help", "typer's help"])
+def test_help_imports_no_server_parts(tmp_path, columns):
+    """On 60 columns Typer renders the help: every command module is imported, and none imports a server part."""
+    done, modules = modules_of(tmp_path, "--help", columns=columns)
     assert done.returncode == 0 and "Usage: ce" in done.stdout
+    assert ("commonroom.cli.editing" in modules) is (columns == "60")
     assert heavy(modules) == []
     assert "commonroom.client" not in modules  # the byte client: imported by the commands that call a room
 

@@ -1,4 +1,4 @@
-"""The built wheel holds the whole product: every module, and ``schema/*.json`` as package data.
+"""The built wheel holds the whole product: every module, ``schema/*.json`` and the stored ``ce --help`` as package data.
 
 ``pyproject.toml`` lists its packages (the top-level ``schema/`` directory is
 mapped onto ``commonroom.schema``), so a package added without being listed
@@ -47,6 +47,7 @@ def expected_files() -> set[str]:
     for top in ("commonroom", "generated"):
         out |= {p.relative_to(ROOT).as_posix() for p in (ROOT / top).rglob("*.py")}
     out |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "commonroom" / "skills").rglob("*") if p.is_file()}
+    out.add("commonroom/cli/help.txt")  # what `ce --help` prints (commonroom/cli/entry.py)
     return out
 
 
@@ -57,6 +58,9 @@ def test_the_wheel_holds_every_module_and_schema_file(wheel: Path) -> None:
         assert not missing, f"not in the wheel (list the package in pyproject.toml?): {missing}"
         for path in (ROOT / "schema").glob("*.json"):
             assert zf.read(f"commonroom/schema/{path.name}") == path.read_bytes()
+        assert zf.read("commonroom/cli/help.txt") == (ROOT / "commonroom" / "cli" / "help.txt").read_bytes()
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        assert "ce = commonroom.cli.entry:main" in zf.read(entry_points).decode("utf-8")
     assert not any(n.startswith(("schema/", "tests/", "codegen/")) for n in names)
 
 
@@ -64,8 +68,9 @@ def test_the_installed_package_reads_its_schemas(wheel: Path, tmp_path: Path) ->
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
-    probe = ("import json, commonroom.schemas as s;"
-             "print(json.dumps({'file': s.__file__, 'data': str(s.files(s.PACKAGE)), 'schemas': s.load_all()}))")
+    probe = ("import json, commonroom.schemas as s, commonroom.cli.entry as e;"
+             "print(json.dumps({'file': s.__file__, 'data': str(s.files(s.PACKAGE)), 'schemas': s.load_all(),"
+             " 'entry': e.__file__, 'help': e.stored_help()}))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -73,3 +78,5 @@ def test_the_installed_package_reads_its_schemas(wheel: Path, tmp_path: Path) ->
     assert seen["file"].startswith(str(site)) and seen["data"].startswith(str(site))
     assert seen["schemas"] == load_all()
     assert sorted(seen["schemas"]) == sorted(p.name for p in (ROOT / "schema").glob("*.json"))
+    assert seen["entry"].startswith(str(site))
+    assert seen["help"] == (ROOT / "commonroom" / "cli" / "help.txt").read_text("utf-8")

@@ -1,0 +1,104 @@
+"""``ce``'s console-script entry: ``ce --help`` without Typer (issue 13, point 6: in 150 ms).
+
+``ce --help`` prints the root help stored beside this module
+(:data:`HELP_TEXT`, package data) instead of importing Typer (~75 ms) and
+every command module to list the commands (:class:`commonroom.cli.main.LazyCommands`).
+``python -m codegen`` renders it from the real application, as click prints
+it for the program name :data:`PROG` on a terminal of :data:`COLUMNS`
+columns or more, and ``python -m codegen --check`` fails when it is stale.
+
+The stored text is printed only where click would print exactly it:
+``sys.argv[1:] == ["--help"]``, click's program name is :data:`PROG`, the
+terminal is at least :data:`COLUMNS` columns wide (click's help is then
+78 columns wide), and no shell completion is asked for (:data:`COMPLETE_VAR`).
+Anything else, ``--help`` on a narrower terminal included, runs
+:func:`commonroom.cli.main.main` as before.
+
+This module imports only :mod:`os` and :mod:`sys`, loaded at every
+interpreter start; its package's ``__init__`` modules import nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: The program name click detects when ``ce`` runs (the script's file name).
+PROG = "ce"
+#: Terminal columns from which click's help is always the same text: its
+#: formatter is ``max(min(columns, 80) - 2, 50)`` = 78 characters wide from 80 on.
+COLUMNS = 80
+#: Shell completion's variable for :data:`PROG` (Typer's ``_{PROG}_COMPLETE``): set, ``ce`` completes instead.
+COMPLETE_VAR = f"_{PROG.upper()}_COMPLETE"
+#: The stored ``ce --help``: exactly what click writes to stdout, its final newline included (UTF-8).
+HELP_TEXT = "help.txt"
+
+
+def terminal_columns() -> int:
+    """The terminal's width in columns, as ``shutil.get_terminal_size().columns`` (click's source) says it.
+
+    ``COLUMNS`` when it is a positive integer; else the size of the terminal
+    on ``sys.__stdout__``; else 80. Written out because importing
+    :mod:`shutil` costs ~5 ms (bz2, lzma); tests/unit/test_cli_help.py
+    compares the two.
+    """
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+def _program_name() -> str:
+    """Click's ``_detect_program_name`` for a script: the file name of ``sys.argv[0]``, else ``""`` (``python -m``)."""
+    if getattr(sys.modules.get("__main__"), "__package__", None) not in (None, ""):
+        return ""
+    return os.path.basename(sys.argv[0])
+
+
+def stored_help_applies() -> bool:
+    """Whether click would print :data:`HELP_TEXT` for this process's arguments, environment and terminal."""
+    return (sys.argv[1:] == ["--help"] and _program_name() == PROG and not os.environ.get(COMPLETE_VAR)
+            and terminal_columns() >= COLUMNS)
+
+
+def stored_help() -> str | None:
+    """The text of :data:`HELP_TEXT`; None when it cannot be read (then Typer renders the help)."""
+    try:
+        with open(os.path.join(os.path.dirname(__file__), HELP_TEXT), encoding="utf-8") as file:
+            return file.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def print_stored(text: str) -> bool:
+    """Write ``text`` to stdout as click's ``echo`` does; False when stdout cannot take it (then Typer prints).
+
+    A text stdout encodes the whole string before writing a byte, so a
+    character its encoding lacks (``UnicodeEncodeError``) leaves nothing
+    half-printed; click re-wraps such a stream itself.
+    """
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (UnicodeEncodeError, AttributeError):  # AttributeError: no stdout at all (None)
+        return False
+    except BrokenPipeError:  # as click: the reader left; exit 1 without a traceback at shutdown
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    return True
+
+
+def main() -> None:
+    """Console-script entry point (``[project.scripts] ce``): the stored help, or :func:`commonroom.cli.main.main`."""
+    text = stored_help() if stored_help_applies() else None
+    if text is not None and print_stored(text):
+        return
+    from .main import main as typer_main
+
+    typer_main()
