@@ -21,7 +21,8 @@ Workloads (each with its anchor measured in the same run):
   with ``--before DIR`` also served from the older checkout.
 - ``versions``: a random old version of the 963 KB changelog after 1,000
   versions, p99 over HTTP (:mod:`tests.bench.old_versions`).
-- ``startup``: ``ce --help`` vs ``python -c pass`` (hyperfine when installed).
+- ``startup``: the installed ``ce``'s ``ce --help`` and ``ce read`` vs ``python -c pass``
+  (hyperfine when installed).
 - ``fanout``: observers of ``/workspace/observe`` (:mod:`tests.bench.fanout`,
   which also runs the bare SSE hub anchor).
 
@@ -54,7 +55,7 @@ if not os.environ.get("COMMONROOM_CORPUS") and (SHARED_CORPUS / ZH_DOC).exists()
 sys.path.insert(0, str(ROOT))
 
 from tests.bench import bare_app, load  # noqa: E402
-from tests.roomproc import CORPUS, start_room  # noqa: E402
+from tests.roomproc import CORPUS, ce_path, start_room  # noqa: E402
 
 Row = dict[str, Any]
 
@@ -199,7 +200,7 @@ def startup() -> list[Row]:
     # as installed: pip compiles the bytecode, and an editable install under
     # PYTHONDONTWRITEBYTECODE would otherwise recompile every changed module at each start
     subprocess.run([python, "-m", "compileall", "-q", str(ROOT / "commonroom")], capture_output=True, timeout=300)
-    ce = [python, "-c", "import sys; sys.argv[0] = 'ce'; from commonroom.cli.main import main; main()"]
+    ce = [ce_path()]  # the installed console script, as people run it (commonroom.cli.entry:main)
     with tempfile.TemporaryDirectory(prefix="cr-bench-startup-") as tmp:
         room = start_room(Path(tmp), text="# Startup\n\nbody\n")
         try:
