@@ -94,7 +94,7 @@ def _reading_room(folder: Path, doc: Path, env: dict[str, str] | None = None) ->
         status, _, body = probe.call(load.request_bytes("GET", "/workspace/document", headers))
         probe.close()
         assert status == 200, body[:200]
-        yield room.ingress, headers, body
+        yield room.ingress, headers, bytes(body)
     finally:
         room.stop()
 
