@@ -9,6 +9,7 @@ rows, commits, and only then hands the committed events to the live hub
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -99,6 +100,8 @@ class Batch:
     thread: int
     done: list[WriteContext] = field(default_factory=list)
     staged: dict[str, Any] = field(default_factory=dict)
+    #: The id of the newest event its writes appended (the ring is trimmed to it once, before the commit).
+    newest_event: int | None = None
 
     def lost(self, start: int, end: int, exc: BaseException) -> BaseException:
         """What the caller of the writes ``done[start:end]`` is told when the batch's commit failed with ``exc``.
@@ -161,6 +164,7 @@ class Store:
         self.models = Models(self.db)
         self._lock = threading.RLock()
         self._insert_sql: dict[tuple, str] = {}
+        self._savepoints = itertools.count(1)  # names of the savepoints of batched writes
         self._batch: Batch | None = None
         self.db.connect(reuse_if_open=True)
         self._migrate(create=migrate)
@@ -332,18 +336,20 @@ class Store:
         sidecar's files were deleted or replaced under the store).
         """
         with self._lock:
-            faults.check(self)
             ctx = WriteContext(self)
             batch = self._batch
             if batch is not None and batch.thread == threading.get_ident():
-                with self.db.atomic():  # a savepoint inside the batch's transaction (faults: at its commit)
+                # a savepoint inside the batch's transaction (the files were checked as it began;
+                # disk faults surface at its commit; the event ring is trimmed once, before it)
+                with self._savepoint():
                     result = fn(ctx)
-                    if ctx.events:
-                        self._trim(ctx.events[-1]["id"])
+                if ctx.events:
+                    batch.newest_event = ctx.events[-1]["id"]
                 for hook in ctx.on_release:
                     hook()
                 batch.done.append(ctx)
                 return result
+            faults.check(self)
             with faults.refusing(self):
                 with self.db.atomic("IMMEDIATE"):
                     result = fn(ctx)
@@ -385,6 +391,8 @@ class Store:
                 with faults.refusing(self):
                     with self.db.atomic("IMMEDIATE"):
                         yield batch
+                        if batch.newest_event is not None:
+                            self._trim(batch.newest_event)
             finally:
                 self._batch = None
             for ctx in batch.done:
@@ -402,6 +410,19 @@ class Store:
         if batch is None or batch.thread != threading.get_ident():
             return None
         return batch.staged.get(key)
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        """A savepoint on this thread's transaction: released when the block ends, rolled back to if it raises."""
+        name = f"write_{next(self._savepoints)}"
+        self.db.execute_sql(f'SAVEPOINT "{name}"')
+        try:
+            yield
+        except BaseException:
+            self.db.execute_sql(f'ROLLBACK TO SAVEPOINT "{name}"')
+            self.db.execute_sql(f'RELEASE SAVEPOINT "{name}"')
+            raise
+        self.db.execute_sql(f'RELEASE SAVEPOINT "{name}"')
 
     def _trim(self, newest: int) -> None:
         self.db.execute_sql('DELETE FROM "event" WHERE "id" <= ?', (newest - RING_SIZE,))

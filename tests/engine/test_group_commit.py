@@ -9,6 +9,7 @@ holds the writer while the others queue, so the batch is deterministic.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 from commonroom.engine import OPERATOR
@@ -51,3 +52,34 @@ def test_queued_writes_commit_together_and_one_failure_stays_alone(engine):
     assert engine.version_text(head + 1).splitlines()[:3] == ["one", "line 2", "line 3"]
     committed = [e for e in published if e["type"] == "version.committed"]
     assert [e["payload"]["version"] for e in committed] == [head + 1, head + 2]
+
+
+def test_a_batched_write_that_fails_after_writing_leaves_nothing_and_the_ring_is_trimmed_once(engine, monkeypatch):
+    from commonroom.store import db as store_db
+
+    monkeypatch.setattr(store_db, "RING_SIZE", 5)
+    store = engine.store
+    published: list[dict] = []
+    store.publish = published.extend
+
+    def note(text: str, fail: bool = False):
+        def fn(ctx):
+            ctx.emit("test.note", {"text": text})
+            if fail:
+                raise RuntimeError("after its event")
+            return text
+        return fn
+
+    before = store.last_event_id()
+    with store.batch():
+        for i in range(8):
+            try:
+                store.write(note(f"n{i}", fail=i == 3))
+            except RuntimeError:
+                pass
+    rows = store.db.execute_sql('SELECT "id", "payload" FROM "event" ORDER BY "id"').fetchall()
+    # seven events committed (the failed write's rolled back with its savepoint, its id reused),
+    # the ring trimmed to its newest five
+    assert [row[0] for row in rows] == list(range(before + 3, before + 8)) and before + 7 == store.last_event_id()
+    assert [json.loads(payload)["text"] for _, payload in rows] == ["n2", "n4", "n5", "n6", "n7"]
+    assert [e["payload"]["text"] for e in published] == [f"n{i}" for i in range(8) if i != 3]
