@@ -144,8 +144,11 @@ def plugin_env(plugin: str) -> dict[str, str]:
 
 def start_room(folder: Path, source: Path | None = None, *, name: str = "doc.md", text: str | None = None,
                args: tuple[str, ...] = (), wait: float = 30, env: dict[str, str] | None = None,
-               log_file: Path | None = None) -> Room:
+               log_file: Path | None = None, command: list[str] | None = None) -> Room:
     """Copy ``source`` (or write ``text``) into ``folder`` and serve it (``env`` adds to the environment).
+
+    ``command``: what runs ``ce`` (default the installed script; the benches
+    run an older checkout with ``python -m commonroom`` and its ``PYTHONPATH``).
 
     The room's stdout and stderr go to ``log_file`` (default
     ``<folder>/<name>.serve.log``).
@@ -158,7 +161,7 @@ def start_room(folder: Path, source: Path | None = None, *, name: str = "doc.md"
         document.write_bytes(text.encode("utf-8"))
     log_file = log_file or folder / f"{name}.serve.log"
     log = open(log_file, "ab")
-    proc = subprocess.Popen([ce_path(), "serve", str(document), "--port", "0", "--owner-port", "0", *args],
+    proc = subprocess.Popen([*(command or [ce_path()]), "serve", str(document), "--port", "0", "--owner-port", "0", *args],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                             env={**os.environ, **env} if env else None)
     room = Room(document, proc)
