@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 from merge3 import Merge3
 
-from commonroom.regions import BOM, content_of, ending_of, lines_of
+from commonroom.conventions import content_of, ending_of
+from commonroom.regions import BOM, lines_of
 
 __all__ = ["MergeResult", "merge3_text", "unified_diff"]
 
@@ -114,7 +115,7 @@ def merge3_text(base: str, ours: str, theirs: str, *, normalize: bool = False,
     a leading BOM is dropped from every side (so a line that was first in
     one text and is not in the merge never carries it inside the document).
     The caller puts the final newline and the BOM it keeps
-    (``regions.conform_edges``).
+    (``conventions.conform_edges``).
     """
     seqs = [lines_of(base), lines_of(ours), lines_of(theirs)]
     if normalize:  # a leading BOM belongs to the document, not to its first line: the caller puts it back

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from generated.types.editing import VersionInfo
 
-from .. import jsontext, numbers, regions
+from .. import conventions, jsontext, numbers, regions
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
@@ -130,7 +130,7 @@ class Head:
     text: str
     hash: str
     lines: list[str] | None = None
-    conventions: "regions.Conventions | None" = None
+    conventions: "conventions.Conventions | None" = None
 
 
 @dataclass
@@ -212,12 +212,12 @@ class EngineBase:
             head.lines = lines_of(head.text)
         return head.lines
 
-    def head_conventions(self) -> regions.Conventions:
-        """The head's conventions (``regions.conventions_of``: newline style,
+    def head_conventions(self) -> conventions.Conventions:
+        """The head's conventions (``conventions.conventions_of``: newline style,
         final newline, BOM), computed once per version (a few scans of the text)."""
         head = self.head()
         if head.conventions is None:
-            head.conventions = regions.conventions_of(head.text)
+            head.conventions = conventions.conventions_of(head.text)
         return head.conventions
 
     def _set_head(self, number: int, text: str, digest: str, lines: list[str] | None = None) -> None:

@@ -20,7 +20,7 @@ from typing import Any, cast
 from generated.types.editing import ApproveResult, ProposalsPage, ProposalStatus, VersionInfo
 from generated.types.editing import Proposal as ProposalWire
 
-from .. import regions, tokens
+from .. import conventions, regions, tokens
 from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, ProposalNotFound, StaleVersion
 from ..merge import merge3_text, unified_diff
 from ..store import WriteContext
@@ -113,13 +113,13 @@ class ProposalsMixin(EngineBase):
         the head's final newline and BOM. ``(lines, [])`` when clean, else
         ``(None, conflicts)``.
         """
-        ours, _ = regions.splice(regions.lines_of(base_text), span, text, regions.conventions_of(base_text))
+        ours, _ = conventions.splice(regions.lines_of(base_text), span, text, conventions.conventions_of(base_text))
         conv = self.head_conventions()
         merged = merge3_text(base_text, "".join(ours), self.head().text, normalize=True,
                              newline=conv.newline if conv.settled else None)
         if merged.text is None:
             return None, merged.conflicts
-        return regions.conform_edges(regions.lines_of(merged.text), conv), []
+        return conventions.conform_edges(regions.lines_of(merged.text), conv), []
 
     def create_proposal(self, actor: Actor, base_version: int, region: Any, text: str,
                         summary: str = "") -> ProposalWire:
@@ -218,7 +218,7 @@ class ProposalsMixin(EngineBase):
             head = self.head()
             delta = None
             if row.base_version == head.number:
-                new_lines, delta = regions.splice(self.head_lines(), regions.Span(row.start_line, row.end_line),
+                new_lines, delta = conventions.splice(self.head_lines(), regions.Span(row.start_line, row.end_line),
                                                   row.text, self.head_conventions())
                 new_text = "".join(new_lines)
             else:
@@ -322,7 +322,7 @@ class ProposalsMixin(EngineBase):
                     changes=self._changes(expected_version, head.number),
                 )
             span = regions.resolve(head.text, region, line_count=len(self.head_lines()))
-            new_lines, h = regions.splice(self.head_lines(), span, text, self.head_conventions())
+            new_lines, h = conventions.splice(self.head_lines(), span, text, self.head_conventions())
             new_text = "".join(new_lines)
             h = h or hunk(self.head_lines(), new_lines)
             self._sweep_expired(ctx)

@@ -22,7 +22,7 @@ from typing import Any, Literal, cast, overload
 
 from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
 
-from .. import jsontext, numbers, regions
+from .. import conventions, jsontext, numbers, regions
 from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
@@ -46,7 +46,7 @@ def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
     Common leading and trailing lines are trimmed; ``end == start - 1`` is a
     pure insertion. ``{"start": int, "end": int, "lines": [str]}`` (1-based).
     """
-    prefix, suffix = regions.common_ends(old, new)
+    prefix, suffix = conventions.common_ends(old, new)
     return {"start": prefix + 1, "end": len(old) - suffix, "lines": new[prefix : len(new) - suffix]}
 
 

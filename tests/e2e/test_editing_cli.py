@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from typer.testing import CliRunner
 
-from commonroom import regions
+from commonroom import conventions, regions
 from commonroom.cli.main import app
 from commonroom.errors import EXIT_CODES
 from commonroom.merge import unified_diff
@@ -160,7 +160,7 @@ def test_participant_commands_over_the_stored_session(tmp_path):
         fails(("approve", p1["id"], *B), "permission_denied", real=True)
         result = ok_json(("approve", p1["id"], *A), "editing#ApproveResult", real=True)
         assert result["version"]["number"] == 2 and result["proposal"]["decided_by"] == "alice"
-        head = regions.replace_span(SAMPLE_TEXT, regions.resolve(SAMPLE_TEXT, {"heading": ["Goals"]}), GOALS_TEXT)
+        head = conventions.replace_span(SAMPLE_TEXT, regions.resolve(SAMPLE_TEXT, {"heading": ["Goals"]}), GOALS_TEXT)
         assert room.document.read_text("utf-8") == head
 
         qfile = tmp_path / "questions.md"

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from commonroom import regions
+from commonroom import conventions, regions
 from commonroom.engine import Engine
 from commonroom.schemas import errors_of
 from tests.conftest import SAMPLE
@@ -122,7 +122,7 @@ class Stream(threading.Thread):
                         "base_version": self.head, "region": region, "text": f"proposal {self.serial}\n",
                         "summary": f"p{self.serial}"})
                     self._check(r, 201, "editing#Proposal")
-                    new = regions.replace_span(self.text, regions.resolve(self.text, region), f"proposal {self.serial}\n")
+                    new = conventions.replace_span(self.text, regions.resolve(self.text, region), f"proposal {self.serial}\n")
                     r = self.http.post(f"/workspace/proposals/{r.json()['id']}/approve")
                     self._check(r, 200, "editing#ApproveResult")
                     number = r.json()["version"]["number"]

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from commonroom import regions
+from commonroom import conventions, regions
 from commonroom.clock import parse_rfc3339
 from commonroom.errors import STATUS
 from commonroom.merge import unified_diff
@@ -94,7 +94,7 @@ def section(text: str, region: Any) -> str:
 
 
 def replaced(text: str, region: Any, new: str) -> str:
-    return regions.replace_span(text, regions.resolve(text, region), new)
+    return conventions.replace_span(text, regions.resolve(text, region), new)
 
 
 # -- rooms -------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_crlf_document_keeps_its_line_endings(tmp_path):
         p = ok(propose(alice, 1, {"lines": [first.line + 1, first.line + 1]}, "one line, no newline"),
                "editing#Proposal", 201)
         ok(alice.post(f"/workspace/proposals/{p['id']}/approve"), "editing#ApproveResult")
-        v2 = regions.replace_span(text, regions.Span(first.line + 1, first.line + 1), "one line, no newline")
+        v2 = conventions.replace_span(text, regions.Span(first.line + 1, first.line + 1), "one line, no newline")
         assert "one line, no newline\r\n" in v2
         # An edit at the old base elsewhere rebases cleanly over it.
         q = ok(propose(alice, 1, {"heading": list(last.path)}, f"{'#' * last.level} {last.title}\r\n\r\nGone.\r\n"),
@@ -204,7 +204,7 @@ def test_crlf_document_keeps_its_line_endings(tmp_path):
         assert q["rebased_from"] == 1
         ok(alice.post(f"/workspace/proposals/{q['id']}/approve"), "editing#ApproveResult")
         head = read(alice)
-        want = regions.replace_span(v2, regions.resolve(v2, {"heading": list(last.path)}),
+        want = conventions.replace_span(v2, regions.resolve(v2, {"heading": list(last.path)}),
                                     f"{'#' * last.level} {last.title}\r\n\r\nGone.\r\n")
         assert head["text"] == want and head["content_hash"] == sha(want)
         assert r.wait_for_file(want.encode("utf-8")) == want.encode("utf-8")

@@ -34,7 +34,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from commonroom import regions
+from commonroom import conventions, regions
 from commonroom.engine import OPERATOR, Engine
 from commonroom.merge import merge3_text
 from tests.fakeclock import FakeClock
@@ -49,7 +49,7 @@ def _corpus() -> dict[str, list[str]]:
     out = {}
     for path in corpus_files():
         text = path.read_bytes().decode("utf-8")
-        contents = [regions.content_of(line) for line in regions.lines_of(text)]
+        contents = [conventions.content_of(line) for line in regions.lines_of(text)]
         if contents and contents[0].startswith(BOM):
             contents[0] = contents[0][1:]
         out[path.name] = contents
@@ -167,7 +167,7 @@ def parse(text: str) -> tuple[bool, list[str], list[str]]:
     """(BOM, contents, endings) of a text."""
     bom = text.startswith(BOM)
     lines = regions.lines_of(text[1:] if bom else text)
-    return bom, [regions.content_of(x) for x in lines], [regions.ending_of(x) for x in lines]
+    return bom, [conventions.content_of(x) for x in lines], [conventions.ending_of(x) for x in lines]
 
 
 def spliced(contents: list[str], span: regions.Span, text: str) -> list[str]:

@@ -17,9 +17,9 @@ from commonroom.regions import (
     match_headings,
     newline_of,
     overlaps,
-    replace_span,
     resolve,
 )
+from commonroom.conventions import replace_span
 
 CORPUS = SHARED_CORPUS
 TABLE = json.loads(
@@ -388,7 +388,7 @@ def test_overlaps():
 
 
 def test_replacement_takes_the_document_conventions():
-    from commonroom.regions import conventions_of
+    from commonroom.conventions import conventions_of
 
     # the example: LF text into a CRLF document
     text = "## A\r\na\r\n## B\r\nb\r\n"
