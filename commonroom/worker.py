@@ -46,10 +46,10 @@ oversized clients*):
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import os
 import resource
+import sys
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
@@ -65,8 +65,11 @@ log = logging.getLogger("commonroom.worker")
 
 #: Longest wait for the headers of a connection already over the bound.
 REFUSE_WITHIN_SECONDS = 2.0
-#: A response body at least this large (bytes, with Content-Length) is written apart from its head (GuardedProtocol._send_body).
+#: A response body at least this large (bytes) is written apart from its head (GuardedProtocol._send_body),
+#: gunicorn's threshold for handing head and body to ``writelines``.
 LARGE_BODY_BYTES = 65536
+#: Before Python 3.12 asyncio's ``writelines`` joins its buffers (from 3.12 it sends them with ``sendmsg``).
+_WRITELINES_JOINS = sys.version_info < (3, 12)
 #: Descriptors kept free beyond both connection bounds (sidecar, log, accept).
 RESERVED_FDS = 64
 
@@ -194,26 +197,19 @@ class GuardedProtocol(_ASGIProtocol):
             self._room_timer = None
 
     def _send_body(self, body: bytes, chunked: bool = False, last: bool = False, size: int | None = None) -> None:
-        """gunicorn's, except that a large body with Content-Length goes out in a write of its own.
+        """gunicorn's, except that before Python 3.12 a large body's head goes out in a write of its own.
 
-        gunicorn hands such a body to ``transport.writelines((head, body))``
-        to spare a copy; before Python 3.12 asyncio's ``writelines`` joins
-        them, copying the body (~1 MB for an old version, page faults
-        included). Writing the buffered head, then the body, sends the same
-        bytes with no copy (issue 13, *Old versions fast*).
+        gunicorn hands a body of 64 KB or more with its buffered head to
+        ``transport.writelines`` to spare a copy; before Python 3.12 asyncio's
+        ``writelines`` joins them, copying the body (~1 MB for an old
+        version). Writing the head first (gunicorn's ``_safe_write``) leaves
+        gunicorn's own path a body with no head to join to (issue 13, *Old
+        versions fast*).
         """
-        head = self._response_buffer
-        if chunked or not head or len(body) < LARGE_BODY_BYTES or size not in (None, len(body)):
-            return super()._send_body(body, chunked, last, size)
-        self._response_buffer = None
-        try:
-            self.transport.write(head)
-            self.transport.write(body)
-        except OSError as exc:  # as gunicorn: a peer gone is not logged
-            if exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
-                log.exception("socket error writing a response")
-        except (RuntimeError, AttributeError):  # the transport is closing or gone
-            pass
+        if _WRITELINES_JOINS and not chunked and self._response_buffer and len(body) >= LARGE_BODY_BYTES:
+            self._safe_write(self._response_buffer)
+            self._response_buffer = None
+        super()._send_body(body, chunked, last, size)
 
     def _send_error_response(self, status: int, message: str, extra_headers: Any = ()) -> None:
         """gunicorn's parser refusals (400, 414, 431, 501) as the room's JSON error envelope."""

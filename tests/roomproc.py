@@ -36,6 +36,13 @@ def ce_path() -> str:
     return str(candidate) if candidate.exists() else "ce"
 
 
+def ce_command(env: dict[str, str] | None = None) -> list[str]:
+    """What runs ``ce`` for a room started with ``env``: the installed script, or, for an older
+    checkout on ``env``'s ``PYTHONPATH`` (the benches' ``--before``), ``python -P -m commonroom``
+    (the script may name an entry point that checkout lacks; ``-P``: not the current directory first)."""
+    return [sys.executable, "-P", "-m", "commonroom"] if env and "PYTHONPATH" in env else [ce_path()]
+
+
 def ce(*args: str, env: dict[str, str] | None = None, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
     """Run ``ce`` and capture its output (text)."""
     return subprocess.run([ce_path(), *args], capture_output=True, text=True, timeout=timeout,
@@ -147,8 +154,7 @@ def start_room(folder: Path, source: Path | None = None, *, name: str = "doc.md"
                log_file: Path | None = None, command: list[str] | None = None) -> Room:
     """Copy ``source`` (or write ``text``) into ``folder`` and serve it (``env`` adds to the environment).
 
-    ``command``: what runs ``ce`` (default the installed script; the benches
-    run an older checkout with ``python -m commonroom`` and its ``PYTHONPATH``).
+    ``command``: what runs ``ce`` (default the installed script; the benches pass :func:`ce_command`).
 
     The room's stdout and stderr go to ``log_file`` (default
     ``<folder>/<name>.serve.log``).

@@ -4,8 +4,9 @@ Reading version N replays at most ``CHECKPOINT_EVERY - 1`` hunks on the
 lines of the checkpoint below it (:mod:`commonroom.engine.versions`). Two
 :class:`CheckpointLines` keep those lines: the text lines (``version_text``)
 and their JSON escapes as one blob (:class:`~commonroom.engine.pieces.EncodedLines`,
-for ``version_encoded``, the HTTP answer of an old version). Building them costs about 2 ms (split) and 10 ms (escape) for a
-1 MB checkpoint, too much for a read; :class:`CheckpointWarmer` builds them
+for ``version_encoded``, the HTTP answer of an old version). Building them
+costs about 2 ms (split) and 10 ms (escape) for a 1 MB checkpoint, too much
+for a read; :class:`CheckpointWarmer` builds them
 on a background thread instead, for every checkpoint as it is committed
 and, at startup, for the stored ones (newest first, as many as fit).
 """
@@ -29,8 +30,9 @@ Kept = TypeVar("Kept")
 #: Most memory the checkpoints' text lines kept for reconstruction may take
 #: (estimated: text bytes plus :data:`LINE_OVERHEAD` per line).
 CHECKPOINT_CACHE_BYTES = 32 * 1024 * 1024
-#: The same bound for their JSON-escaped lines (old versions answered over HTTP):
-#: 64 MB holds every checkpoint of a 1 MB document's first ~1,500 versions.
+#: The same bound for their JSON-escaped lines, one blob per checkpoint counted exactly
+#: (:attr:`EncodedLines.size`; old versions answered over HTTP): 64 MB holds the ~56
+#: checkpoints of the 963 KB changelog's first ~3,500 versions (1.14 MB each).
 CHECKPOINT_JSON_CACHE_BYTES = 64 * 1024 * 1024
 #: Estimated bytes a line costs beyond its text (a str object and a list slot).
 LINE_OVERHEAD = 64

@@ -55,8 +55,7 @@ if not os.environ.get("COMMONROOM_CORPUS") and (SHARED_CORPUS / ZH_DOC).exists()
 sys.path.insert(0, str(ROOT))
 
 from tests.bench import bare_app, load  # noqa: E402
-from tests.bench.writes import launcher  # noqa: E402
-from tests.roomproc import CORPUS, ce_path, start_room  # noqa: E402
+from tests.roomproc import CORPUS, ce_command, ce_path, start_room  # noqa: E402
 
 Row = dict[str, Any]
 
@@ -81,7 +80,7 @@ def _reading_room(folder: Path, doc: Path, env: dict[str, str] | None = None) ->
     os.environ.update(env or {})
     os.environ["COMMONROOM_RATE_LIMIT"] = str(10**9)
     try:
-        room = start_room(folder, doc, name=doc.name, command=launcher(env))
+        room = start_room(folder, doc, name=doc.name, command=ce_command(env))
     finally:
         for k, v in saved.items():
             if v is None:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.bench.commit import Bare  # noqa: E402
 from tests.bench.load import _head, request_bytes  # noqa: E402
-from tests.roomproc import start_room  # noqa: E402
+from tests.roomproc import ce_command, start_room  # noqa: E402
 
 TEXT = "".join(f"line {i}\n" for i in range(1, 101))
 
@@ -78,13 +78,6 @@ async def _run(port: int, tokens: list[str], seconds: float) -> float:
 ROUNDS = 3
 
 
-def launcher(env: dict[str, str] | None) -> list[str] | None:
-    """How to run ``ce`` for a room with ``env``: ``python -P -m commonroom`` for an older checkout on
-    ``PYTHONPATH`` (its ``ce`` script may name an entry point that checkout lacks; ``-P``: not the current
-    directory first), else the default."""
-    return [sys.executable, "-P", "-m", "commonroom"] if env and "PYTHONPATH" in env else None
-
-
 @contextmanager
 def writing_room(clients: int, group_commit: bool, env: dict[str, str] | None = None) -> Iterator[tuple[int, list[str]]]:
     """A fresh room for ``clients`` lease clients: ``(ingress port, their tokens)`` (``env`` adds to its environment)."""
@@ -92,7 +85,7 @@ def writing_room(clients: int, group_commit: bool, env: dict[str, str] | None = 
     os.environ["COMMONROOM_GROUP_COMMIT"] = "1" if group_commit else "0"
     folder = Path(tempfile.mkdtemp(prefix="cr-writes-"))
     try:
-        room = start_room(folder, text=TEXT, env=env, command=launcher(env))
+        room = start_room(folder, text=TEXT, env=env, command=ce_command(env))
         try:
             tokens = [room.join(f"c{i}", "read,lease").token for i in range(clients)]
             port = room.state["ingress"]["port"]

@@ -119,8 +119,9 @@ def test_codegen_check_fails_on_a_stale_copy(tmp_path: Path):
     copy = tmp_path / "help.txt"
     assert not cli_help.stale()
     copy.write_bytes(STORED.read_bytes().replace(b"Show this message and exit.", b"Show this message."))
-    done = subprocess.run([sys.executable, "-m", "codegen.cli_help", "--check", "--out", str(copy)],
+    done = subprocess.run([sys.executable, "-m", "codegen", "--check", "--cli-help", str(copy)],
                           cwd=cli_help.ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1 and "run python -m codegen.cli_help" in done.stderr
+    assert done.returncode == 1 and "is not what `ce --help` prints" in done.stderr
+    assert "run: python -m codegen" in done.stderr
     copy.unlink()
     assert cli_help.stale(copy)
