@@ -28,7 +28,7 @@ from . import tokens
 from .affinity import cpu_choice, pin_worker
 from .clock import Clock
 from .roomfiles import PRIVATE_UMASK, RoomFiles, write_private
-from .worker import BodyGuard, ConnectionLimits, RoomWorker
+from .worker import LISTEN_BACKLOG, BodyGuard, ConnectionLimits, RoomWorker
 
 log = logging.getLogger("commonroom.server")
 
@@ -112,7 +112,7 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.listen(2048)
+    sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -123,7 +123,7 @@ def _listen_unix(path: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.bind(str(path))
     os.chmod(path, 0o600)
-    sock.listen(2048)
+    sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
 

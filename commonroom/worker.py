@@ -15,6 +15,12 @@ slow or hostile client a lot of room (read in its source,
   which Falcon takes as the end of the body (a truncated body).
 - **``worker_connections`` is stored, not enforced** (its own docs: "only
   affects the gthread and gevent worker types").
+- **The listen backlog is 100.** It creates its servers with
+  ``loop.create_server(sock=...)`` and no ``backlog``; asyncio then calls
+  ``sock.listen(100)`` on the room's listener, replacing the 2048 it was
+  made with. A burst of more than ~100 connects (subscribers reconnecting
+  after a restart, a bench's clients) had SYNs dropped and waited the
+  kernel's 1 s retransmit.
 - Falcon's ASGI app awaits the first ``http.request`` event before it
   runs anything, and asking for it makes gunicorn write ``100 Continue``
   and wait for the body: a ``Content-Length: 10485760`` with no body bytes
@@ -41,6 +47,8 @@ oversized clients*):
   (``408``, connection closed), and never lets the app see a body cut short
   (a disconnect or a gunicorn wait expiry in the middle of the body aborts
   the request instead of ending the body early).
+- :meth:`RoomWorker._setup_event_loop`: the worker's servers keep the
+  listeners' backlog (:data:`LISTEN_BACKLOG`).
 """
 
 from __future__ import annotations
@@ -70,6 +78,8 @@ REFUSE_WITHIN_SECONDS = 2.0
 LARGE_BODY_BYTES = 65536
 #: Before Python 3.12 asyncio's ``writelines`` joins its buffers (from 3.12 it sends them with ``sendmsg``).
 _WRITELINES_JOINS = sys.version_info < (3, 12)
+#: Pending connections a listener holds before the kernel drops SYNs (gunicorn's default ``backlog``).
+LISTEN_BACKLOG = 2048
 #: Descriptors kept free beyond both connection bounds (sidecar, log, accept).
 RESERVED_FDS = 64
 
@@ -263,6 +273,21 @@ class RoomWorker(_ASGIWorker):
         # module-level name: this process's servers use the subclass.
         setattr(gasgi, "ASGIProtocol", GuardedProtocol)
         super().init_process()
+
+    def _setup_event_loop(self) -> None:
+        """gasgi's loop, whose ``create_server`` keeps the listener's backlog (:data:`LISTEN_BACKLOG`).
+
+        gasgi calls ``create_server(sock=...)`` without ``backlog``, and
+        asyncio then re-listens the socket with its default of 100.
+        """
+        super()._setup_event_loop()
+        create_server = self.loop.create_server
+
+        def keeping_backlog(*args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("backlog", LISTEN_BACKLOG)
+            return create_server(*args, **kwargs)
+
+        self.loop.create_server = keeping_backlog
 
 
 class _BodyAborted(BaseException):

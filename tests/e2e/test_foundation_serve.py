@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import select
 import os
 import shutil
 import signal
@@ -343,3 +344,32 @@ def test_local_transport_over_the_unix_socket(tmp_path: Path):
     finally:
         assert room.stop() == 0
     assert not sock.exists(), "the socket is removed at shutdown"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_a_burst_of_connects_waits_in_the_backlog(tmp_path: Path):
+    """A listener holds 2048 pending connections (commonroom/worker.py, LISTEN_BACKLOG): gasgi's
+    ``create_server(sock=...)`` re-listened it with asyncio's default of 100, and connects beyond
+    that had their SYNs dropped (a 1 s retransmit). With the worker stopped, nothing is accepted:
+    every one of 300 connects completes only if the backlog holds them."""
+    from tests.bench.fanout import worker_pid
+
+    room = start_room(tmp_path, text="# doc\n")
+    worker = worker_pid(room.proc.pid)
+    address = ("127.0.0.1", room.state["ingress"]["port"])
+    pending: list[socket.socket] = []
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        for _ in range(300):
+            sock = socket.socket()
+            sock.setblocking(False)
+            sock.connect_ex(address)
+            pending.append(sock)
+        _, connected, _ = select.select([], pending, [], 0.5)
+        errors = {sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) for sock in connected}
+    finally:
+        os.kill(worker, signal.SIGCONT)
+        for sock in pending:
+            sock.close()
+        room.stop()
+    assert (len(connected), errors) == (300, {0})
