@@ -14,6 +14,8 @@ What it writes:
 - ``generated/__init__.py``.
 - ``commonroom/cli/help.txt``: ``ce --help`` as the application prints it,
   which ``ce --help`` prints without importing Typer (:mod:`codegen.cli_help`).
+- ``commonroom/cli/fast.json``: the options of ``ce read`` as Typer declares
+  them, which ``ce read`` parses without importing Typer (:mod:`codegen.cli_fast`).
 
 The schema files themselves are not copied: they ship as the package data
 of ``commonroom.schema`` and are read with ``commonroom.schemas.load_all()``.
@@ -31,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codegen import cli_help
+from codegen import cli_fast, cli_help
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = ROOT / "schema"
@@ -153,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema", type=Path, default=SCHEMA_DIR)
     parser.add_argument("--out", type=Path, default=GENERATED_DIR)
     parser.add_argument("--cli-help", type=Path, default=cli_help.HELP_FILE, help="the stored `ce --help`")
+    parser.add_argument("--cli-fast", type=Path, default=cli_fast.SPEC_PATH, help="the stored options of `ce read`")
     args = parser.parse_args(argv)
     if args.check:
         drift = check(args.schema, args.out)
@@ -163,14 +166,18 @@ def main(argv: list[str] | None = None) -> int:
         help_stale = cli_help.stale(args.cli_help)
         if help_stale:
             print(f"{args.cli_help} is not what `ce --help` prints", file=sys.stderr)
-        if drift or help_stale:
+        fast_stale = cli_fast.stale(args.cli_fast)
+        if fast_stale:
+            print(f"{args.cli_fast} is not the options `ce read` declares", file=sys.stderr)
+        if drift or help_stale or fast_stale:
             print("run: python -m codegen", file=sys.stderr)
             return 1
-        print("generated/ matches schema/; the stored ce --help matches the application")
+        print("generated/ matches schema/; the stored ce --help and ce read options match the application")
         return 0
     generate(args.out, args.schema)
     cli_help.write(args.cli_help)
-    print(f"wrote {args.out} and {args.cli_help}")
+    cli_fast.write(args.cli_fast)
+    print(f"wrote {args.out}, {args.cli_help} and {args.cli_fast}")
     return 0
 
 

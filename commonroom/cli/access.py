@@ -13,14 +13,8 @@ if TYPE_CHECKING:
 
 from .. import invitation
 from ..errors import InvalidRequest
-from .common import (
-    default_session_file,
-    handled,
-    operator_write,
-    parse_duration,
-    require_document,
-    save_session,
-)
+from .common import handled, operator_write, parse_duration, require_document
+from .sessions import default_session_file, save_session
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 

@@ -22,7 +22,8 @@ from urllib.parse import quote, urlencode
 import typer
 
 from . import ids
-from .common import handled, load_session, session_call
+from .common import handled
+from .sessions import load_session, session_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import InvalidRequest
-from .common import emit, handled, load_session
+from .common import emit, handled
+from .sessions import load_session
 
 
 @handled(json_only=True)

@@ -1,18 +1,15 @@
-"""What every ``ce`` command shares: output, errors, sessions, finding the room.
+"""What every ``ce`` command shares: output, errors, finding the room (sessions: :mod:`commonroom.cli.sessions`).
 
 Answers print through :mod:`commonroom.cli.render` (readable, or JSON
 with ``--json``); errors print one line on stderr (their JSON envelope with
 ``--json``) and exit with the code's own status
-(:data:`commonroom.errors.EXIT_CODES`). Session files are JSON, mode
-0600, default ``$COMMONROOM_SESSION`` or
-``$XDG_CONFIG_HOME/commonroom/session.json``.
+(:data:`commonroom.errors.EXIT_CODES`).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
 import time
 from functools import wraps
@@ -23,7 +20,8 @@ import typer
 
 from . import render
 from ..errors import CommonroomError, InvalidRequest, TransportUnavailable
-from ..roomfiles import RoomFiles, RoomNotVerified, private_umask, write_private
+from ..roomfiles import RoomFiles, RoomNotVerified, private_umask
+from .outcome import invoke
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -56,15 +54,11 @@ def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
     command = fn
 
     @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> None:
         wants_json = bool(kwargs.pop("json_output", False)) or json_only
-        token = render.JSON_OUTPUT.set(wants_json)
-        try:
-            return command(*args, **kwargs)
-        except CommonroomError as error:
-            fail(error)
-        finally:
-            render.JSON_OUTPUT.reset(token)
+        status = invoke(command, wants_json, *args, **kwargs)
+        if status:
+            raise typer.Exit(status)
 
     signature = inspect.signature(command, eval_str=True)  # the annotations evaluated once, here
     option = inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt)
@@ -87,44 +81,6 @@ def parse_duration(text: str, option: str) -> int:
         raise InvalidRequest(f"{option}: {text!r} is not a duration like 90s, 30m, 1h or 7d",
                              details={"option": option})
     return int(match.group(1)) * _UNITS[match.group(2)]
-
-
-def default_session_file() -> Path:
-    """Where ``ce join`` stores the session unless ``--session-file`` says otherwise."""
-    if os.environ.get("COMMONROOM_SESSION"):
-        return Path(os.environ["COMMONROOM_SESSION"])
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "commonroom" / "session.json"
-
-
-def save_session(path: Path, data: dict[str, Any]) -> None:
-    """Write the session file (0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_private(path, json.dumps(data, indent=2) + "\n")
-
-
-def load_session(path: Path | None) -> dict[str, Any]:
-    """The stored session; ``InvalidRequest`` when there is none."""
-    path = path or default_session_file()
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise InvalidRequest(f"no session at {path}; run ce join TOKEN first",
-                             details={"session_file": str(path)}) from None
-    except (OSError, ValueError) as exc:
-        raise InvalidRequest(f"cannot read the session file {path}: {exc}",
-                             details={"session_file": str(path)}) from None
-    if not isinstance(data, dict) or "token" not in data or "transport" not in data:
-        raise InvalidRequest(f"{path} is not a commonroom session file", details={"session_file": str(path)})
-    return data
-
-
-def session_call(session_file: Path | None, method: str, path: str, body: Any = None, **options: Any) -> Any:
-    """``method path`` on the room with the stored session: the answer's JSON (the room's error raised)."""
-    from .. import client  # the byte client: only the commands that call a room import it
-
-    session = load_session(session_file)
-    return client.call_json(session["transport"], method, path, body=body, token=session["token"], **options)
 
 
 def owner_endpoint(document: Path) -> tuple[dict[str, Any], str] | None:

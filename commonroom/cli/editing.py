@@ -26,8 +26,10 @@ import typer
 if TYPE_CHECKING:
     from ..engine import Engine
 from ..errors import InvalidRequest
-from . import ids
-from .common import handled, operator_read, require_document, session_call
+from . import document, ids
+from .document import region_of
+from .common import handled, operator_read, require_document
+from .sessions import session_call
 from .render import show
 from .usage import CeTyper
 
@@ -40,20 +42,6 @@ LimitOpt = Annotated[int, typer.Option(help="Items per page, 1 to 200.")]
 CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previous page; omit for the first.")]
 ProposalArg = Annotated[str, typer.Argument(help="The proposal id (pr_…), or a unique start of it as the tables print it.")]
 LeaseArg = Annotated[str, typer.Argument(help="The lease id (l_…), or a unique start of it as the tables print it.")]
-
-
-def _region(heading: list[str] | None, lines: str | None) -> dict[str, Any] | None:
-    if heading and lines:
-        raise InvalidRequest("give --heading or --lines, not both", details={"option": "--heading/--lines"})
-    if heading:
-        return {"heading": list(heading)}
-    if lines:
-        start, sep, end = lines.replace(":", "-").partition("-")
-        try:
-            return {"lines": [int(start), int(end if sep else start)]}
-        except ValueError:
-            raise InvalidRequest(f"--lines {lines!r} is not like 3-10", details={"option": "--lines"}) from None
-    return None
 
 
 def _local(file: Path) -> Engine:
@@ -140,9 +128,7 @@ def read_command(heading: HeadingOpt = None, lines: LinesOpt = None, session_fil
     ``ce read > copy.md`` reproduces the document byte for byte; ``--json``
     prints the Document answer (text, version, content hash, lines).
     """
-    region = _region(heading, lines)
-    path = "/workspace/document" + (f"?region={quote(json.dumps(region))}" if region else "")
-    show(session_call(session_file, "GET", path), "room#Document")
+    document.read(heading, lines, session_file, raw)
 
 
 @lease_app.command("acquire")
@@ -151,7 +137,7 @@ def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
                   ttl: Annotated[Optional[int], typer.Option(help="Seconds, 1 to 3600 (default 300).")] = None,
                   session_file: SessionOpt = None) -> None:
     """Lease a region (the whole document when none is given)."""
-    body: dict[str, Any] = {"region": _region(heading, lines)}
+    body: dict[str, Any] = {"region": region_of(heading, lines)}
     if ttl is not None:
         body["ttl_seconds"] = ttl
     show(session_call(session_file, "POST", "/workspace/leases", body), "editing#Lease")
@@ -210,7 +196,7 @@ def propose_command(
     session_file: SessionOpt = None,
 ) -> None:
     """Propose replacement text for a region as seen at --base."""
-    body = {"base_version": base, "region": _region(heading, lines), "text": _text(text, text_file),
+    body = {"base_version": base, "region": region_of(heading, lines), "text": _text(text, text_file),
             "summary": summary}
     show(session_call(session_file, "POST", "/workspace/proposals", body), "editing#Proposal")
 
@@ -250,6 +236,6 @@ def write_command(
     session_file: SessionOpt = None,
 ) -> None:
     """Replace the document or a region directly (needs write)."""
-    body = {"expected_version": expected, "region": _region(heading, lines), "text": _text(text, text_file),
+    body = {"expected_version": expected, "region": region_of(heading, lines), "text": _text(text, text_file),
             "summary": summary}
     show(session_call(session_file, "PUT", "/workspace/document", body), "editing#VersionInfo")

@@ -1,4 +1,7 @@
-"""``ce``'s console-script entry: ``ce --help`` without Typer (issue 13, point 6: in 150 ms).
+"""``ce``'s console-script entry: ``ce --help`` and ``ce read`` without Typer (issue 13, point 6: in 150 ms).
+
+``ce read`` and the other commands of the stored spec are parsed and run
+by :mod:`commonroom.cli.fastpath` when their arguments are plain.
 
 ``ce --help`` prints the root help stored beside this module
 (:data:`HELP_TEXT`, package data) instead of importing Typer (~75 ms) and
@@ -95,10 +98,21 @@ def print_stored(text: str) -> bool:
 
 
 def main() -> None:
-    """Console-script entry point (``[project.scripts] ce``): the stored help, or :func:`commonroom.cli.main.main`."""
+    """Console-script entry point (``[project.scripts] ce``).
+
+    The stored help; else a command of the stored spec that
+    :mod:`commonroom.cli.fastpath` parses (``ce read``); else
+    :func:`commonroom.cli.main.main` (Typer).
+    """
     text = stored_help() if stored_help_applies() else None
     if text is not None and print_stored(text):
         return
+    if not os.environ.get(COMPLETE_VAR):
+        from .fastpath import load_spec, plan, run
+
+        chosen = plan(sys.argv[1:], load_spec())
+        if chosen is not None:
+            sys.exit(run(chosen))
     from .main import main as typer_main
 
     typer_main()

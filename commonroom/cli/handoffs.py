@@ -29,7 +29,8 @@ import typer
 if TYPE_CHECKING:
     from ..engine import Engine
 from . import ids
-from .common import handled, operator_read, operator_write, require_document, session_call
+from .common import handled, operator_read, operator_write, require_document
+from .sessions import session_call
 from .render import show
 
 FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]

@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterable
 from urllib.parse import quote, urlencode
 
 from ..errors import CommonroomError, InvalidRequest
-from .common import operator_read, session_call
+from .common import operator_read
+from .sessions import session_call
 
 #: An id as the room mints it (:func:`commonroom.tokens.new_id`).
 FULL_ID = re.compile(r"[a-z]+_[0-9a-f]{24}")

@@ -39,6 +39,11 @@ COMMANDS: dict[str, str] = {
     "invitation": "access", "lease": "editing", "board": "board",
 }
 
+#: Commands whose body imports no Typer, as ``name: "module:function"`` of :mod:`commonroom.cli`:
+#: :mod:`commonroom.cli.fastpath` runs them from the options stored by ``python -m codegen``
+#: (``codegen/cli_fast.py``) when their arguments are plain (issue 13, point 6).
+FAST_COMMANDS: dict[str, str] = {"read": "document:read"}
+
 
 def build_command(name: str, module_name: str) -> Any:
     """The click command (or group) ``name`` of ``commonroom.cli.MODULE_NAME``, as Typer builds it."""

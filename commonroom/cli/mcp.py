@@ -14,7 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import handled, load_session
+from .common import handled
+from .sessions import load_session
 
 
 @handled

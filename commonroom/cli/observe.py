@@ -34,7 +34,8 @@ import typer
 
 from .. import errors
 from ..protocol import LAST_EVENT_ID_HEADER, SSE_EVENT_RESYNC
-from .common import handled, load_session
+from .common import handled
+from .sessions import load_session
 from .render import JSON_OUTPUT, short
 
 #: Reconnect backoff (seconds): first wait, cap.

@@ -48,6 +48,7 @@ def expected_files() -> set[str]:
         out |= {p.relative_to(ROOT).as_posix() for p in (ROOT / top).rglob("*.py")}
     out |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "commonroom" / "skills").rglob("*") if p.is_file()}
     out.add("commonroom/cli/help.txt")  # what `ce --help` prints (commonroom/cli/entry.py)
+    out.add("commonroom/cli/fast.json")  # the options `ce read` parses without Typer (commonroom/cli/fastpath.py)
     return out
 
 
@@ -58,7 +59,8 @@ def test_the_wheel_holds_every_module_and_schema_file(wheel: Path) -> None:
         assert not missing, f"not in the wheel (list the package in pyproject.toml?): {missing}"
         for path in (ROOT / "schema").glob("*.json"):
             assert zf.read(f"commonroom/schema/{path.name}") == path.read_bytes()
-        assert zf.read("commonroom/cli/help.txt") == (ROOT / "commonroom" / "cli" / "help.txt").read_bytes()
+        for stored in ("help.txt", "fast.json"):
+            assert zf.read(f"commonroom/cli/{stored}") == (ROOT / "commonroom" / "cli" / stored).read_bytes()
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
         assert "ce = commonroom.cli.entry:main" in zf.read(entry_points).decode("utf-8")
     assert not any(n.startswith(("schema/", "tests/", "codegen/")) for n in names)
@@ -68,9 +70,9 @@ def test_the_installed_package_reads_its_schemas(wheel: Path, tmp_path: Path) ->
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
-    probe = ("import json, commonroom.schemas as s, commonroom.cli.entry as e;"
+    probe = ("import json, commonroom.schemas as s, commonroom.cli.entry as e, commonroom.cli.fastpath as f;"
              "print(json.dumps({'file': s.__file__, 'data': str(s.files(s.PACKAGE)), 'schemas': s.load_all(),"
-             " 'entry': e.__file__, 'help': e.stored_help()}))")
+             " 'entry': e.__file__, 'help': e.stored_help(), 'fast': f.load_spec()}))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -80,3 +82,4 @@ def test_the_installed_package_reads_its_schemas(wheel: Path, tmp_path: Path) ->
     assert sorted(seen["schemas"]) == sorted(p.name for p in (ROOT / "schema").glob("*.json"))
     assert seen["entry"].startswith(str(site))
     assert seen["help"] == (ROOT / "commonroom" / "cli" / "help.txt").read_text("utf-8")
+    assert seen["fast"] == json.loads((ROOT / "commonroom" / "cli" / "fast.json").read_text("utf-8"))

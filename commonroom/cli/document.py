@@ -1,0 +1,50 @@
+"""``ce read``'s body, without Typer: the command runs from here with or without it (issue 13, point 6).
+
+:func:`read` is what :func:`commonroom.cli.editing.read_command` (the
+Typer command, which declares the options) calls, and what
+:mod:`commonroom.cli.fastpath` calls when it parsed the arguments itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ..errors import InvalidRequest
+from .render import show
+from .sessions import session_call
+
+
+def region_of(heading: list[str] | None, lines: str | None) -> dict[str, Any] | None:
+    """The region of ``--heading`` (titles, outermost first) or ``--lines`` (``3-10``, ``3:10`` or ``3``).
+
+    None when neither is given; ``InvalidRequest`` when both are, or when
+    ``--lines`` is not a line range.
+    """
+    if heading and lines:
+        raise InvalidRequest("give --heading or --lines, not both", details={"option": "--heading/--lines"})
+    if heading:
+        return {"heading": list(heading)}
+    if lines:
+        start, sep, end = lines.replace(":", "-").partition("-")
+        try:
+            return {"lines": [int(start), int(end if sep else start)]}
+        except ValueError:
+            raise InvalidRequest(f"--lines {lines!r} is not like 3-10", details={"option": "--lines"}) from None
+    return None
+
+
+def read(heading: list[str] | None = None, lines: str | None = None, session_file: Path | None = None,
+         raw: bool = False) -> None:
+    """``ce read``: the document (or a region) on stdout, through :func:`commonroom.cli.render.show`.
+
+    Rendered on a terminal, its exact bytes when piped; the ``Document``
+    answer (room seed, ``GET /workspace/document``) with ``--json``.
+    ``raw`` changes nothing (kept for scripts). Raises ``InvalidRequest``
+    for a bad region or session file, and the room's error as it answered.
+    """
+    region = region_of(heading, lines)
+    path = "/workspace/document" + (f"?region={quote(json.dumps(region))}" if region else "")
+    show(session_call(session_file, "GET", path), "room#Document")
