@@ -41,7 +41,8 @@ def _kind(command: str, param: Any) -> str:
             return "flag"
     elif isinstance(param.type, TyperPath):
         if param.type.exists or param.type.resolve_path or not (param.type.file_okay and param.type.dir_okay) \
-                or param.type.allow_dash or param.default is not None:
+                or param.type.allow_dash or not param.type.readable or param.type.writable \
+                or getattr(param.type, "executable", False) or param.type.type is not None or param.default is not None:
             problem = "is a path with checks the fast path does not make"
         else:
             return "path"

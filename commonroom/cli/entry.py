@@ -107,7 +107,7 @@ def main() -> None:
     text = stored_help() if stored_help_applies() else None
     if text is not None and print_stored(text):
         return
-    if not os.environ.get(COMPLETE_VAR):
+    if _program_name() == PROG and not os.environ.get(COMPLETE_VAR):  # else completion may be asked for
         from .fastpath import load_spec, plan, run
 
         chosen = plan(sys.argv[1:], load_spec())

@@ -14,7 +14,8 @@ Only the plain forms are taken here: ``--name value``, ``--name=value``
 and ``--flag``, each name one the spec holds, values not empty and not
 starting with ``-``. Anything else (``--help``, an unknown option, a
 positional, ``--``, a flag given a value, an empty value, shell completion
-asked for with :data:`commonroom.cli.entry.COMPLETE_VAR`) goes to Typer,
+asked for with :data:`commonroom.cli.entry.COMPLETE_VAR`, a program not
+named ``ce``, a path that exists but cannot be read) goes to Typer,
 which prints its usage errors as before. As click does, a repeated single
 option keeps its last value, and a multiple one keeps every value in order.
 This module imports no Typer.
@@ -78,6 +79,8 @@ def plan(args: list[str], spec: dict[str, Any] | None) -> Plan | None:
             value = next(rest, "")
         if not value or value.startswith("-"):
             return None
+        if param["kind"] == "path" and not _readable_or_absent(value):
+            return None  # click refuses it ("is not readable"): Typer prints that usage error
         converted = Path(value) if param["kind"] == "path" else value
         if param["multiple"]:
             given.setdefault(param["name"], []).append(converted)
@@ -87,12 +90,22 @@ def plan(args: list[str], spec: dict[str, Any] | None) -> Plan | None:
     return Plan(command["target"], kwargs, bool(kwargs.pop(JSON_PARAM, False)))
 
 
+def _readable_or_absent(value: str) -> bool:
+    """The check of Typer's path type (``readable=True``, ``exists=False``): a path that exists must be readable."""
+    try:
+        os.stat(value)
+    except OSError:
+        return True
+    return os.access(value, os.R_OK)
+
+
 def run(chosen: Plan) -> int:
     """Run ``chosen`` as Typer would: its exit status (0, or the printed error's).
 
-    As click does: a reader that left (``BrokenPipeError``) ends the
-    process with status 1 and nothing more printed; Ctrl-C prints
-    ``Aborted!`` on stderr and gives 1.
+    As Typer 0.28's ``_main`` does: a reader that left (``BrokenPipeError``)
+    ends the process with status 1 and nothing more printed; Ctrl-C gives
+    130 and prints nothing; end of input (``EOFError``) prints ``Aborted!``
+    on stderr and gives 1.
     """
     from .outcome import invoke
 
@@ -103,6 +116,8 @@ def run(chosen: Plan) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (EOFError, KeyboardInterrupt):
+    except KeyboardInterrupt:
+        return 130
+    except EOFError:
         sys.stderr.write("\nAborted!\n")
         return 1

@@ -13,9 +13,14 @@ not parse as click does.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -27,8 +32,8 @@ from commonroom.cli import entry, fastpath
 from tests.conftest import SAMPLE
 from tests.roomproc import ce, start_room
 
-#: ``ce ARGS`` in a fresh interpreter through MODULE's ``main``, with ``sys.argv[0]`` = ``ce``.
-RUN = "import sys; sys.argv = ['ce', *sys.argv[1:]]; from commonroom.cli.{module} import main; main()"
+#: ``PROG ARGS`` in a fresh interpreter through MODULE's ``main`` (``sys.argv[0]`` = PROG, argv[1]).
+RUN = "import sys; sys.argv = sys.argv[1:]; from commonroom.cli.{module} import main; main()"
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory):
     """A room on examples/sample.md and a reader's session file: ``(room, session_file)``."""
@@ -41,12 +46,16 @@ def reader(tmp_path_factory):
     room.stop()
 
 
-def run(module: str, args: list[str], importtime: bool = False) -> tuple[int, bytes, bytes, bool]:
-    """``ce ARGS`` through ``commonroom.cli.MODULE.main``: ``(status, stdout, stderr, typer imported)``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", entry.COMPLETE_VAR)}
+def run(module: str, args: list[str], importtime: bool = False, prog: str = "ce", env: dict[str, str] | None = None,
+        wrap: list[str] | None = None) -> tuple[int, bytes, bytes, bool]:
+    """``PROG ARGS`` through ``commonroom.cli.MODULE.main``: ``(status, stdout, stderr, typer imported)``.
+
+    ``env`` adds to the environment; ``wrap`` runs the interpreter under that command (``unshare -U``).
+    """
+    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", entry.COMPLETE_VAR)}
     flags = ["-X", "importtime"] if importtime else []
-    done = subprocess.run([sys.executable, *flags, "-c", RUN.format(module=module), *args], capture_output=True,
-                          env={**env, "COLUMNS": "80"}, timeout=60)
+    done = subprocess.run([*(wrap or []), sys.executable, *flags, "-c", RUN.format(module=module), prog, *args],
+                          capture_output=True, env={**base, "COLUMNS": "80", **(env or {})}, timeout=60)
     log = [line for line in done.stderr.splitlines(keepends=True) if line.startswith(b"import time:")]
     stderr = b"".join(line for line in done.stderr.splitlines(keepends=True) if not line.startswith(b"import time:"))
     typer = any(line.rsplit(b"|", 1)[1].strip() == b"typer" for line in log)
@@ -94,13 +103,60 @@ def test_a_reader_that_left_ends_ce_read_as_typer_does(reader):
     room, session = reader
     outcomes = []
     for module in ("entry", "main"):
-        proc = subprocess.Popen([sys.executable, "-c", RUN.format(module=module), "read", "--raw",
+        proc = subprocess.Popen([sys.executable, "-c", RUN.format(module=module), "ce", "read", "--raw",
                                  "--session-file", str(session)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()
         outcomes.append((proc.wait(timeout=60), proc.stderr.read()))
         proc.stderr.close()
     assert outcomes[0] == outcomes[1] == (1, b"")
+
+
+def test_ctrl_c_ends_ce_read_as_typer_does(reader, tmp_path: Path):
+    """Ctrl-C while the room does not answer: Typer 0.28 exits 130 and prints nothing; so does the fast path."""
+    _, session = reader
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts (the kernel's backlog) and never answers
+    stalled = tmp_path / "stalled.json"
+    data = json.loads(session.read_text("utf-8"))
+    stalled.write_text(json.dumps({**data, "transport": {**data["transport"], "port": silent.getsockname()[1]}}))
+    outcomes = []
+    try:
+        for module in ("entry", "main"):
+            proc = subprocess.Popen([sys.executable, "-c", RUN.format(module=module), "ce", "read", "--session-file",
+                                     str(stalled)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(2.5)  # started, connected, waiting for the answer
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+            outcomes.append((proc.returncode, out, err))
+    finally:
+        silent.close()
+    assert outcomes[0] == outcomes[1] == (130, b"", b"")
+
+
+@pytest.mark.skipif(subprocess.run(["unshare", "-U", "true"], capture_output=True).returncode != 0
+                    if shutil.which("unshare") else True, reason="needs unshare -U (a user namespace)")
+def test_an_unreadable_session_file_is_typers_usage_error(reader, tmp_path: Path):
+    """Typer's path type checks that an existing path is readable (a usage error, status 2). Root reads
+    anything, so both run as an unmapped user (``unshare -U``), to whom the 0000 file is unreadable."""
+    _, session = reader
+    locked = tmp_path / "locked.json"
+    locked.write_bytes(session.read_bytes())
+    locked.chmod(0)
+    tmp_path.chmod(0o755)
+    argv = ["read", "--session-file", str(locked)]
+    status, stdout, stderr, typer_imported = run("entry", argv, importtime=True, wrap=["unshare", "-U"])
+    assert (status, stdout, stderr) == run("main", argv, wrap=["unshare", "-U"])[:3]
+    assert status == 2 and b"is not readable" in stderr and typer_imported
+
+
+def test_completion_under_another_program_name_is_typers(reader):
+    """``cex`` (a renamed ``ce``) with ``_CEX_COMPLETE`` set completes, as Typer does; it does not read."""
+    _, session = reader
+    env = {"_CEX_COMPLETE": "complete_bash", "COMP_WORDS": "cex read --hea", "COMP_CWORD": "2"}
+    argv = ["read", "--session-file", str(session)]
+    status, stdout, stderr, typer_imported = run("entry", argv, importtime=True, prog="cex", env=env)
+    assert (status, stdout, stderr) == run("main", argv, prog="cex", env=env)[:3]
+    assert status == 0 and b"--heading" in stdout and typer_imported
 
 
 def test_the_stored_spec_is_what_codegen_renders():
