@@ -79,17 +79,24 @@ def dial(transport: dict[str, Any], timeout: float = 10.0) -> socket.socket:
     kind = transport.get("type")
     try:
         if kind == "loopback":
-            address = str(transport["address"])
-            if not is_loopback(address):
+            address, port = transport.get("address"), transport.get("port")
+            if not isinstance(address, str) or not is_loopback(address):
                 raise TransportUnavailable(
                     f"a loopback transport must name a loopback address, not {address!r}",
                     details={"transport": kind, "address": address},
                 )
-            return socket.create_connection((address, int(transport["port"])), timeout=timeout)
+            if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+                raise TransportUnavailable(f"a loopback transport must name a port from 1 to 65535, not {port!r}",
+                                           details={"transport": kind, "port": port})
+            return socket.create_connection((address, port), timeout=timeout)
         if kind == "local":
+            path = transport.get("address")
+            if not isinstance(path, str):
+                raise TransportUnavailable(f"a local transport must name a socket path, not {path!r}",
+                                           details={"transport": kind, "address": path})
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(timeout)
-            sock.connect(transport["address"])
+            sock.connect(path)
             return sock
     except OSError as exc:
         where = f"{transport.get('address')}:{transport.get('port')}" if kind == "loopback" else transport.get("address")

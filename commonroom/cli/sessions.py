@@ -43,7 +43,7 @@ def load_session(path: Path | None) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise InvalidRequest(f"cannot read the session file {path}: {exc}",
                              details={"session_file": str(path)}) from None
-    if not isinstance(data, dict) or "token" not in data or "transport" not in data:
+    if not isinstance(data, dict) or not isinstance(data.get("token"), str) or not isinstance(data.get("transport"), dict):
         raise InvalidRequest(f"{path} is not a commonroom session file", details={"session_file": str(path)})
     return data
 

@@ -88,13 +88,27 @@ def test_ce_read_prints_what_typer_prints(reader, args, fast):
         assert status == 0 and stdout == SAMPLE.read_bytes()
 
 
-@pytest.mark.parametrize("session", ["missing.json", "not-json.json"])
-def test_a_bad_session_file_is_the_same_error(tmp_path: Path, session: str):
-    (tmp_path / "not-json.json").write_text("{")
+BAD_SESSIONS = {
+    "not-json.json": "{",
+    "a-list.json": "[]",
+    "string-transport.json": json.dumps({"token": "crs_x", "transport": "loopback"}),
+    "no-token.json": json.dumps({"transport": {"type": "loopback", "address": "127.0.0.1", "port": 9}}),
+    "port-text.json": json.dumps({"token": "crs_x", "transport": {"type": "loopback", "address": "127.0.0.1",
+                                                                 "port": "abc"}}),
+    "no-address.json": json.dumps({"token": "crs_x", "transport": {"type": "loopback", "port": 9}}),
+    "local-no-path.json": json.dumps({"token": "crs_x", "transport": {"type": "local"}}),
+}
+
+
+@pytest.mark.parametrize("session", ["missing.json", *BAD_SESSIONS])
+def test_a_bad_session_file_is_the_same_one_line_error(tmp_path: Path, session: str):
+    """No traceback: the session file is refused, or its transport, with the code's exit status."""
+    for name, text in BAD_SESSIONS.items():
+        (tmp_path / name).write_text(text)
     argv = ["read", "--session-file", str(tmp_path / session)]
     status, stdout, stderr, typer_imported = run("entry", argv, importtime=True)
     assert (status, stdout, stderr) == run("main", argv)[:3]
-    assert status != 0 and b"session" in stderr and not typer_imported
+    assert status not in (0, 1) and stderr.startswith(b"ce: ") and b"Traceback" not in stderr and not typer_imported
 
 
 def test_a_reader_that_left_ends_ce_read_as_typer_does(reader):
