@@ -106,7 +106,7 @@ def build_room(document: Path, owner_token_hash: str, *,
     runner = Runner(engine, group_commit=os.environ.get("COMMONROOM_GROUP_COMMIT", "1") != "0")
     scheduler = room_timers(engine, runner)
     streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
-    engine.board_streams = streams  # board long-polls wait on the hub (Streams.wait_next)
+    engine.board_streams = streams  # board long-polls wait on the hub (live/longpoll.py)
     resources = stream_resources(engine, hub, settings, streams)
     owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources,
                            extra_routes=console_routes(engine, runner), console=ConsoleGate(engine))

@@ -42,11 +42,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, cast
+from typing import Any
 
 from generated.types.handoffs import Handoff as HandoffWire
-from generated.types.handoffs import HandoffAndTask, HandoffEventsPage, HandoffsPage, HandoffStatus, TaskStatus
-from generated.types.handoffs import Task as TaskWire
+from generated.types.handoffs import HandoffAndTask, HandoffEventsPage, HandoffsPage
 
 from .. import tokens
 from ..errors import (HandoffConflict, HandoffNotFound, IdempotencyMismatch, InvalidRequest, LimitExceeded,
@@ -56,44 +55,18 @@ from ..store.db import event_dict
 from ..store.models import Handoff as HandoffRow
 from ..store.models import Task as TaskRow
 from ..store.models import participant_key
-from .base import Actor, EngineBase, after_stamp_and_id, decode_cursor, encode_cursor, parse_limit, require
+from .base import Actor, after_stamp_and_id, decode_cursor, encode_cursor, parse_limit, require
+from .handoff_base import ACTIVE, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL, HandoffBase, acting_id
 
-#: At most this many tasks ``working`` or ``input_required`` in one room.
-MAX_ACTIVE_TASKS = 32
 #: Bounds (characters for the texts, UTF-8 bytes for the result).
 MAX_SUMMARY_CHARS = 2000
 MAX_CONSTRAINTS_CHARS = 8000
 MAX_RESULT_BYTES = 256 * 1024
-#: A task is kept 24 h (``ttlMs``); clients poll every 5 s (``pollIntervalMs``).
-TASK_TTL_MS = 24 * 3600 * 1000
-#: The shortest TTL any task is given (every task gets TASK_TTL_MS): the TTL sweep reads
-#: only tasks at least this old. A shorter TTL for some task must lower it.
-MIN_TASK_TTL_MS = TASK_TTL_MS
-POLL_INTERVAL_MS = 5000
 TASK_OPERATION = "handoff.execute"
-TASK_SCHEMA_VERSION = 1
-#: The owner/assignee id of the local operator (no participant row).
-OPERATOR_ID = "operator"
-
-ACTIVE: tuple[str, ...] = ("working", "input_required")
-TERMINAL: tuple[str, ...] = ("completed", "failed", "cancelled")
 HANDOFF_STATUSES: tuple[str, ...] = ("open", "accepted", "result_ready", "approved", "rejected", "cancelled")
-#: What each transition needs the handoff to be in.
-NEEDS: dict[str, tuple[str, ...]] = {
-    "accept": ("open",),
-    "request_input": ("accepted",),
-    "complete": ("accepted",),
-    "approve": ("result_ready",),
-    "reject": ("result_ready",),
-    "cancel": ("open", "accepted"),
-}
 DEFAULT_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
 }
-
-
-def _who(actor: Actor) -> str:
-    return actor.participant_id or OPERATOR_ID
 
 
 def _too_long(what: str, limit: str, size: int, maximum: int, unit: str) -> LimitExceeded:
@@ -107,130 +80,8 @@ def _request_hash(summary: str, constraints: str, artifacts: list[Any], assignee
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class HandoffsMixin(EngineBase):
-    """Create, accept, complete, decide and cancel handoffs; read and steer their tasks."""
-
-    # -- wire shapes ---------------------------------------------------------
-
-    def _display(self, participant_id: str | None) -> str | None:
-        if participant_id is None:
-            return None
-        if participant_id == OPERATOR_ID:
-            return "operator"
-        return self.participant_name(participant_id) or "?"
-
-    def _handoff_dict(self, row: HandoffRow) -> HandoffWire:
-        return {
-            "id": row.id,
-            "status": cast("HandoffStatus", row.status),
-            "summary": row.summary,
-            "constraints": row.constraints,
-            "artifacts": row.artifacts,
-            "owner": self._display(row.owner_id) or "?",
-            "assignee": self._display(row.assignee_id),
-            "task_id": row.task_id,
-            "result": row.result,
-            "created_at": row.created_at,
-            "updated_at": row.updated_at,
-            "accepted_at": row.accepted_at,
-            "result_at": row.result_at,
-            "decided_at": row.decided_at,
-            "decided_by": row.decided_by,
-            "reason": row.reason,
-        }
-
-    def _task_dict(self, row: TaskRow) -> TaskWire:
-        task: TaskWire = {
-            "taskId": row.id,
-            "status": cast("TaskStatus", row.status),
-            "createdAt": row.created_at,
-            "lastUpdatedAt": row.last_updated_at,
-            "ttlMs": row.ttl_ms,
-            "pollIntervalMs": row.poll_interval_ms,
-            "handoffId": row.handoff_id or None,
-            "owner": self._display(row.owner_id) or "?",
-            "assignee": self._display(row.assignee_id),
-            "operation": row.operation,
-            "correlationId": row.correlation_id,
-            "schemaVersion": 1,
-        }
-        if row.status_message:
-            task["statusMessage"] = row.status_message
-        if row.status == "input_required":
-            task["inputRequests"] = row.input_requests or {}
-        if row.input_responses:
-            task["inputResponses"] = row.input_responses
-        if row.status == "completed" and row.result is not None:
-            task["result"] = row.result
-        if row.status == "failed" and row.error is not None:
-            task["error"] = row.error
-        return task
-
-    def _pair(self, handoff: HandoffRow, task: TaskRow) -> HandoffAndTask:
-        return {"handoff": self._handoff_dict(handoff), "task": self._task_dict(task)}
-
-    # -- rows ------------------------------------------------------------------
-
-    def _get_handoff(self, handoff_id: str) -> HandoffRow:
-        Handoff = self.store.models.Handoff
-        row = Handoff.get_or_none(Handoff.id == handoff_id)
-        if row is None:
-            raise HandoffNotFound(f"no handoff {handoff_id}", details={"handoff_id": handoff_id})
-        return row
-
-    def _task_of(self, handoff: HandoffRow) -> TaskRow | None:
-        Task = self.store.models.Task
-        return Task.get_or_none(Task.id == handoff.task_id)
-
-    def _live_task(self, handoff: HandoffRow) -> TaskRow:
-        task = self._task_of(handoff)
-        if task is None:  # only after the TTL sweep deleted a terminal task
-            raise HandoffConflict(f"handoff {handoff.id}'s task is gone (expired)",
-                                  details={"status": handoff.status, "task_status": None,
-                                           "handoff_id": handoff.id})
-        return task
-
-    def _conflict(self, row: HandoffRow, task: TaskRow | None, action: str) -> HandoffConflict:
-        needs = NEEDS[action]
-        return HandoffConflict(
-            f"handoff {row.id} is {row.status}; {action.replace('_', ' ')} needs {' or '.join(needs)}",
-            details={"status": row.status, "task_status": task.status if task else None,
-                     "handoff_id": row.id, "action": action, "allowed_from": list(needs)})
-
-    def _require_state(self, row: HandoffRow, task: TaskRow | None, action: str) -> None:
-        if row.status not in NEEDS[action]:
-            raise self._conflict(row, task, action)
-
-    def _require_assignee(self, actor: Actor, row: HandoffRow) -> None:
-        if row.assignee_id != _who(actor):
-            raise PermissionDenied(f"only the assignee of handoff {row.id} may do this",
-                                   details={"required": "assignee", "handoff_id": row.id})
-
-    def _emit(self, ctx: WriteContext, actor: Actor | None, handoff: HandoffRow, task: TaskRow | None,
-              type: str, **extra: Any) -> None:
-        """Append ``type`` to the ring and to the handoff's own event list (same transaction)."""
-        payload = {"handoff_id": handoff.id, "task_id": handoff.task_id, "status": handoff.status,
-                   "task_status": task.status if task is not None else None, **extra}
-        participant_id = actor.participant_id if actor else None
-        session_id = actor.session_id if actor else None
-        event = ctx.emit(type, payload, participant_id=participant_id, session_id=session_id)
-        self.store.insert(self.store.models.HandoffEvent, event_id=event["id"], handoff_id=handoff.id,
-                          type=type, created_at=event["time"], participant_id=participant_id,
-                          session_id=session_id, payload=payload)
-
-    def _require_capacity(self) -> None:
-        """``LimitExceeded`` (``active_tasks``) when :data:`MAX_ACTIVE_TASKS` tasks are active (in a write)."""
-        Task = self.store.models.Task
-        active = Task.select().where(Task.status.in_(ACTIVE)).count()
-        if active >= MAX_ACTIVE_TASKS:
-            raise LimitExceeded(
-                f"{active} tasks are working or waiting for input; a room holds at most {MAX_ACTIVE_TASKS}",
-                details={"limit": "active_tasks", "maximum": MAX_ACTIVE_TASKS, "size": active})
-
-    def _save(self, row: Any, **values: Any) -> None:
-        for name, value in values.items():
-            setattr(row, name, value)
-        self.store.update(type(row), row.id, **values)
+class HandoffsMixin(HandoffBase):
+    """Create, accept, complete, decide and cancel handoffs; read them and their events."""
 
     # -- creating ----------------------------------------------------------------
 
@@ -267,7 +118,7 @@ class HandoffsMixin(EngineBase):
                 raise InvalidRequest(f"no participant named {assignee!r}",
                                      details={"pointer": "/assignee", "assignee": assignee})
             assignee_id = found.id
-        owner = _who(actor)
+        owner = acting_id(actor)
         fingerprint = _request_hash(summary, constraints, artifacts, assignee_id)
 
         def create(ctx: WriteContext) -> HandoffAndTask:
@@ -319,7 +170,7 @@ class HandoffsMixin(EngineBase):
             task = self._task_of(row)
             self._require_state(row, task, "accept")
             task = self._live_task(row)
-            who = _who(actor)
+            who = acting_id(actor)
             if row.assignee_id is not None and row.assignee_id != who:
                 raise PermissionDenied(f"handoff {row.id} is for {self._display(row.assignee_id)}",
                                        details={"required": "assignee", "handoff_id": row.id})
@@ -393,7 +244,7 @@ class HandoffsMixin(EngineBase):
         def complete(ctx: WriteContext) -> HandoffAndTask:
             row = self._get_handoff(handoff_id)
             task = self._task_of(row)
-            if row.status == "result_ready" and row.result == result and row.assignee_id == _who(actor):
+            if row.status == "result_ready" and row.result == result and row.assignee_id == acting_id(actor):
                 return self._pair(row, self._live_task(row))  # the same completion again
             self._require_state(row, task, "complete")
             self._require_assignee(actor, row)
@@ -450,7 +301,7 @@ class HandoffsMixin(EngineBase):
         """
         def cancel(ctx: WriteContext) -> HandoffWire:
             row = self._get_handoff(handoff_id)
-            if row.owner_id != _who(actor) and "approve" not in actor.capabilities:
+            if row.owner_id != acting_id(actor) and "approve" not in actor.capabilities:
                 raise PermissionDenied("only the handoff's owner or a session with approve may cancel it",
                                        details={"required": "owner or approve", "handoff_id": row.id})
             task = self._task_of(row)

@@ -42,8 +42,9 @@ from ..store import WriteContext
 from ..store.models import Task as TaskRow
 from ..store.models import participant_key
 from .base import Actor
-from .handoffs import (ACTIVE, MIN_TASK_TTL_MS, NEEDS, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL, HandoffsMixin,
-                       _who)
+from .handoff_base import (ACTIVE, MIN_TASK_TTL_MS, NEEDS, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL,
+                           acting_id)
+from .handoffs import HandoffsMixin
 
 #: What ``task.handoff_id`` holds for a tool's task (the column is NOT NULL since schema 3).
 NO_HANDOFF = ""
@@ -87,7 +88,7 @@ class TasksMixin(HandoffsMixin):
 
     def task_visible(self, actor: Actor, row: TaskRow) -> bool:
         """DESIGN.md's rule: the task's owner, its assignee, or a holder of ``approve``."""
-        who = _who(actor)
+        who = acting_id(actor)
         return "approve" in actor.capabilities or who in (row.owner_id, row.assignee_id)
 
     def task_get(self, actor: Actor, task_id: str, participant: str | None = None) -> TaskWire:
@@ -245,7 +246,7 @@ class TasksMixin(HandoffsMixin):
             self._require_capacity()
             now = self.clock.stamp()
             task_id = tokens.new_secret("task_")
-            values = dict(id=task_id, handoff_id=NO_HANDOFF, owner_id=_who(actor), assignee_id=None,
+            values = dict(id=task_id, handoff_id=NO_HANDOFF, owner_id=acting_id(actor), assignee_id=None,
                           operation=TOOL_OPERATION_PREFIX + tool, status="working", created_at=now,
                           last_updated_at=now, ttl_ms=TASK_TTL_MS, poll_interval_ms=POLL_INTERVAL_MS,
                           correlation_id=task_id, schema_version=TASK_SCHEMA_VERSION, input_seq=0)

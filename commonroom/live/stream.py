@@ -39,8 +39,8 @@ cancelled as a stalled reader) and by its disconnect hook
 (``guard.on_disconnect``: as soon as the server reports
 ``http.disconnect``, even mid-replay or while the stream waits for events).
 
-Board long-polls use :meth:`Streams.wait_next` (same subscription, one
-answer, then unsubscribed).
+Board long-polls use :meth:`Streams.wait_next` (:mod:`commonroom.live.longpoll`:
+the same hub subscription, one answer, then unsubscribed).
 """
 
 from __future__ import annotations
@@ -48,17 +48,19 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Hashable, Protocol
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Hashable, Protocol
 
 from ..clock import parse_rfc3339
 from ..engine.history import REPLAY_PAGE
 from .guard import Suspended, exchange_of, on_disconnect, on_request_end
 from .hub import CLOSED, HEARTBEAT, RESYNC, Hub, Subscription
 
+if TYPE_CHECKING:
+    from .longpoll import Wait
+
 __all__ = [
     "BATCH_EVENTS", "CANCELLED", "CURSOR_LOST", "DISCONNECTED", "END_REASONS", "EXPIRED", "Encoder",
-    "Frame", "HEARTBEAT_BYTES", "LAGGED", "LiveStream", "REVOKED", "SHUTDOWN", "Streams", "Wait", "respond",
+    "Frame", "HEARTBEAT_BYTES", "LAGGED", "LiveStream", "REVOKED", "SHUTDOWN", "Streams", "accepts", "respond",
 ]
 
 #: Most events handed to one ``Encoder.events`` call (one socket write).
@@ -134,7 +136,7 @@ class Encoder:
         return None
 
 
-def _accepts(accept: Callable[[dict], bool] | None, event: dict[str, Any]) -> bool:
+def accepts(accept: Callable[[dict], bool] | None, event: dict[str, Any]) -> bool:
     if accept is None:
         return True
     try:
@@ -233,7 +235,7 @@ class LiveStream:
                             yield frame
                         return
                     page = source.events_after(last, REPLAY_PAGE)
-                    batch = [e for e in page if _accepts(self.accept, e)]
+                    batch = [e for e in page if accepts(self.accept, e)]
                     if page:
                         last = page[-1]["id"]
                     if batch:
@@ -371,22 +373,6 @@ class LiveStream:
             await self.exchange.finish(pending)
 
 
-@dataclass
-class Wait:
-    """The answer of :meth:`Streams.wait_next`.
-
-    ``events``: the accepted events after the cursor, id order (empty on
-    timeout or an end). ``reason``: ``"events"``, ``"timeout"``, or an end
-    reason (``cursor_lost``, ``lagged``, ``revoked``, ``shutdown``).
-    ``last_event_id``: the id to wait after next time (the last event
-    returned, else the cursor given).
-    """
-
-    events: list[dict[str, Any]] = field(default_factory=list)
-    reason: str = "timeout"
-    last_event_id: int = 0
-
-
 class Streams:
     """The room's streams: opens them on the hub, ends them by key, counts them.
 
@@ -468,52 +454,11 @@ class Streams:
         return live
 
     async def wait_next(self, after: int, timeout: float, *, session_id: str | None = None,
-                        accept: Callable[[dict], bool] | None = None) -> Wait:
-        """Events after ``after`` (an event id ≥ 0) accepted by ``accept``, or
-        wait up to ``timeout`` seconds for the next: the board long-poll.
+                        accept: Callable[[dict], bool] | None = None) -> "Wait":
+        """The board long-poll on this room's hub: :func:`commonroom.live.longpoll.wait_next`."""
+        from .longpoll import wait_next  # it builds on this module
 
-        Subscribes before reading the ring (no gap), returns at most
-        :data:`REPLAY_PAGE` events, and always unsubscribes before returning
-        (also when cancelled). ``reason`` says why it returned (see
-        :class:`Wait`).
-        """
-        sub = self.hub.subscribe(session_id=session_id, accept=accept)
-        try:
-            if self.source.cursor_lost(after):
-                return Wait([], CURSOR_LOST, after)
-            last = after
-            while True:
-                page = self.source.events_after(last, REPLAY_PAGE)
-                found = [e for e in page if _accepts(accept, e)]
-                if page:
-                    last = page[-1]["id"]
-                if found:
-                    return Wait(found, "events", last)
-                if len(page) < REPLAY_PAGE:
-                    break
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            while True:
-                item = await sub.get(max(0.0, deadline - loop.time()))
-                if item is HEARTBEAT:
-                    if loop.time() >= deadline:
-                        return Wait([], "timeout", last)
-                    continue
-                if not isinstance(item, dict):
-                    reason = LAGGED if item is RESYNC else SHUTDOWN if self.hub.closed else REVOKED
-                    return Wait([], reason, last)
-                found = []
-                while isinstance(item, dict):
-                    if item["id"] > last:
-                        found.append(item)
-                        last = item["id"]
-                    if len(found) >= REPLAY_PAGE:
-                        break
-                    item = sub.get_nowait()
-                if found:
-                    return Wait(found, "events", last)
-        finally:
-            sub.close()
+        return await wait_next(self, after, timeout, session_id=session_id, accept=accept)
 
 
 def respond(req: Any, resp: Any, stream: LiveStream, *,

@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 
 from commonroom.engine import OPERATOR, Engine
-from commonroom.engine.handoffs import MAX_ACTIVE_TASKS
+from commonroom.engine.handoff_base import MAX_ACTIVE_TASKS
 from commonroom.errors import (HandoffConflict, HandoffNotFound, IdempotencyMismatch, InvalidRequest,
                                LimitExceeded, PermissionDenied)
 from commonroom.store import db as store_db

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from commonroom.engine import OPERATOR
-from commonroom.engine.handoffs import MAX_ACTIVE_TASKS
+from commonroom.engine.handoff_base import MAX_ACTIVE_TASKS
 from commonroom.errors import HandoffNotFound, InvalidRequest, LimitExceeded
 from tests.fakeclock import join
 
