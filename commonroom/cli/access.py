@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 from .. import invitation
 from ..errors import InvalidRequest
-from .common import handled, operator_write, parse_duration, require_document
+from . import ids
+from .common import handled, operator_read, operator_write, parse_duration, require_document
 from .sessions import default_session_file, save_session
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
@@ -80,7 +81,8 @@ def offline(operation: str, body: dict[str, Any]) -> Callable[["Engine"], Any]:
 def revoke_command(
     file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
     invitation_ref: Annotated[Optional[str], typer.Option("--invitation", help="Invitation id or token.")] = None,
-    session: Annotated[Optional[str], typer.Option("--session", help="Session id.")] = None,
+    session: Annotated[Optional[str], typer.Option(
+        "--session", help="Session id, or a unique start of it as ce sessions prints it.")] = None,
 ) -> None:
     """Revoke an invitation or a session (a revoked session stops at once).
 
@@ -92,8 +94,19 @@ def revoke_command(
     if len(body) != 1:
         raise InvalidRequest("give exactly one of --invitation ID_OR_TOKEN or --session ID",
                              details={"option": "--invitation/--session"})
+    if session is not None:
+        body["session"] = ids.operator_session(document, session)
 
     show(operator_write(document, "POST", "/owner/revoke", body, offline("revoke", body)), "owner#RevokeResult")
+
+
+@handled
+def sessions_command(file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
+                     limit: Annotated[int, typer.Option(help="Items per page, 1 to 200.")] = 50,
+                     cursor: Annotated[Optional[str], typer.Option(
+                         help="next_cursor of the previous page; omit for the first.")] = None) -> None:
+    """List one page of the live sessions (who, capabilities, expiry, their boards), from the sidecar."""
+    show(operator_read(file, "sessions_list", {"limit": limit, "cursor": cursor}), "owner#SessionsPage")
 
 
 @handled

@@ -34,6 +34,14 @@ SHOWN = 5
 Pages = Callable[[Any], tuple[Iterable[str], Any]]
 
 
+def _pick(row: dict[str, Any], key: str) -> str:
+    """``row``'s id at ``key``, a dotted path into nested objects (``session.id``)."""
+    value: Any = row
+    for part in key.split("."):
+        value = value[part]
+    return str(value)
+
+
 def resolve(given: str, pages: Pages, what: str, parameter: str) -> str:
     """The id ``given`` names: itself when it is a full id, else the one id of the listing it starts.
 
@@ -79,7 +87,7 @@ def session_pages(session_file: Path | None, operation: str, items: str, key: st
     def page(cursor: Any) -> tuple[Iterable[str], Any]:
         query = {"limit": "200", **({"cursor": cursor} if cursor else {})}
         answer = session_call(session_file, http.method, f"{path}?{urlencode(query)}")
-        return [row[key] for row in answer[items]], answer.get("next_cursor")
+        return [_pick(row, key) for row in answer[items]], answer.get("next_cursor")
 
     return page
 
@@ -88,7 +96,7 @@ def operator_pages(file: Path, operation: str, items: str, key: str = "id") -> P
     """The pages of ``operation``'s listing read by the local operator from the sidecar."""
     def page(cursor: Any) -> tuple[Iterable[str], Any]:
         answer = operator_read(file, operation, {"limit": 200, "cursor": cursor})
-        return [row[key] for row in answer[items]], answer.get("next_cursor")
+        return [_pick(row, key) for row in answer[items]], answer.get("next_cursor")
 
     return page
 
@@ -111,6 +119,11 @@ def handoff(session_file: Path | None, given: str) -> str:
 def operator_handoff(file: Path, given: str) -> str:
     """A handoff id from an id or a unique prefix (every handoff in the sidecar)."""
     return resolve(given, operator_pages(file, "handoff_list", "handoffs"), "handoff", "handoff_id")
+
+
+def operator_session(file: Path, given: str) -> str:
+    """A session id from an id or a unique prefix (the live sessions, as ``ce sessions`` lists them)."""
+    return resolve(given, operator_pages(file, "sessions_list", "sessions", key="session.id"), "session", "session")
 
 
 def message(session_file: Path | None, board: str, given: str, parameter: str = "message_id") -> str:

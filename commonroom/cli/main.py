@@ -27,7 +27,7 @@ from .usage import CeTyper
 #: :mod:`commonroom.cli` that declares it: as ``NAME_command`` (``-`` read as
 #: ``_``), or a command group as the ``typer.Typer`` ``NAME_app``.
 COMMANDS: dict[str, str] = {
-    "serve": "serve", "status": "status", "invite": "access", "revoke": "access", "join": "access",
+    "serve": "serve", "status": "status", "invite": "access", "revoke": "access", "sessions": "access", "join": "access",
     "call": "call", "mcp": "mcp", "observe": "observe", "console": "console",
     "proposals": "editing", "versions": "editing", "leases": "editing", "participants": "editing",
     "diff": "editing", "read": "editing", "propose": "editing", "approve": "editing", "reject": "editing",

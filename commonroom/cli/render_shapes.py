@@ -129,6 +129,19 @@ def participants(answer: dict[str, Any]) -> None:
     ], "no participants", answer.get("next_cursor"))
 
 
+@renders("owner#SessionsPage")
+def sessions(answer: dict[str, Any]) -> None:
+    """Live sessions, oldest first, with their boards' retained messages."""
+    table(answer["sessions"], [
+        ("session", lambda s: short(s["session"]["id"])),
+        ("who", lambda s: _name(s["session"].get("participant"))),
+        ("capabilities", lambda s: ", ".join(s["session"].get("capabilities") or [])),
+        ("expires", lambda s: when(s["session"].get("expires_at"))),
+        ("board", lambda s: f"{s.get('open_messages', 0)} open of {s.get('board_messages', 0)}"),
+        ("last activity", lambda s: when(s.get("last_activity_at"))),
+    ], "no live sessions", answer.get("next_cursor"))
+
+
 @renders("cli#Joined")
 def joined(answer: dict[str, Any]) -> None:
     """``joined sample.md as alice (read, observe, propose); session saved in alice.json``."""

@@ -3,7 +3,8 @@
 A real room (tests/roomproc.py) and the installed ``ce``: the short id a
 table prints (``pr_85ee0f…``), with or without the ``…``, or another unique
 start of the id, works wherever the full id does (proposals, leases,
-handoffs for a session and for the operator, board messages); a start
+handoffs for a session and for the operator, board messages, live sessions for
+``ce revoke``); a start
 shared by several ids is ``invalid_request`` naming them; one that names
 none reaches the room, which answers its own not-found code.
 """
@@ -75,3 +76,32 @@ def test_short_ids_from_the_tables_are_taken_back(tmp_path: Path):
         assert done["todo"]["message_id"] == todo and done["todo"]["status"] == "resolved"
     finally:
         room.stop()
+
+
+def test_sessions_are_listed_and_revoked_by_the_short_id_ce_sessions_prints(tmp_path: Path):
+    room = start_room(tmp_path / "room", SAMPLE)
+    doc = str(room.document)
+    ana, bo = tmp_path / "ana.json", tmp_path / "bo.json"
+    try:
+        ok("join", room.invite("ana", "read"), "--session-file", str(ana))
+        ok("join", room.invite("bo", "read,message"), "--session-file", str(bo))
+        ana_id, bo_id = (json.loads(f.read_text())["session_id"] for f in (ana, bo))
+        table = ok("sessions", doc)
+        assert "ana" in table and "bo" in table and "read, message" in table
+        listed = json.loads(ok("sessions", doc, "--json"))["sessions"]
+        assert [s["session"]["id"] for s in listed] == [ana_id, bo_id]
+        done = ce("revoke", doc, "--session", "s_")
+        assert done.returncode == EXIT_CODES["invalid_request"], done.stderr
+        assert "more than one session" in done.stderr and ana_id in done.stderr and bo_id in done.stderr
+        assert ana_id in ok("revoke", doc, "--session", shown(table, ana_id))
+        assert ce("read", "--session-file", str(ana)).returncode == EXIT_CODES["unauthorized"]
+        assert ce("read", "--session-file", str(bo)).returncode == 0
+        assert "ana" not in ok("sessions", doc)  # revoked: no longer live
+        done = ce("revoke", doc, "--session", "s_zzz")
+        assert done.returncode == EXIT_CODES["not_found"], done.stderr
+    finally:
+        room.stop()
+    # the room stopped: listed from the sidecar, revoked offline under the writer lock, by a start of the hex
+    assert "bo" in ok("sessions", doc)
+    assert bo_id in ok("revoke", doc, "--session", bo_id.partition("_")[2][:6])
+    assert "no live sessions" in ok("sessions", doc)
