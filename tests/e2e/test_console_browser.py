@@ -73,7 +73,9 @@ def test_the_console_follows_a_real_room(room, chromium, tmp_path):
     mcp = Mcp(room.ingress, alice.token)
     # something in every panel: a lease, a handoff, a note on bob's board
     assert alice.post("/workspace/leases", {"region": {"heading": ["Release plan", "Goals"]}}).status_code == 201
-    assert alice.post("/workspace/handoffs", {"summary": "Review the Goals section", "assignee": "bob"}).status_code == 201
+    created = alice.post("/workspace/handoffs", {"summary": "Review the Goals section", "assignee": "bob"})
+    assert created.status_code == 201
+    handoff_id = created.json()["handoff"]["id"]
     tool(Mcp(room.ingress, bob.token), "post_session_message", session_id=bob.session["id"], kind="note",
          body="Picking up the review after lunch.")
     tool(mcp, "post_session_message", session_id=sid, kind="progress", body="Reading the sample; first pass done.")
@@ -94,6 +96,14 @@ def test_the_console_follows_a_real_room(room, chromium, tmp_path):
         page.wait_for_selector("#sessions li >> text=alice")
         assert "sample" in page.locator("#document").inner_text().lower() or page.locator("#document").inner_text()
         page.wait_for_selector("#handoffs li >> text=Review the Goals section")
+        # the handoff's task status: working; once bob asks alice for input, input required, without a reload
+        handoff_task = page.locator(f"#handoffs li[data-id='{handoff_id}'] .badge.task")
+        expect(handoff_task).to_have_text("working")
+        assert bob.post(f"/workspace/handoffs/{handoff_id}/accept", {}).status_code == 200
+        asked = bob.post(f"/workspace/handoffs/{handoff_id}/request-input", {"message": "Which goal first?"})
+        assert asked.status_code == 200, asked.text
+        expect(handoff_task).to_have_text("input required")
+        expect(page.locator(f"#handoffs li[data-id='{handoff_id}'] .badge.accepted")).to_have_text("accepted")
         page.wait_for_selector("#leases li >> text=alice")
         shot("overview")
         shot("overview-1280x800", full_page=False)

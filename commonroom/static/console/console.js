@@ -195,13 +195,29 @@
       " ", el("span", { class: "muted", text: regionText(l.region) }), " · expires ", when(l.expires_at)), "no live leases");
   }
 
+  // The task's status where the handoff's does not settle it: an open or accepted handoff's task is
+  // working or input_required (the assignee waits for the owner). The operator sees every task.
+  const LIVE_HANDOFF = ["open", "accepted"];
+  async function taskStatuses(handoffs) {
+    const live = handoffs.filter((h) => LIVE_HANDOFF.includes(h.status));
+    const found = await Promise.all(live.map((h) =>
+      api("GET", `/workspace/task?task_id=${encodeURIComponent(h.task_id)}`).then((t) => [h.id, t.status], () => [h.id, null])));
+    return new Map(found);
+  }
+
   async function loadHandoffs() {
     const page = await api("GET", `/workspace/handoffs?limit=${PAGE}`);
     const items = page.handoffs.slice().reverse();
+    const tasks = await taskStatuses(items);
     count($("handoffs-count"), items, page, "handoff");
-    fill($("handoffs"), items, (h) => el("li", {}, el("span", { class: `badge ${h.status}`, text: h.status }), " ",
-      el("strong", { text: h.summary }), " ", el("span", { class: "muted", text: `${h.owner ?? "?"} → ${h.assignee ?? "anyone"} · ` }),
-      el("span", { class: "mono muted", title: `task ${h.task_id}`, text: `task ${h.task_id.slice(0, 12)}…` }), " · ", when(h.updated_at)), "no handoffs");
+    fill($("handoffs"), items, (h) => {
+      const task = tasks.get(h.id);
+      return el("li", { "data-id": h.id }, el("span", { class: `badge ${h.status}`, text: h.status }), " ",
+        el("strong", { text: h.summary }), " ", el("span", { class: "muted", text: `${h.owner ?? "?"} → ${h.assignee ?? "anyone"} · ` }),
+        el("span", { class: "mono muted", title: `task ${h.task_id}`, text: `task ${h.task_id.slice(0, 12)}…` }),
+        task ? el("span", { class: `badge task ${task}`, title: "the task's status", text: task.replace("_", " ") }) : null,
+        " · ", when(h.updated_at));
+    }, "no handoffs");
   }
 
   // -- refresh, keeping the last good data --------------------------------------------
