@@ -308,6 +308,9 @@ class RoomApplication(BaseApplication):
             "errorlog": "-",
             "control_socket_disable": True,
             "asgi_disconnect_grace_period": 1,
+            # asyncio's own loop, whatever else is installed: gasgi's "auto" takes uvloop when it can
+            # be imported, which the room is neither tested on nor faster on (docs/decisions.md)
+            "asgi_loop": "asyncio",
             "proc_name": f"commonroom:{self.config.document.name}",
         }
         for key, value in settings.items():
