@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 from .. import invitation
 from ..errors import InvalidRequest
+from ..roomfiles import RoomFiles
 from . import ids
 from .common import handled, operator_read, operator_write, parse_duration, require_document
 from .sessions import default_session_file, save_session
@@ -94,6 +95,9 @@ def revoke_command(
     if len(body) != 1:
         raise InvalidRequest("give exactly one of --invitation ID_OR_TOKEN or --session ID",
                              details={"option": "--invitation/--session"})
+    if not RoomFiles.of(document).sidecar.exists():  # revoking never makes a room of a plain file
+        raise InvalidRequest(f"{document.name} has no room yet (no {RoomFiles.of(document).sidecar.name})",
+                             details={"file": str(document)})
     if session is not None:
         body["session"] = ids.operator_session(document, session)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import quote, urlencode
 
-from ..errors import CommonroomError, InvalidRequest
+from ..errors import CommonroomError, InvalidRequest, NotFound
 from .common import operator_read
 from .sessions import session_call
 
@@ -29,6 +29,8 @@ FULL_ID = re.compile(r"[a-z]+_[0-9a-f]{24}")
 MAX_PAGES = 50
 #: Matches named in the error of an ambiguous prefix.
 SHOWN = 5
+#: Characters after ``s_`` a start of a session id needs before ``ce revoke`` resolves it (git's minimum).
+MIN_REVOKE_CHARS = 4
 
 #: ``cursor -> (ids of one page, next cursor)``.
 Pages = Callable[[Any], tuple[Iterable[str], Any]]
@@ -42,15 +44,21 @@ def _pick(row: dict[str, Any], key: str) -> str:
     return str(value)
 
 
+def bare(given: str) -> str:
+    """``given`` as a start of an id: stripped, without a trailing ``…`` or ``...``, lower case (ids are)."""
+    text = given.strip()
+    for ellipsis in ("…", "..."):
+        text = text.removesuffix(ellipsis)
+    return text.lower()
+
+
 def resolve(given: str, pages: Pages, what: str, parameter: str) -> str:
     """The id ``given`` names: itself when it is a full id, else the one id of the listing it starts.
 
     ``pages`` reads the listing one page at a time; ``what`` (``proposal``)
     and ``parameter`` (``proposal_id``) word the error of an ambiguous prefix.
     """
-    text = given.strip()
-    for ellipsis in ("…", "..."):
-        text = text.removesuffix(ellipsis)
+    text = bare(given)
     if not text or FULL_ID.fullmatch(text):
         return text or given
     matches: list[str] = []
@@ -122,8 +130,25 @@ def operator_handoff(file: Path, given: str) -> str:
 
 
 def operator_session(file: Path, given: str) -> str:
-    """A session id from an id or a unique prefix (the live sessions, as ``ce sessions`` lists them)."""
-    return resolve(given, operator_pages(file, "sessions_list", "sessions", key="session.id"), "session", "session")
+    """A live session's id from an id or a unique start of one (the sessions ``ce sessions`` lists), to revoke.
+
+    Stricter than :func:`resolve` for what cuts someone off: a start needs
+    :data:`MIN_REVOKE_CHARS` characters after ``s_`` (``InvalidRequest``),
+    and one that names no live session is ``NotFound`` here, saying that
+    revoked and expired sessions are not listed. A full id goes to the
+    room as it is (which says when it was revoked already).
+    """
+    text = bare(given)
+    if FULL_ID.fullmatch(text):
+        return text
+    if len(text.removeprefix("s_")) < MIN_REVOKE_CHARS:
+        raise InvalidRequest(f"--session {given!r}: give at least {MIN_REVOKE_CHARS} characters of the session id "
+                             "after s_ (ce sessions FILE lists them)", details={"option": "--session"})
+    found = resolve(given, operator_pages(file, "sessions_list", "sessions", key="session.id"), "session", "session")
+    if not FULL_ID.fullmatch(found):
+        raise NotFound(f"no live session id starts with {text!r}; ce sessions {file.name} lists the live ones "
+                       "(revoked and expired sessions are not listed)", details={"session": given})
+    return found
 
 
 def message(session_file: Path | None, board: str, given: str, parameter: str = "message_id") -> str:

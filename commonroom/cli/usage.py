@@ -19,10 +19,13 @@ from typer.core import TyperArgument, TyperCommand
 
 
 class CeCommand(TyperCommand):
-    """A ``ce`` command: each argument is named ``NAME`` (``[NAME]`` when optional) in its usage line."""
+    """A ``ce`` command: each argument is named ``NAME`` (``[NAME]`` when optional) in its usage line,
+    and its help shows the docstring's double-backtick literals between single backticks."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if self.help:  # the docstring's reST literals (``ce read``) read as `ce read` on a terminal
+            self.help = self.help.replace("``", "`")
         for param in self.params:
             if isinstance(param, TyperArgument) and param.metavar is None:
                 param.metavar = (param.name or "").upper()

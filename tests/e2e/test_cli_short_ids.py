@@ -90,18 +90,29 @@ def test_sessions_are_listed_and_revoked_by_the_short_id_ce_sessions_prints(tmp_
         assert "ana" in table and "bo" in table and "read, message" in table
         listed = json.loads(ok("sessions", doc, "--json"))["sessions"]
         assert [s["session"]["id"] for s in listed] == [ana_id, bo_id]
-        done = ce("revoke", doc, "--session", "s_")
-        assert done.returncode == EXIT_CODES["invalid_request"], done.stderr
-        assert "more than one session" in done.stderr and ana_id in done.stderr and bo_id in done.stderr
+        for short_start in ("s", "s_", ana_id[:5]):  # revoking cuts someone off: 4 characters after s_ at least
+            done = ce("revoke", doc, "--session", short_start)
+            assert done.returncode == EXIT_CODES["invalid_request"], done.stderr
+            assert "at least 4 characters" in done.stderr
         assert ana_id in ok("revoke", doc, "--session", shown(table, ana_id))
         assert ce("read", "--session-file", str(ana)).returncode == EXIT_CODES["unauthorized"]
         assert ce("read", "--session-file", str(bo)).returncode == 0
         assert "ana" not in ok("sessions", doc)  # revoked: no longer live
-        done = ce("revoke", doc, "--session", "s_zzz")
-        assert done.returncode == EXIT_CODES["not_found"], done.stderr
+        for gone in (shown(table, ana_id), "s_ffff"):  # a revoked session's start, a start of nothing
+            done = ce("revoke", doc, "--session", gone)
+            assert done.returncode == EXIT_CODES["not_found"], done.stderr
+            assert "no live session id starts with" in done.stderr and "ce sessions" in done.stderr
+        assert "already revoked" in ok("revoke", doc, "--session", ana_id)  # the full id: the room says
     finally:
         room.stop()
-    # the room stopped: listed from the sidecar, revoked offline under the writer lock, by a start of the hex
+    # the room stopped: listed from the sidecar, revoked offline under the writer lock, by a start of the
+    # hex given in capitals
     assert "bo" in ok("sessions", doc)
-    assert bo_id in ok("revoke", doc, "--session", bo_id.partition("_")[2][:6])
+    assert bo_id in ok("revoke", doc, "--session", bo_id.partition("_")[2][:6].upper())
     assert "no live sessions" in ok("sessions", doc)
+    # a plain file is no room: refused, and no sidecar is made
+    plain = tmp_path / "plain.md"
+    plain.write_text("# plain\n")
+    done = ce("revoke", str(plain), "--session", "s_1234")
+    assert done.returncode == EXIT_CODES["invalid_request"] and "has no room yet" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("plain")) == ["plain.md"]

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,3 +126,11 @@ def test_codegen_check_fails_on_a_stale_copy(tmp_path: Path):
     assert "run: python -m codegen" in done.stderr
     copy.unlink()
     assert cli_help.stale(copy)
+
+
+@pytest.mark.parametrize("command", [["revoke"], ["read"], ["lease", "list"], ["observe"]])
+def test_a_commands_help_shows_literals_with_single_backticks(command):
+    """The docstring's reST ``literal`` is `literal` in ``--help`` (commonroom.cli.usage.CeCommand)."""
+    done = run("main", *command, "--help", env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert b"``" not in done.stdout and re.search(rb"`[^`\s][^`]*`", done.stdout)

@@ -205,10 +205,13 @@
     return new Map(found);
   }
 
+  let handoffsGen = 0;  // a newer load started: an older one that ends later paints nothing
   async function loadHandoffs() {
+    const gen = ++handoffsGen;
     const page = await api("GET", `/workspace/handoffs?limit=${PAGE}`);
     const items = page.handoffs.slice().reverse();
     const tasks = await taskStatuses(items);
+    if (gen !== handoffsGen) return;
     count($("handoffs-count"), items, page, "handoff");
     fill($("handoffs"), items, (h) => {
       const task = tasks.get(h.id);
