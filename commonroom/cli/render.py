@@ -94,7 +94,11 @@ def short(identifier: Any, keep: int = 8) -> str:
 
 
 def when(timestamp: Any, now: datetime | None = None) -> str:
-    """A timestamp relative to now: ``just now``, ``5m ago``, ``in 2h``, ``3d ago``."""
+    """A timestamp relative to now: ``just now``, ``5m ago``, ``in 2h``, ``3d ago``.
+
+    The count is rounded to the nearest of the largest unit it reaches
+    (``29d 23h 59m`` ahead is ``in 30d``; ``59m 40s`` ago is ``1h ago``).
+    """
     if not timestamp:
         return "-"
     try:
@@ -108,8 +112,9 @@ def when(timestamp: Any, now: datetime | None = None) -> str:
         return "just now"
     amount = abs(seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if amount >= size:
-            count = f"{amount // size}{unit}"
+        rounded = (amount + size // 2) // size  # to the nearest: a 30-day session expires "in 30d", not 29d
+        if rounded >= 1:
+            count = f"{rounded}{unit}"
             break
     return f"{count} ago" if seconds > 0 else f"in {count}"
 
