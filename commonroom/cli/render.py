@@ -224,7 +224,8 @@ NEXT: dict[str, str] = {
     "lease_conflict": "wait until that lease is released or expires (ce lease list), then retry",
     "proposal_not_found": "list the proposals with ce proposals FILE",
     "proposal_conflict": "the proposal was already decided: see ce proposals FILE",
-    "invalid_region": "check --heading / --lines against the document (ce read)",
+    "invalid_region": "check --heading / --lines against the document (ce read); a heading path is one "
+                      "--heading per title, outermost first (--heading 'Release plan' --heading Goals)",
     "version_not_found": "list the versions with ce versions FILE",
     "transport_unavailable": "check that the room is running (ce status FILE) and retry",
     "invalid_request": "check the command's arguments (--help) and the record's current status",

@@ -28,6 +28,7 @@ import pytest
 import typer
 
 from codegen import cli_fast
+from commonroom.errors import EXIT_CODES
 from commonroom.cli import entry, fastpath
 from tests.conftest import SAMPLE
 from tests.roomproc import ce, start_room
@@ -200,3 +201,15 @@ def test_codegen_refuses_an_option_the_fast_path_cannot_parse():
     for param in command.params:
         with pytest.raises(SystemExit, match=f"the parameter '{param.name}'"):
             cli_fast._kind("counted", param)
+
+
+def test_a_heading_path_in_one_option_is_told_how_to_give_it(reader):
+    """``ce propose`` prints a region as ``Release plan › Goals``; given to one --heading it names no
+    heading, and the next step says a path is one --heading per title."""
+    _, session = reader
+    status, _, stderr, _ = run("entry", ["read", "--session-file", str(session), "--heading", "Release plan › Goals"])
+    assert status == EXIT_CODES["invalid_region"]
+    assert "one --heading per title" in stderr.decode("utf-8")
+    status, stdout, _, _ = run("entry", ["read", "--session-file", str(session), "--heading", "Release plan",
+                                         "--heading", "Goals"])
+    assert status == 0 and stdout.startswith(b"## Goals")
