@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from .errors import InvalidRequest
+
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,14 @@ class RoomFiles:
         from .store import sidecar_path  # not at import: ce's light commands never load peewee
 
         return sidecar_path(self.document)
+
+    def require_room(self) -> Path:
+        """The sidecar; ``InvalidRequest`` ("has no room yet") when the document has none."""
+        sidecar = self.sidecar
+        if not sidecar.exists():
+            raise InvalidRequest(f"{self.document.name} has no room yet (no {sidecar.name})",
+                                 details={"file": str(self.document)})
+        return sidecar
 
     def _beside(self, suffix: str) -> Path:
         return self.document.with_name(self.document.name + suffix)

@@ -95,9 +95,7 @@ def revoke_command(
     if len(body) != 1:
         raise InvalidRequest("give exactly one of --invitation ID_OR_TOKEN or --session ID",
                              details={"option": "--invitation/--session"})
-    if not RoomFiles.of(document).sidecar.exists():  # revoking never makes a room of a plain file
-        raise InvalidRequest(f"{document.name} has no room yet (no {RoomFiles.of(document).sidecar.name})",
-                             details={"file": str(document)})
+    RoomFiles.of(document).require_room()  # revoking never makes a room of a plain file
     if session is not None:
         body["session"] = ids.operator_session(document, session)
 

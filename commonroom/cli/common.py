@@ -32,22 +32,16 @@ def emit(value: Any) -> None:
     render.emit_json(value)
 
 
-def fail(error: CommonroomError) -> None:
-    """Print the error on stderr (one line, or its envelope with ``--json``); exit with the code's status."""
-    render.error(error)
-    raise typer.Exit(error.exit_code)
-
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the answer as JSON (the schema'd answer, unchanged).")]
 
 
 def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
-    """Decorator of a ``ce`` command: ``--json``, and a ``CommonroomError`` turned into :func:`fail`.
+    """Decorator of a ``ce`` command: ``--json``, and a ``CommonroomError`` printed and turned into its exit status.
 
     The command gains a ``--json`` option (with ``json_only`` it always
-    prints JSON, errors included, and ``--json`` changes nothing); while it runs,
-    :data:`render.JSON_OUTPUT` says whether it was given, so
-    :func:`render.show` and :func:`fail` print JSON or text.
+    prints JSON, errors included, and ``--json`` changes nothing); it runs
+    through :func:`commonroom.cli.outcome.invoke` (shared with the fast
+    path), so :func:`render.show` and :func:`render.error` print JSON or text.
     """
     if fn is None:
         return lambda f: handled(f, json_only=json_only)

@@ -92,9 +92,14 @@ def print_stored(text: str) -> bool:
     except (UnicodeEncodeError, AttributeError):  # AttributeError: no stdout at all (None)
         return False
     except BrokenPipeError:  # as click: the reader left; exit 1 without a traceback at shutdown
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        stdout_to_devnull()
         sys.exit(1)
     return True
+
+
+def stdout_to_devnull() -> None:
+    """After a ``BrokenPipeError``: stdout's descriptor goes to ``/dev/null``, so the flush at shutdown cannot fail."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main() -> None:

@@ -107,6 +107,7 @@ def run(chosen: Plan) -> int:
     130 and prints nothing; end of input (``EOFError``) prints ``Aborted!``
     on stderr and gives 1.
     """
+    from .entry import stdout_to_devnull
     from .outcome import invoke
 
     module_name, _, function = chosen.target.partition(":")
@@ -114,7 +115,7 @@ def run(chosen: Plan) -> int:
     try:
         return invoke(command, chosen.wants_json, **chosen.kwargs)
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        stdout_to_devnull()
         return 1
     except KeyboardInterrupt:
         return 130

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .. import tokens
 from ..clock import Clock
-from ..errors import InvalidRequest
+from ..roomfiles import RoomFiles
 from ..store import Store, WriteContext, sidecar_path
 from .access import AccessMixin
 from .boards import BoardsMixin
@@ -64,10 +64,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         """
         document = Path(document).resolve()
         clock = clock or Clock()
-        sidecar = sidecar_path(document)
-        if readonly and not sidecar.exists():
-            raise InvalidRequest(f"{document.name} has no room yet (no {sidecar.name})",
-                                 details={"file": str(document)})
+        sidecar = RoomFiles(document).require_room() if readonly else sidecar_path(document)
         store = Store(sidecar, clock, publish, migrate=not readonly)
         engine = cls(document_path=document, store=store, clock=clock)
         engine.follower = FileFollower(document, background=background_file and not readonly)

@@ -158,6 +158,26 @@ class Subscription:
             return self.queue.pop(0)
         return HEARTBEAT
 
+    def take_after(self, item: dict[str, Any], last: int, limit: int) -> tuple[list[dict[str, Any]], int, Any]:
+        """The queued events after event id ``last``, starting with ``item`` (an event already got), at most ``limit``.
+
+        Returns ``(events, the newest id taken or last, what ended the take)``:
+        the last event taken when ``limit`` did, else what :meth:`get_nowait`
+        answered that is not an event (HEARTBEAT when the queue is empty,
+        RESYNC or CLOSED). Events at or below ``last`` are skipped.
+        """
+        events: list[dict[str, Any]] = []
+        while True:
+            if item["id"] > last:
+                events.append(item)
+                last = item["id"]
+            if len(events) >= limit:
+                return events, last, item
+            following = self.get_nowait()
+            if not isinstance(following, dict):
+                return events, last, following
+            item = following
+
     def close(self) -> None:
         """Unsubscribe; a pending or later ``get()`` returns CLOSED."""
         self.hub._drop(self)

@@ -71,14 +71,7 @@ async def wait_next(streams: Streams, after: int, timeout: float, *, session_id:
             if not isinstance(item, dict):
                 reason = LAGGED if item is RESYNC else SHUTDOWN if streams.hub.closed else REVOKED
                 return Wait([], reason, last)
-            found = []
-            while isinstance(item, dict):
-                if item["id"] > last:
-                    found.append(item)
-                    last = item["id"]
-                if len(found) >= REPLAY_PAGE:
-                    break
-                item = sub.get_nowait()
+            found, last, _ = sub.take_after(item, last, REPLAY_PAGE)
             if found:
                 return Wait(found, "events", last)
     finally:

@@ -336,18 +336,7 @@ class LiveStream:
                 if frame is not None:
                     yield frame
                 return
-            batch: list[dict[str, Any]] = []
-            last = self.last
-            while True:
-                if item["id"] > last:
-                    batch.append(item)
-                    last = item["id"]
-                if len(batch) >= BATCH_EVENTS:
-                    break
-                item = sub.get_nowait()
-                if not isinstance(item, dict):
-                    break
-            self.last = last
+            batch, self.last, item = sub.take_after(item, self.last, BATCH_EVENTS)
             if batch:
                 data = encoder.events(batch)
                 if data:

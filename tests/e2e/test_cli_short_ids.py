@@ -115,4 +115,6 @@ def test_sessions_are_listed_and_revoked_by_the_short_id_ce_sessions_prints(tmp_
     plain.write_text("# plain\n")
     done = ce("revoke", str(plain), "--session", "s_1234")
     assert done.returncode == EXIT_CODES["invalid_request"] and "has no room yet" in done.stderr, done.stderr
+    done = ce("sessions", str(plain))  # the same refusal from the read-only sidecar (Engine.open)
+    assert done.returncode == EXIT_CODES["invalid_request"] and "has no room yet" in done.stderr, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("plain")) == ["plain.md"]

@@ -293,3 +293,21 @@ def test_long_timeouts_share_one_ticker_and_still_fire():
         assert hub._deadlines == {}
 
     run(main())
+
+
+def test_take_after_skips_seen_ids_stops_at_the_limit_and_says_what_ended_it():
+    async def main():
+        hub = Hub()
+        sub = hub.subscribe()
+        hub.publish([ev(i) for i in (1, 2, 3, 4, 5, 6)])
+        first = await sub.get()
+        events, last, ended = sub.take_after(first, 2, 3)  # 1 and 2 seen already
+        assert ([e["id"] for e in events], last, ended["id"]) == ([3, 4, 5], 5, 5)
+        events, last, ended = sub.take_after(await sub.get(), last, 3)
+        assert ([e["id"] for e in events], last, ended) == ([6], 6, HEARTBEAT)  # the queue ran dry
+        hub.publish([ev(7)])
+        sub.close()
+        events, last, ended = sub.take_after(ev(6), 6, 3)
+        assert (events, last, ended) == ([], 6, CLOSED)
+
+    run(main())
