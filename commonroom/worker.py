@@ -274,6 +274,32 @@ class RoomWorker(_ASGIWorker):
         setattr(gasgi, "ASGIProtocol", GuardedProtocol)
         super().init_process()
 
+    async def _serve(self) -> None:
+        """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""
+        self._room_task: asyncio.Task | None = asyncio.current_task()
+        await super()._serve()
+
+    def notify(self) -> None:
+        """gasgi's heartbeat, called once a second by its serving loop; marks that loop as running."""
+        self._room_beating = bool(self.servers)  # the servers exist: this is the serving loop
+        super().notify()
+
+    def handle_exit_signal(self) -> None:
+        """SIGTERM: stop serving now, not at the serving loop's next heartbeat.
+
+        gasgi only clears ``alive``; its serving loop notices after its
+        ``asyncio.sleep(1.0)``, so a stop waited half a second on average
+        before its graceful shutdown began. Cancelling that sleep (gasgi
+        catches the ``CancelledError`` and shuts down as usual) starts it at
+        once. Only the serving loop's sleep is cancelled, and only once:
+        during startup or an already running shutdown nothing is.
+        """
+        super().handle_exit_signal()
+        task = getattr(self, "_room_task", None)
+        if getattr(self, "_room_beating", False) and task is not None and not task.done():
+            self._room_beating = False
+            task.cancel()
+
     def _setup_event_loop(self) -> None:
         """gasgi's loop, whose ``create_server`` keeps the listener's backlog (:data:`LISTEN_BACKLOG`).
 

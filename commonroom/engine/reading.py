@@ -14,6 +14,11 @@ from .access import participant_dict
 from .base import Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_limit, require
 
 
+#: ``room_status``'s two counts, one statement (peewee built two ``COUNT`` subqueries for ~0.5 ms a read).
+_ROOM_COUNTS = ('SELECT (SELECT COUNT(*) FROM "participant"), (SELECT COUNT(*) FROM "session" '
+                'WHERE "revoked_at" IS NULL AND "expires_at" > ?)')
+
+
 class ReadingMixin(EngineBase):
     """``room_status``, ``document``, ``participants`` (capability ``read``)."""
 
@@ -23,17 +28,16 @@ class ReadingMixin(EngineBase):
 
     def room_status(self, actor: Actor) -> RoomStatus:
         """``room.json#/$defs/RoomStatus``. Needs ``read``."""
-        models = self.store.models
-        Participant, Session = models.Participant, models.Session
         require(actor, "read")
+        participants, sessions = self.store.db.execute_sql(_ROOM_COUNTS, (rfc3339(self.clock.now()),)).fetchone()
         return {
             "protocol": PROTOCOL,
             "version": PROTOCOL_VERSION,
             "workspace_id": self.workspace_id,
             "file_name": self.file_name,
             "head_version": self.head().number,
-            "participants": Participant.select().count(),
-            "sessions": Session.select().where(self._live_sessions()).count(),
+            "participants": participants,
+            "sessions": sessions,
             "last_event_id": self.store.last_event_id(),
         }
 

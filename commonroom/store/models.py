@@ -127,14 +127,14 @@ class Lease(_Row):
     """A region reserved for one session until ``expires_at``."""
 
     id = pw.TextField(primary_key=True)
-    session_id = pw.TextField(index=True)
+    session_id = pw.TextField()  # no index (schema 8): leases are read through ``lease_open``
     participant_id = pw.TextField()
     region = JSONField(null=True)
     start_line = pw.IntegerField()
     end_line = pw.IntegerField()
     version = pw.IntegerField()
     acquired_at = pw.TextField()
-    expires_at = pw.TextField(index=True)
+    expires_at = pw.TextField()
     released_at = pw.TextField(null=True)
     expired_at = pw.TextField(null=True)
 

@@ -97,6 +97,11 @@ def test_expired_sessions_are_not_counted_live(engine, clock):
     assert engine.room_status(OPERATOR)["sessions"] == 1
     by_name = {p["name"]: p for p in engine.participants(OPERATOR)["participants"]}
     assert (by_name["brief"]["sessions"], by_name["long"]["sessions"]) == (0, 1)
+    revoked, _ = join(engine, "gone", ["read"], session_ttl_seconds=3600)
+    assert engine.room_status(OPERATOR)["sessions"] == 2
+    engine.revoke(session_id=revoked.session_id)
+    status = engine.room_status(OPERATOR)
+    assert (status["participants"], status["sessions"]) == (3, 1)  # a revoked session is not live either
 
 
 # ----------------------------------------------------------- invitations

@@ -13,9 +13,9 @@ import sqlite3
 
 import pytest
 
-from commonroom.engine import Engine
+from commonroom.engine import OPERATOR, Engine
 from commonroom.store import SCHEMA_VERSION
-from tests.fakeclock import join, open_engine
+from tests.fakeclock import FakeClock, join, open_engine
 
 def _round(engine: Engine, actor, i: int) -> None:
     lease = engine.acquire_lease(actor, {"lines": [1, 1]}, 60)
@@ -76,10 +76,35 @@ def test_an_older_sidecar_gains_the_history_indexes(tmp_path, old):
     con.close()
     again = Engine.open(tmp_path / "doc.md")
     try:
-        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "7"
+        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "8"
         names = {r[0] for r in again.store.db.execute_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()}
         assert set(added) <= names
+    finally:
+        again.close()
+
+
+def test_an_older_sidecar_loses_the_lease_indexes_nothing_reads(tmp_path):
+    """Schema 8: a schema 7 sidecar's ``lease_session_id`` and ``lease_expires_at`` are dropped
+    (every lease write paid a b-tree update for each); its leases are all kept."""
+    engine = open_engine(tmp_path, "# Plan\n")
+    actor, _ = join(engine, "alice")
+    lease = engine.acquire_lease(actor, {"lines": [1, 1]}, 60)
+    sidecar = engine.store.path
+    engine.close()
+    con = sqlite3.connect(sidecar)
+    con.execute('CREATE INDEX "lease_session_id" ON "lease" ("session_id")')  # as schema 7 made them
+    con.execute('CREATE INDEX "lease_expires_at" ON "lease" ("expires_at")')
+    con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    again = Engine.open(tmp_path / "doc.md", clock=FakeClock())  # the lease's clock: it is still live
+    try:
+        assert again.store.meta("schema_version") == "8"
+        names = {r[0] for r in again.store.db.execute_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'lease'").fetchall()}
+        assert names == {"sqlite_autoindex_lease_1", "lease_open"}
+        assert [entry["id"] for entry in again.leases(OPERATOR)["leases"]] == [lease["id"]]
     finally:
         again.close()
 

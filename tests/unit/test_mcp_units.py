@@ -63,3 +63,17 @@ def test_every_tool_schema_bundles_without_refs():
 def test_frontmatter():
     assert frontmatter("---\nname: x\ndescription: 'a: b'\n---\nbody") == {"name": "x", "description": "a: b"}
     assert frontmatter("no front matter") == {} and frontmatter("---\nname: x\n") == {}
+
+
+def test_a_tool_schema_is_checked_unless_the_caller_checked_it():
+    """A plugin's tool schema is checked against the 2020-12 metaschema when it is added; the
+    operation table's tools (bundled from schema/, checked by test_mcp_discovery) say so and skip it."""
+    from jsonschema import SchemaError
+
+    from commonroom.mcp.registry import Registry
+
+    broken = {"type": "object", "properties": {"a": {"type": 5}}}
+    with pytest.raises(SchemaError):
+        Registry().add_tool("plugin_tool", description="d", input_schema=broken, handler=lambda ctx: {})
+    assert Registry().add_tool("table_tool", description="d", input_schema=broken, handler=lambda ctx: {},
+                               checked=True).name == "table_tool"
