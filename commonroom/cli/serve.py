@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -30,4 +32,22 @@ def serve_command(
     except ServeError as exc:
         print(f"ce serve: {exc}", file=sys.stderr)
         raise typer.Exit(exc.code) from None
-    raise typer.Exit(code)
+    leave(code)
+
+
+def leave(code: int) -> NoReturn:
+    """End the stopped room's process with ``code``, skipping the interpreter's teardown.
+
+    :func:`commonroom.server.serve` has already released everything it
+    holds (the worker is gone, the state and owner-token files removed, the
+    lock and the sockets closed). What Python would still do is free every
+    module and object of a process about to end: ~0.2 s after each stop.
+    The logs and the standard streams are flushed first.
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing left to keep
+            pass
+    os._exit(code)
