@@ -9,7 +9,6 @@ rows, commits, and only then hands the committed events to the live hub
 
 from __future__ import annotations
 
-import itertools
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -176,7 +175,6 @@ class Store:
         self.models = Models(self.db)
         self._lock = threading.RLock()
         self._insert_sql: dict[tuple, str] = {}
-        self._savepoints = itertools.count(1)  # names of the savepoints of batched writes
         self._batch: Batch | None = None
         self.db.connect(reuse_if_open=True)
         self._migrate(create=migrate)
@@ -429,16 +427,24 @@ class Store:
 
     @contextmanager
     def _savepoint(self) -> Iterator[None]:
-        """A savepoint on this thread's transaction: released when the block ends, rolled back to if it raises."""
-        name = f"write_{next(self._savepoints)}"
-        self.db.execute_sql(f'SAVEPOINT "{name}"')
+        """A savepoint on this thread's transaction: released when the block ends, rolled back to if it raises.
+
+        Every batched write's savepoint has the same name: SQLite keeps
+        savepoints as a stack, and ``RELEASE`` / ``ROLLBACK TO`` a name act
+        on the newest savepoint of that name, so a write nested in another
+        pairs with its own. A fresh name per write (as before, and as
+        peewee's ``atomic()`` does) made two new statements per write for
+        SQLite to prepare (~7 µs each) and pushed the write path's own
+        statements out of the connection's statement cache.
+        """
+        self.db.execute_sql('SAVEPOINT "write"')
         try:
             yield
         except BaseException:
-            self.db.execute_sql(f'ROLLBACK TO SAVEPOINT "{name}"')
-            self.db.execute_sql(f'RELEASE SAVEPOINT "{name}"')
+            self.db.execute_sql('ROLLBACK TO SAVEPOINT "write"')
+            self.db.execute_sql('RELEASE SAVEPOINT "write"')
             raise
-        self.db.execute_sql(f'RELEASE SAVEPOINT "{name}"')
+        self.db.execute_sql('RELEASE SAVEPOINT "write"')
 
     def _trim(self, newest: int) -> None:
         self.db.execute_sql('DELETE FROM "event" WHERE "id" <= ?', (newest - RING_SIZE,))

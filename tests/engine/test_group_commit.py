@@ -83,3 +83,42 @@ def test_a_batched_write_that_fails_after_writing_leaves_nothing_and_the_ring_is
     assert [row[0] for row in rows] == list(range(before + 3, before + 8)) and before + 7 == store.last_event_id()
     assert [json.loads(payload)["text"] for _, payload in rows] == ["n2", "n4", "n5", "n6", "n7"]
     assert [e["payload"]["text"] for e in published] == [f"n{i}" for i in range(8) if i != 3]
+
+
+def test_a_write_nested_in_a_batched_write_rolls_back_alone(engine):
+    """Every batched write's savepoint has one name (``Store._savepoint``): SQLite's
+    ``ROLLBACK TO`` / ``RELEASE`` of a name act on the newest savepoint so named, so a write
+    nested in another one that fails takes back only its own part."""
+    store = engine.store
+
+    def meta(key: str, value: str):
+        def fn(ctx):
+            store.set_meta(key, value)
+        return fn
+
+    def outer(ctx):
+        store.set_meta("outer_before", "1")
+        try:
+            def failing(ctx):
+                store.set_meta("inner", "1")
+                raise RuntimeError("inner fails")
+            store.write(failing)
+        except RuntimeError:
+            pass
+        store.write(meta("inner_ok", "1"))
+        store.set_meta("outer_after", "1")
+
+    def refused(ctx):
+        store.set_meta("refused", "1")
+        raise RuntimeError("the whole write fails")
+
+    with store.batch():
+        store.write(outer)
+        try:
+            store.write(refused)
+        except RuntimeError:
+            pass
+        store.write(meta("last", "1"))
+    kept = {key: store.meta(key) for key in ("outer_before", "inner", "inner_ok", "outer_after", "refused", "last")}
+    assert kept == {"outer_before": "1", "inner": None, "inner_ok": "1", "outer_after": "1",
+                    "refused": None, "last": "1"}
