@@ -102,13 +102,39 @@ def stdout_to_devnull() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def refuse_closed_stdout() -> None:
+    """With standard output closed (``ce read >&-``), say so on stderr and exit 1.
+
+    Python then sets ``sys.stdout`` to None: click would drop what it
+    prints without a word, and ``ce``'s own output raised a traceback.
+    The closed descriptors 0-2 are first pointed at ``/dev/null``, so no
+    file this process opens can take their place (and be written to as
+    if it were stdout).
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stderr is not None:
+        print("ce: standard output is closed, so nothing can be printed "
+              "(to discard what ce prints, redirect it to /dev/null)", file=sys.stderr)
+    sys.exit(1)
+
+
 def main() -> None:
     """Console-script entry point (``[project.scripts] ce``).
 
     The stored help; else a command of the stored spec that
     :mod:`commonroom.cli.fastpath` parses (``ce read``); else
-    :func:`commonroom.cli.main.main` (Typer).
+    :func:`commonroom.cli.main.main` (Typer). Standard output closed:
+    :func:`refuse_closed_stdout`.
     """
+    if sys.stdout is None:
+        refuse_closed_stdout()
     text = stored_help() if stored_help_applies() else None
     if text is not None and print_stored(text):
         return

@@ -31,7 +31,7 @@ from codegen import cli_fast
 from commonroom.errors import EXIT_CODES
 from commonroom.cli import entry, fastpath
 from tests.conftest import SAMPLE
-from tests.roomproc import ce, start_room
+from tests.roomproc import ce, ce_path, start_room
 
 #: ``PROG ARGS`` in a fresh interpreter through MODULE's ``main`` (``sys.argv[0]`` = PROG, argv[1]).
 RUN = "import sys; sys.argv = sys.argv[1:]; from commonroom.cli.{module} import main; main()"
@@ -125,6 +125,17 @@ def test_a_reader_that_left_ends_ce_read_as_typer_does(reader):
         outcomes.append((proc.wait(timeout=60), proc.stderr.read()))
         proc.stderr.close()
     assert outcomes[0] == outcomes[1] == (1, b"")
+
+
+@pytest.mark.parametrize("command", [["read"], ["versions"], ["--help"]], ids=["fast path", "typer", "stored help"])
+def test_a_closed_stdout_is_one_line_on_stderr(reader, command):
+    """``ce read >&-``: Python sets ``sys.stdout`` to None; ce said it with a traceback (or, through
+    click, printed nothing and exited 0). Now every path: one line on stderr, exit 1."""
+    _, session = reader
+    args = [*command, "--session-file", str(session)] if command != ["--help"] else command
+    done = subprocess.run(["sh", "-c", 'exec "$0" "$@" >&-', ce_path(), *args], capture_output=True, timeout=60)
+    assert (done.returncode, done.stderr) == (1, b"ce: standard output is closed, so nothing can be printed "
+                                                 b"(to discard what ce prints, redirect it to /dev/null)\n")
 
 
 def test_ctrl_c_ends_ce_read_as_typer_does(reader, tmp_path: Path):
