@@ -295,6 +295,15 @@ class RoomWorker(_ASGIWorker):
         during startup or an already running shutdown nothing is.
         """
         super().handle_exit_signal()
+        self._room_wake()
+
+    def handle_quit_signal(self) -> None:
+        """SIGQUIT / SIGINT (the arbiter's quick stop, Ctrl-C): as :meth:`handle_exit_signal`, quick."""
+        super().handle_quit_signal()
+        self._room_wake()
+
+    def _room_wake(self) -> None:
+        """Cancel the serving loop's heartbeat sleep (once; see :meth:`handle_exit_signal`)."""
         task = getattr(self, "_room_task", None)
         if getattr(self, "_room_beating", False) and task is not None and not task.done():
             self._room_beating = False
