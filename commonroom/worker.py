@@ -269,6 +269,9 @@ class RoomWorker(_ASGIWorker):
         self.room_connections = {"owner": 0, "ingress": 0}
         self.room_refused = 0
         self.room_header_timeouts = 0
+        #: gasgi's serving task, and whether its heartbeat loop runs (see handle_exit_signal)
+        self._room_task: asyncio.Task | None = None
+        self._room_beating = False
         # gasgi creates its servers with ``lambda: ASGIProtocol(self)``, a
         # module-level name: this process's servers use the subclass.
         setattr(gasgi, "ASGIProtocol", GuardedProtocol)
@@ -276,7 +279,7 @@ class RoomWorker(_ASGIWorker):
 
     async def _serve(self) -> None:
         """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""
-        self._room_task: asyncio.Task | None = asyncio.current_task()
+        self._room_task = asyncio.current_task()
         await super()._serve()
 
     def notify(self) -> None:
@@ -304,8 +307,8 @@ class RoomWorker(_ASGIWorker):
 
     def _room_wake(self) -> None:
         """Cancel the serving loop's heartbeat sleep (once; see :meth:`handle_exit_signal`)."""
-        task = getattr(self, "_room_task", None)
-        if getattr(self, "_room_beating", False) and task is not None and not task.done():
+        task = self._room_task
+        if self._room_beating and task is not None and not task.done():
             self._room_beating = False
             task.cancel()
 
