@@ -23,7 +23,6 @@ used, and a partly used arena is never given back (measured in
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import sys
@@ -60,9 +59,17 @@ def use_system_malloc(environ: dict[str, str] | None = None,
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim`` (``int malloc_trim(size_t pad)``), or None where there is none."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")  # glibc's soname; find_library would run ``ldconfig -p`` (~30 ms at start)
+    except OSError:
+        from ctypes.util import find_library
+
+        try:
+            libc = ctypes.CDLL(find_library("c"))
+        except OSError:
+            return None
+    try:
         trim = libc.malloc_trim
-    except (OSError, AttributeError):
+    except AttributeError:
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int

@@ -135,6 +135,12 @@ def main() -> None:
     """
     if sys.stdout is None:
         refuse_closed_stdout()
+    if sys.argv[1:2] == ["serve"]:
+        # before Typer is imported (~0.2 s): the room re-executes under glibc malloc (commonroom/memory.py),
+        # and what this process imported would be paid for again; ``serve_command`` asks the same, a no-op then
+        from ..memory import use_system_malloc
+
+        use_system_malloc()
     text = stored_help() if stored_help_applies() else None
     if text is not None and print_stored(text):
         return

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from commonroom.memory import Trimmer, use_system_malloc
+from commonroom.memory import Trimmer, _malloc_trim, use_system_malloc
+from tests.roomproc import ce_path
 
 #: Frees ~60 MB of 1 KB blocks (glibc's heap, not pymalloc's: blocks over 512 bytes)
 #: while every 200th stays, so glibc cannot give the heap back by itself; prints the
@@ -66,3 +69,34 @@ def test_stop_without_start_and_twice():
     trimmer.start()
     trimmer.stop()
     trimmer.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the re-execution is Linux only")
+def test_ce_serve_re_executes_before_it_imports_typer(tmp_path: Path):
+    """``ce serve`` re-executes in ``ce``'s entry, not after Typer parsed it (~0.2 s of a room's start).
+
+    ``-X importtime`` survives the re-execution (``sys.orig_argv``), so
+    stderr holds one import log per process; the first must not name
+    Typer (or click), the second does (Typer reports the missing file).
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
+    done = subprocess.run([sys.executable, "-X", "importtime", ce_path(), "serve", str(tmp_path / "none.md"),
+                           "--port", "0", "--owner-port", "0"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2 and "no such file" in done.stderr, done.stderr[-500:]
+    logs = done.stderr.split("import time: self [us] | cumulative | imported package")
+    assert len(logs) == 3, len(logs)  # before the first header, then one log per process
+    first, second = logs[1], logs[2]
+    assert "typer" not in first and "click" not in first, [line for line in first.splitlines() if "typer" in line]
+    assert "typer" in second
+
+
+def test_malloc_trim_is_found_without_running_ldconfig(monkeypatch: pytest.MonkeyPatch):
+    """glibc is loaded by its soname: ``ctypes.util.find_library`` runs ``ldconfig -p`` (~30 ms of every start)."""
+    import ctypes.util
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"find_library({name!r}) was called")
+
+    monkeypatch.setattr(ctypes.util, "find_library", refuse)
+    if Path("/lib/x86_64-linux-gnu/libc.so.6").exists() or Path("/lib64/libc.so.6").exists():
+        assert _malloc_trim() is not None
