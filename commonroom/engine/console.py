@@ -25,6 +25,7 @@ from .. import tokens
 from ..clock import parse_rfc3339, rfc3339
 from ..errors import Unauthorized
 from ..store import WriteContext
+from ..store.models import live_session
 from .access import session_dict
 from .base import Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_limit, require
 
@@ -122,7 +123,7 @@ class ConsoleMixin(EngineBase):
         Session, Message = models.Session, models.BoardMessage
         size = parse_limit(limit)
         now = rfc3339(self.clock.now())
-        query = (Session.select().where(Session.revoked_at.is_null() & (Session.expires_at > now))
+        query = (Session.select().where(live_session(Session, now))
                  .order_by(Session.created_at, Session.id))
         query = after_stamp_and_id(query, Session.created_at, Session.id, cursor)
         rows = list(query.limit(size + 1))

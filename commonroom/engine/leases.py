@@ -25,6 +25,7 @@ from .. import regions, tokens
 from ..clock import rfc3339
 from ..errors import InvalidRequest, LeaseConflict, NotFound, PermissionDenied
 from ..store import WriteContext
+from ..store.models import live_session_sql
 from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
 
 DEFAULT_TTL = 300
@@ -76,11 +77,11 @@ class LeaseRow:
 
 #: Live leases: not released, not marked expired, within their TTL, their session alive.
 _LIVE = (_SELECT + 'JOIN "session" AS s ON s."id" = l."session_id" WHERE l."released_at" IS NULL '
-         'AND l."expired_at" IS NULL AND l."expires_at" > ? AND s."revoked_at" IS NULL AND s."expires_at" > ?')
+         f'AND l."expired_at" IS NULL AND l."expires_at" > ? AND {live_session_sql("s")}')
 #: Lapsed leases: open, but past their TTL or their session ended.
 _LAPSED = ('SELECT l."id", l."session_id", l."participant_id" FROM "lease" AS l JOIN "session" AS s '
            'ON s."id" = l."session_id" WHERE l."released_at" IS NULL AND l."expired_at" IS NULL '
-           'AND (l."expires_at" <= ? OR s."revoked_at" IS NOT NULL OR s."expires_at" <= ?)')
+           f'AND (l."expires_at" <= ? OR NOT ({live_session_sql("s")}))')
 
 
 class LeasesMixin(EngineBase):

@@ -30,6 +30,7 @@ from .. import tokens
 from ..clock import rfc3339
 from ..errors import PeerNotFound
 from ..store import WriteContext
+from ..store.models import live_session, live_session_sql
 from .base import Actor, EngineBase, require
 from .board_base import BoardBase
 
@@ -62,8 +63,7 @@ class PeersMixin(EngineBase):
         Session = self.store.models.Session
         now = self.clock.stamp()
         rows = Session.select(Session.id).where((Session.participant == actor.participant_id)
-                                                & (Session.id != actor.session_id) & Session.revoked_at.is_null()
-                                                & (Session.expires_at > now))
+                                                & (Session.id != actor.session_id) & live_session(Session, now))
         return {self.peer_id_of(r.id): r.id for r in rows}
 
     def _ago(self, seconds: int) -> str:
@@ -145,8 +145,7 @@ class PeersMixin(EngineBase):
         """Peer session → last meaningful activity (plain SQL); with ``dedup``, only peers not yet shown."""
         db = self.store.db
         live = [row[0] for row in db.execute_sql(
-            'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND "revoked_at" IS NULL AND '
-            '"expires_at" > ?', (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
+            f'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND {live_session_sql()}', (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
         if not live:
             return {}
         seen = {row[0] for row in db.execute_sql(

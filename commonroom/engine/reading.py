@@ -10,21 +10,20 @@ from generated.types.room import Document, ParticipantsPage, RoomStatus
 
 from .. import PROTOCOL, PROTOCOL_VERSION, regions
 from ..clock import rfc3339
+from ..store.models import live_session, live_session_sql
 from .access import participant_dict
 from .base import Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_limit, require
 
 
 #: ``room_status``'s two counts, one statement (peewee built two ``COUNT`` subqueries for ~0.5 ms a read).
-_ROOM_COUNTS = ('SELECT (SELECT COUNT(*) FROM "participant"), (SELECT COUNT(*) FROM "session" '
-                'WHERE "revoked_at" IS NULL AND "expires_at" > ?)')
+_ROOM_COUNTS = f'SELECT (SELECT COUNT(*) FROM "participant"), (SELECT COUNT(*) FROM "session" WHERE {live_session_sql()})'
 
 
 class ReadingMixin(EngineBase):
     """``room_status``, ``document``, ``participants`` (capability ``read``)."""
 
     def _live_sessions(self) -> pw.Expression:
-        Session = self.store.models.Session
-        return Session.revoked_at.is_null() & (Session.expires_at > rfc3339(self.clock.now()))
+        return live_session(self.store.models.Session, rfc3339(self.clock.now()))
 
     def room_status(self, actor: Actor) -> RoomStatus:
         """``room.json#/$defs/RoomStatus``. Needs ``read``."""

@@ -40,7 +40,7 @@ from ..clock import rfc3339
 from ..errors import HandoffNotFound, InvalidRequest
 from ..store import WriteContext
 from ..store.models import Task as TaskRow
-from ..store.models import participant_key
+from ..store.models import live_session, participant_key
 from .base import Actor
 from .handoff_base import (ACTIVE, MIN_TASK_TTL_MS, NEEDS, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL,
                            acting_id)
@@ -69,7 +69,7 @@ class TasksMixin(HandoffsMixin):
             now = self.clock.stamp()
             caps: set[str] = set()
             for session in Session.select().where((Session.participant == found.id)
-                                                  & Session.revoked_at.is_null() & (Session.expires_at > now)):
+                                                  & live_session(Session, now)):
                 caps.update(session.capabilities)
             return Actor(kind="session", capabilities=frozenset(caps), participant_id=found.id,
                          participant_name=found.name)

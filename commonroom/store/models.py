@@ -103,6 +103,22 @@ class Session(_Row):
     expires_at = pw.TextField(index=True)
     revoked_at = pw.TextField(null=True)
 
+
+def live_session_sql(alias: str = "") -> str:
+    """SQL: the session row (``alias``: its table's alias, ``""`` for none) is live, not revoked and not expired.
+
+    One parameter: now, an RFC 3339 stamp (``Clock.stamp()``). The same
+    test as :func:`live_session`, for statements written as SQL.
+    """
+    column = f"{alias}." if alias else ""
+    return f'{column}"revoked_at" IS NULL AND {column}"expires_at" > ?'
+
+
+def live_session(session: Any, now: str) -> pw.Expression:
+    """Peewee: ``session`` (the store's ``Session`` model) is live at ``now`` (RFC 3339): see :func:`live_session_sql`."""
+    return session.revoked_at.is_null() & (session.expires_at > now)
+
+
 class Version(_Row):
     """Version N of the document and who made it, and how.
 
