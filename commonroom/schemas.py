@@ -174,35 +174,47 @@ def _fits(value: Any, budget: list[int]) -> bool:
     return budget[0] >= 0
 
 
-def _memo_key(name: str, instance: Any) -> tuple[str, str] | None:
-    """The memo key of a small instance of a branching schema, else None.
+def _memo_key(name: str, instance: Any, remember: bool = False) -> tuple[str, str] | None:
+    """The memo key of a small instance of a branching schema (any schema with ``remember``), else None.
 
     Validity is a function of the schema and the instance alone, and the
     canonical JSON text (keys sorted) names the instance exactly (``1``,
     ``1.0`` and ``true`` stay apart); a region of a lease request is checked
     once, not at every acquire (~60 µs of jsonschema each).
     """
-    if not _branching(name) or not _fits(instance, [MEMO_BUDGET]):
+    if not (remember or _branching(name)) or not _fits(instance, [MEMO_BUDGET]):
         return None
     return name, json.dumps(instance, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def is_valid(name: str, instance: Any, *, remember: bool = False) -> bool:
+    """Whether ``instance`` is valid under ``name``, at the least cost: no error is built.
+
+    Small instances of schemas with ``anyOf``/``oneOf`` (of any schema with
+    ``remember``: for instances that repeat, as an MCP request's envelope)
+    found valid are remembered (:func:`_memo_key`, at most :data:`MEMO_SIZE`);
+    invalid ones never are. Others are checked by :func:`fast_validator`.
+    """
+    key = _memo_key(name, instance, remember)
+    if key is not None and key in _VALID:
+        return True
+    if not fast_validator(name).is_valid(instance):
+        return False
+    if key is not None:
+        if len(_VALID) >= MEMO_SIZE:
+            _VALID.clear()
+        _VALID[key] = None
+    return True
+
+
 def validate(name: str, instance: Any) -> Any:
-    """Return ``instance`` if valid; else raise ``InvalidRequest``.
+    """Return ``instance`` if valid (:func:`is_valid`); else raise ``InvalidRequest``.
 
     The error's ``details`` carry ``pointer`` (the JSON pointer into the body,
-    ``""`` for the root), ``schema_path`` and ``reason``. Small instances of
-    schemas with ``anyOf``/``oneOf`` found valid are remembered
-    (:func:`_memo_key`, at most :data:`MEMO_SIZE`); invalid ones never are.
+    ``""`` for the root), ``schema_path`` and ``reason``, from :func:`validator`
+    (the source schemas).
     """
-    key = _memo_key(name, instance)
-    if key is not None and key in _VALID:
-        return instance
-    if fast_validator(name).is_valid(instance):
-        if key is not None:
-            if len(_VALID) >= MEMO_SIZE:
-                _VALID.clear()
-            _VALID[key] = None
+    if is_valid(name, instance):
         return instance
     error = best_match(validator(name).iter_errors(instance))
     if error is None:  # pragma: no cover - the two validators agree (tests/unit/test_schemas_fast.py)

@@ -406,7 +406,15 @@ def _no_cursor(ctx: Context) -> None:
 
 
 def _check_params(schema: str, params: dict[str, Any]) -> None:
-    """-32602 naming the pointer when ``params`` do not match ``schema`` (``"mcp#ToolCallParams"``)."""
+    """-32602 naming the pointer when ``params`` do not match ``schema`` (``"mcp#ToolCallParams"``).
+
+    Valid params are recognised by :func:`commonroom.schemas.is_valid` (the
+    bundled schema; small ones remembered: a client repeats its ``_meta``
+    and often its whole call); only invalid ones pay for collecting every
+    error to name the best.
+    """
+    if schemas.is_valid(schema, params, remember=True):
+        return
     error = best_match(schemas.validator(schema).iter_errors(params))
     if error is None:
         return
@@ -417,7 +425,10 @@ def _check_params(schema: str, params: dict[str, Any]) -> None:
 
 
 def _validate_arguments(validator: Any, arguments: dict[str, Any]) -> None:
-    error = best_match(validator.iter_errors(arguments)) if validator is not None else None
+    """``InvalidRequest`` naming the pointer when ``arguments`` do not match the tool's ``validator`` (None: any)."""
+    if validator is None or validator.is_valid(arguments):
+        return
+    error = best_match(validator.iter_errors(arguments))
     if error is None:
         return
     pointer = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)

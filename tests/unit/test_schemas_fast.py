@@ -143,3 +143,17 @@ def test_the_memo_is_bounded(monkeypatch):
     for line in range(1, 8):
         schemas.validate("editing#LeaseRequest", {"region": {"lines": [line, line]}})
         assert len(schemas._VALID) <= 3
+
+
+def test_remember_keeps_small_valid_instances_of_any_schema():
+    """``is_valid(..., remember=True)`` (an MCP request's params) remembers a valid instance of a plain schema too."""
+    name = "editing#LeaseIdInput"
+    schemas._VALID.clear()
+    assert schemas.is_valid(name, {"lease_id": "l_1"}, remember=True)
+    assert (name, '{"lease_id":"l_1"}') in schemas._VALID
+    for _ in range(2):  # never an invalid one
+        assert not schemas.is_valid(name, {"lease_id": 7}, remember=True)
+    schemas.is_valid(name, {"lease_id": "l_" + "x" * 600}, remember=True)  # past the budget: not kept
+    assert len(schemas._VALID) == 1
+    assert schemas.is_valid(name, {"lease_id": "l_2"})  # without remember: checked, not kept
+    assert len(schemas._VALID) == 1
