@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any, Final
 
 # -- the commonroom HTTP protocol ------------------------------------------------
@@ -129,6 +130,8 @@ def mirrored_arguments(input_schema: Any) -> dict[str, str]:
 
 BASE64_HEAD = "=?base64?"
 BASE64_TAIL = "?="
+#: A character an MCP header value may not carry: anything but visible ASCII, space and tab.
+_ILLEGAL = re.compile(r"[^\x20-\x7e\t]")
 
 
 class HeaderValueError(ValueError):
@@ -168,7 +171,7 @@ def decode_header_value(raw: str) -> str:
     (SEP-2243: ``=?base64?w6k?=`` is refused) or not UTF-8.
     """
     value = raw.strip(" \t")
-    if any(not (0x20 <= ord(ch) < 0x7F or ch == "\t") for ch in value):
+    if _ILLEGAL.search(value):
         raise HeaderValueError("illegal characters in the header value")
     if _is_wrapped(value):
         inner = value[len(BASE64_HEAD):-len(BASE64_TAIL)]

@@ -200,8 +200,9 @@ class McpEndpoint:
         if isinstance(result, Encoded):
             resp.status = 200
             resp.content_type = "application/json"
-            resp.data = b'{"jsonrpc":"2.0","id":' + dumps(request_id).encode("utf-8") + b',"result":' + \
-                result.data + b"}"
+            # one copy of the (often large) encoded result: a + b + c would copy it twice
+            resp.data = b"".join((b'{"jsonrpc":"2.0","id":', dumps(request_id).encode("utf-8"), b',"result":',
+                                  result.data, b"}"))
             return
         _send(resp, result_response(request_id, result), 200)
 

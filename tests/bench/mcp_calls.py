@@ -14,14 +14,19 @@ One run, side by side, on the same document and the same SQLite sidecar:
   responses, served by uvicorn, one process) exposing an equivalent tool
   that reads the head version's text from the room's sidecar
   (``<file>.commonroom.db``, table ``version``, highest ``number``) on every
-  call. The room is stopped first, so the SDK server has the machine.
+  call.
+- **bare app**: :mod:`tests.bench.bare_app` (Falcon on gunicorn ``-k asgi
+  -w 1``, as the room) answering every request with exactly the bytes of the
+  room's answer: the stack's ceiling for this answer.
 
-The same load generator drives both: ``--clients`` concurrent keep-alive
-HTTP/1.1 connections in one asyncio process, each sending the identical
-2026-07-28 ``tools/call`` (headers and ``_meta`` as the revision requires)
-back to back for ``--seconds`` after a warm-up. It prints calls per second and
-p50/p99 latency for each, and the throughput ratio (target: ours >= 2x).
-Each server's answer is checked once for the document text before timing.
+The same load drives all three, in alternating rounds: ``wrk`` (a Lua
+script sets the method and body) when it is installed, else the asyncio
+generator below; ``--clients`` concurrent keep-alive HTTP/1.1 connections
+sending the identical 2026-07-28 ``tools/call`` (headers and ``_meta`` as
+the revision requires) back to back for ``--seconds`` after a warm-up. It
+prints calls per second and p50/p99 latency for each, and the ratios
+(issue 13: ours ≥ 4× the SDK, and ≥ 0.6× the bare app). Each server's
+answer is checked once for the document text before timing.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from commonroom.protocol import MCP_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION  # noqa: E402
+from tests.bench import bare_app, load  # noqa: E402
 from tests.roomproc import CORPUS, start_room  # noqa: E402
 
 VERSION = MCP_VERSION
@@ -102,7 +108,8 @@ def serve_sdk(db_path: str, port: int, tool_name: str) -> None:
 
 # -- load generator ----------------------------------------------------------
 
-def request_bytes(port: int, token: str | None, tool: str) -> bytes:
+def request_parts(token: str | None, tool: str) -> tuple[dict[str, str], bytes]:
+    """The headers (no Host, no Content-Length) and body of the ``tools/call`` every client sends."""
     body = json.dumps({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": tool, "arguments": {}, "_meta": {
@@ -110,14 +117,30 @@ def request_bytes(port: int, token: str | None, tool: str) -> bytes:
             META_CAPABILITIES: {},
             META_CLIENT_INFO: {"name": "mcp-bench", "version": "1"}}},
     }).encode()
-    lines = [
-        "POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json",
-        "Accept: application/json, text/event-stream", f"MCP-Protocol-Version: {VERSION}",
-        "Mcp-Method: tools/call", f"Mcp-Name: {tool}", f"Content-Length: {len(body)}",
-    ]
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": VERSION, "Mcp-Method": "tools/call", "Mcp-Name": tool}
     if token:
-        lines.append(f"Authorization: Bearer {token}")
+        headers["Authorization"] = f"Bearer {token}"
+    return headers, body
+
+
+def request_bytes(port: int, token: str | None, tool: str) -> bytes:
+    """The whole HTTP/1.1 request of :func:`request_parts`, for the asyncio generator."""
+    headers, body = request_parts(token, tool)
+    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in headers.items()),
+             f"Content-Length: {len(body)}"]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def measure(port: int, token: str | None, tool: str, clients: int, warmup: float, seconds: float) -> dict[str, Any]:
+    """One round against the server on ``port``: ``wrk`` when installed (``tool`` says which), else :func:`drive`."""
+    if load.have_wrk():
+        headers, body = request_parts(token, tool)
+        load.wrk(f"http://127.0.0.1:{port}/mcp", headers, clients, warmup, method="POST", body=body)
+        r = load.wrk(f"http://127.0.0.1:{port}/mcp", headers, clients, seconds, method="POST", body=body)
+        return {"tool": "wrk", "calls": int(r["rps"] * seconds), "errors": r["non_2xx"], "reconnects": 0,
+                "per_second": r["rps"], "p50_ms": r["p50"], "p99_ms": r["p99"]}
+    return {"tool": "asyncio", **asyncio.run(drive(port, request_bytes(port, token, tool), clients, warmup, seconds))}
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
@@ -332,18 +355,17 @@ def main() -> None:
     print(f"document: {args.doc} ({source.stat().st_size} bytes); {args.clients} concurrent clients; "
           f"{args.rounds} alternating rounds of {args.seconds:.0f}s per server (after {args.warmup:.0f}s warm-up)",
           flush=True)
-    rounds: dict[str, list[dict[str, Any]]] = {"commonroom": [], "official SDK": []}
+    rounds: dict[str, list[dict[str, Any]]] = {"commonroom": [], "official SDK": [], "bare app": []}
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
         # The seed's 600 requests a minute per bearer would cap one client at
         # 10 calls/s: the room runs with the operator override instead (the
         # limiter stays on the request path, counting every call).
         os.environ["COMMONROOM_RATE_LIMIT"] = str(10**9)
         room = start_room(Path(tmp), source, name=args.doc)
-        proc = None
+        proc = bare = None
         try:
             reader = room.join("bench-reader", "read")
             ours_port = room.state["ingress"]["port"]
-            ours = request_bytes(ours_port, reader.token, args.tool)
             db = str(room.document.with_name(room.document.name + ".commonroom.db"))
             theirs_port = free_port()
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -351,28 +373,34 @@ def main() -> None:
                                      "--tool", args.tool], env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             wait_port(theirs_port, proc)
-            theirs = request_bytes(theirs_port, None, args.tool)
-            targets = {"commonroom": (ours_port, ours), "official SDK": (theirs_port, theirs)}
-            for name, (port, payload) in targets.items():
-                status, body = asyncio.run(one_call(port, payload))
+            targets = {"commonroom": (ours_port, reader.token), "official SDK": (theirs_port, None)}
+            for name, (port, token) in list(targets.items()):
+                status, body = asyncio.run(one_call(port, request_bytes(port, token, args.tool)))
                 if status != 200:
                     raise SystemExit(f"{name}: HTTP {status}: {body[:500]!r}")
                 print(f"{name}: answer of {check_answer(body, text, name)} bytes carries the document", flush=True)
+                if name == "commonroom":  # the bare app answers every request with exactly these bytes
+                    answer = Path(tmp) / "answer.json"
+                    answer.write_bytes(body)
+                    bare, bare_base = bare_app.serve(answer)
+                    targets["bare app"] = (int(bare_base.rsplit(":", 1)[1]), None)
+            print(f"load: {'wrk' if load.have_wrk() else 'asyncio'}", flush=True)
             for number in range(args.rounds):
                 order = list(targets) if number % 2 == 0 else list(reversed(targets))
                 for name in order:
-                    port, payload = targets[name]
-                    result = asyncio.run(drive(port, payload, args.clients, args.warmup, args.seconds))
+                    port, token = targets[name]
+                    result = measure(port, token, args.tool, args.clients, args.warmup, args.seconds)
                     rounds[name].append(result)
                     print(f"  round {number + 1} {name:<13} {result['per_second']:7.0f} calls/s  "
                           f"p99 {result['p99_ms']:6.1f} ms  errors {result['errors']}", flush=True)
         finally:
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            for server in (proc, bare):
+                if server is not None:
+                    server.terminate()
+                    try:
+                        server.wait(10)
+                    except subprocess.TimeoutExpired:
+                        server.kill()
             room.stop()
 
     print()
@@ -386,8 +414,10 @@ def main() -> None:
         r = summary[name]
         print(f"{name:<14} {r['per_second']:>10.0f} {r['p50_ms']:>9.1f} {r['p99_ms']:>9.1f} "
               f"{r['calls']:>8} {r['errors']:>7}")
-    ratio = summary["commonroom"]["per_second"] / max(summary["official SDK"]["per_second"], 1e-9)
-    print(f"\nthroughput ratio commonroom / official SDK: {ratio:.2f}x (target >= 2x)")
+    ours = summary["commonroom"]["per_second"]
+    print(f"\nthroughput ratio commonroom / official SDK: {ours / max(summary['official SDK']['per_second'], 1e-9):.2f}x"
+          f" (target >= 4x); commonroom / bare app, same answer bytes: "
+          f"{ours / max(summary['bare app']['per_second'], 1e-9):.2f}x (target >= 0.6x)")
 
 
 if __name__ == "__main__":
