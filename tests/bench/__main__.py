@@ -178,12 +178,12 @@ def writes(seconds: float, before: Path | None) -> list[Row]:
                      "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s "
                                f"(rounds {', '.join(f'{v:,.0f}' for v in r['rounds']['bare'])})",
                      "ratio": r["on"] / max(r["bare"], 1e-9), "target": f"≥ {r['target']}×",
-                     "tool": "asyncio (writes.py)"})
+                     "tool": ("blocking socket" if r["clients"] == 1 else "asyncio") + " (writes.py)"})
         if "before" in r:
             rows.append({"workload": f"  the same, served by {before.name} (before)",
                          "ours": f"{r['before']:,.0f}", "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s",
                          "ratio": r["before"] / max(r["bare"], 1e-9), "target": "—",
-                         "tool": "asyncio (writes.py)"})
+                         "tool": ("blocking socket" if r["clients"] == 1 else "asyncio") + " (writes.py)"})
     return rows
 
 
