@@ -2,7 +2,7 @@
 
 Run::
 
-    .venv/bin/python -m tests.bench.writes [--seconds 5] [--clients 1,16]
+    .venv/bin/python -m tests.bench.writes [--seconds 5] [--clients 1,16] [--ab DIR]
 
 Each client holds its own session and keep-alive connection and, as fast
 as it can, acquires a lease on its own line (``POST /workspace/leases``)
@@ -175,12 +175,42 @@ def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None
     return rows
 
 
+def compare(clients: int, other: Path, seconds: float = 4.0, rounds: int = 4) -> dict[str, list[float]]:
+    """A/B: this tree's room and one served from ``other`` (a checkout), both up, in alternating rounds.
+
+    Group commit on for both; bare SQLite measured before each round. Returns
+    each side's rates by round (``"now"``, ``"other"``, ``"bare"``), for a
+    change whose effect is smaller than this VM's drift between runs.
+    """
+    with ExitStack() as stack:
+        bare = stack.enter_context(bare_sqlite())
+        rooms = {"now": stack.enter_context(writing_room(clients, True)),
+                 "other": stack.enter_context(writing_room(clients, True, {"PYTHONPATH": str(other)}))}
+        out: dict[str, list[float]] = {"bare": [], "now": [], "other": []}
+        for number in range(rounds):
+            out["bare"].append(bare.measure(2.0))
+            for name in (("now", "other") if number % 2 == 0 else ("other", "now")):
+                port, tokens = rooms[name]
+                out[name].append(run_clients(port, tokens, seconds))
+    return out
+
+
 def main() -> None:
-    """Command line: print the table."""
+    """Command line: print the table (``--ab DIR``: the A/B of :func:`compare` instead)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--clients", default="1,16")
+    parser.add_argument("--ab", type=Path, metavar="DIR", help="compare with the checkout in DIR, in alternating rounds")
     args = parser.parse_args()
+    if args.ab is not None:
+        for n in (int(c) for c in args.clients.split(",")):
+            out = compare(n, args.ab, args.seconds)
+            bare = statistics.median(out["bare"])
+            print(f"{n} client(s): " + "; ".join(
+                f"{name} {statistics.median(v):,.0f} txn/s ({statistics.median(v) / bare:.3f}x bare; rounds "
+                f"{', '.join(f'{x:,.0f}' for x in v)})" for name, v in out.items() if name != "bare")
+                  + f"; bare SQLite {bare:,.0f}/s")
+        return
     print("clients | group commit on (txn/s) | off | bare SQLite | on/bare | off/bare | target")
     for row in measure([int(c) for c in args.clients.split(",")], args.seconds):
         print(f"{row['clients']} | {row['on']:.0f} | {row['off']:.0f} | {row['bare']:.0f} | "
