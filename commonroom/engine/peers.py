@@ -145,7 +145,8 @@ class PeersMixin(EngineBase):
         """Peer session → last meaningful activity (plain SQL); with ``dedup``, only peers not yet shown."""
         db = self.store.db
         live = [row[0] for row in db.execute_sql(
-            f'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND {live_session_sql()}', (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
+            f'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND {live_session_sql()}',
+            (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
         if not live:
             return {}
         seen = {row[0] for row in db.execute_sql(

@@ -16,7 +16,8 @@ from .base import Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_li
 
 
 #: ``room_status``'s two counts, one statement (peewee built two ``COUNT`` subqueries for ~0.5 ms a read).
-_ROOM_COUNTS = f'SELECT (SELECT COUNT(*) FROM "participant"), (SELECT COUNT(*) FROM "session" WHERE {live_session_sql()})'
+_ROOM_COUNTS = ('SELECT (SELECT COUNT(*) FROM "participant"), '
+                f'(SELECT COUNT(*) FROM "session" WHERE {live_session_sql()})')
 
 
 class ReadingMixin(EngineBase):
