@@ -63,8 +63,11 @@ def _malloc_trim() -> Callable[[int], int] | None:
     except OSError:
         from ctypes.util import find_library
 
+        name = find_library("c")
+        if name is None:
+            return None
         try:
-            libc = ctypes.CDLL(find_library("c"))
+            libc = ctypes.CDLL(name)
         except OSError:
             return None
     try:

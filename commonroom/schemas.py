@@ -139,6 +139,8 @@ def _pointer(path: Any) -> str:
 MEMO_SIZE = 4096
 #: Largest instance remembered: string characters plus one per value, counted before encoding.
 MEMO_BUDGET = 512
+#: Longest canonical JSON text remembered (so the memo holds at most MEMO_SIZE keys of this size).
+MEMO_KEY_CHARS = 1024
 #: ``(schema name, canonical JSON)`` of small instances found valid (:func:`validate`).
 _VALID: dict[tuple[str, str], None] = {}
 
@@ -184,7 +186,9 @@ def _memo_key(name: str, instance: Any, remember: bool = False) -> tuple[str, st
     """
     if not (remember or _branching(name)) or not _fits(instance, [MEMO_BUDGET]):
         return None
-    return name, json.dumps(instance, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(instance, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # the budget counts a number as 1; its text may be longer (245 floats: ~6,000 characters)
+    return (name, text) if len(text) <= MEMO_KEY_CHARS else None
 
 
 def is_valid(name: str, instance: Any, *, remember: bool = False) -> bool:

@@ -409,9 +409,9 @@ def _check_params(schema: str, params: dict[str, Any]) -> None:
     """-32602 naming the pointer when ``params`` do not match ``schema`` (``"mcp#ToolCallParams"``).
 
     Valid params are recognised by :func:`commonroom.schemas.is_valid` (the
-    bundled schema; small ones remembered: a client repeats its ``_meta``
-    and often its whole call); only invalid ones pay for collecting every
-    error to name the best.
+    bundled schema; small params remembered whole: a client that reads
+    repeats its whole call, ``_meta`` included); only invalid ones pay for
+    collecting every error to name the best.
     """
     if schemas.is_valid(schema, params, remember=True):
         return

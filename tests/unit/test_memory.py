@@ -77,7 +77,8 @@ def test_ce_serve_re_executes_before_it_imports_typer(tmp_path: Path):
 
     ``-X importtime`` survives the re-execution (``sys.orig_argv``), so
     stderr holds one import log per process; the first must not name
-    Typer (or click), the second does (Typer reports the missing file).
+    Typer (or click), the second does (it parses the command, and the
+    room reports the missing file).
     """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
     done = subprocess.run([sys.executable, "-X", "importtime", ce_path(), "serve", str(tmp_path / "none.md"),

@@ -82,7 +82,9 @@ def draw(schema: Any, rng: random.Random, depth: int = 0) -> Any:
     return rng.choice(ODD)
 
 
-NAMES = sorted({op.input for op in OPERATIONS} | {"invitation"})
+#: The params schemas the MCP dispatcher checks with ``is_valid`` (``commonroom/mcp/dispatch.py``).
+MCP_PARAMS = ["mcp#DiscoverParams", "mcp#ListParams", "mcp#ToolCallParams", "mcp#UriParams", "mcp#PromptGetParams"]
+NAMES = sorted({op.input for op in OPERATIONS} | {"invitation", *MCP_PARAMS})
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -102,9 +104,11 @@ def test_the_fast_path_agrees_with_the_source_schemas(name: str):
         assert verdicts[True] > 0, name  # and often stays
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if schemas._branching(n)])
-def test_remembered_answers_are_the_answers(name: str):
-    """``validate`` with the memo, asked twice (cold then warm), answers as the source schemas do."""
+@pytest.mark.parametrize("name,remember", [(n, False) for n in NAMES if schemas._branching(n)]
+                         + [(n, True) for n in MCP_PARAMS])
+def test_remembered_answers_are_the_answers(name: str, remember: bool):
+    """With the memo (``validate``; ``is_valid(remember=True)`` for MCP params), asked twice
+    (cold then warm), the answers are the source schemas' answers."""
     rng = random.Random("memo " + name)
     plain = schemas.validator(name)
     schema = bundle(name)
@@ -112,11 +116,14 @@ def test_remembered_answers_are_the_answers(name: str):
     for _ in range(2):
         for instance in instances:
             expected = next(plain.iter_errors(instance), None) is None
-            try:
-                schemas.validate(name, instance)
-                got = True
-            except schemas.InvalidRequest:
-                got = False
+            if remember:
+                got = schemas.is_valid(name, instance, remember=True)
+            else:
+                try:
+                    schemas.validate(name, instance)
+                    got = True
+                except schemas.InvalidRequest:
+                    got = False
             assert got == expected, instance
 
 
@@ -156,4 +163,16 @@ def test_remember_keeps_small_valid_instances_of_any_schema():
     schemas.is_valid(name, {"lease_id": "l_" + "x" * 600}, remember=True)  # past the budget: not kept
     assert len(schemas._VALID) == 1
     assert schemas.is_valid(name, {"lease_id": "l_2"})  # without remember: checked, not kept
+    assert len(schemas._VALID) == 1
+
+
+def test_a_long_text_is_not_remembered():
+    """The budget counts a number as 1: many long floats fit it, but their text is not kept."""
+    schemas._VALID.clear()
+    params = {"name": "document_read", "arguments": {"x": [0.1234567890123 + i for i in range(200)]},
+              "_meta": {}}
+    assert schemas.is_valid("mcp#ToolCallParams", params, remember=True)
+    assert len(schemas._VALID) == 0
+    assert schemas.is_valid("mcp#ToolCallParams", {"name": "document_read", "arguments": {}, "_meta": {}},
+                            remember=True)
     assert len(schemas._VALID) == 1
