@@ -46,6 +46,8 @@ MEANINGFUL_EVENTS = ("board.message_posted", "board.message_resolved", "lease.ac
                      "lease.renewed", "proposal.created", "proposal.approved", "version.committed")
 #: Peer messages shown on one tool result (oldest first).
 PEER_PIGGYBACK = 20
+#: The caller's participant's other live sessions (the awareness probe of every tool call).
+_OTHER_LIVE_SESSIONS = f'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND {live_session_sql()}'
 
 
 class PeersMixin(EngineBase):
@@ -145,8 +147,7 @@ class PeersMixin(EngineBase):
         """Peer session → last meaningful activity (plain SQL); with ``dedup``, only peers not yet shown."""
         db = self.store.db
         live = [row[0] for row in db.execute_sql(
-            f'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND {live_session_sql()}',
-            (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
+            _OTHER_LIVE_SESSIONS, (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
         if not live:
             return {}
         seen = {row[0] for row in db.execute_sql(
