@@ -174,18 +174,19 @@ def writes(seconds: float, before: Path | None) -> list[Row]:
 
     rows = []
     for r in bench.measure([1, 16], seconds, before):
+        tool = ("blocking socket" if r["clients"] == 1 else "asyncio") + " (writes.py)"
         rows.append({"workload": f"lease acquire+release, {r['clients']} client(s), HTTP, write txn/s",
                      "ours": f"{r['on']:,.0f} (group commit off: {r['off']:,.0f}; "
                              f"rounds {', '.join(f'{v:,.0f}' for v in r['rounds']['on'])})",
                      "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s "
                                f"(rounds {', '.join(f'{v:,.0f}' for v in r['rounds']['bare'])})",
                      "ratio": r["on"] / max(r["bare"], 1e-9), "target": f"≥ {r['target']}×",
-                     "tool": ("blocking socket" if r["clients"] == 1 else "asyncio") + " (writes.py)"})
+                     "tool": tool})
         if "before" in r:
             rows.append({"workload": f"  the same, served by {before.name} (before)",
                          "ours": f"{r['before']:,.0f}", "anchor": f"bare fsync'd SQLite txn: {r['bare']:,.0f}/s",
                          "ratio": r["before"] / max(r["bare"], 1e-9), "target": "—",
-                         "tool": ("blocking socket" if r["clients"] == 1 else "asyncio") + " (writes.py)"})
+                         "tool": tool})
     return rows
 
 

@@ -47,22 +47,35 @@ async def _answer(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return status, (await reader.readexactly(size) if size else b"")
 
 
+class _Pair:
+    """One client's two writes: acquire a lease on ``line``, then release it (the requests and their checks)."""
+
+    def __init__(self, token: str, line: int):
+        self.auth = {"Authorization": f"Bearer {token}"}
+        self.acquire = request_bytes("POST", "/workspace/leases", self.auth,
+                                     json.dumps({"region": {"lines": [line, line]}, "ttl_seconds": 60}).encode())
+
+    def release(self, status: int, body: bytes | bytearray) -> bytes:
+        """The release of the lease the acquire answered (``RuntimeError`` unless it answered 201)."""
+        if status != 201:
+            raise RuntimeError(f"acquire answered {status}: {bytes(body[:200])!r}")
+        return request_bytes("DELETE", f"/workspace/leases/{json.loads(body)['id']}", self.auth)
+
+    @staticmethod
+    def released(status: int, body: bytes | bytearray) -> None:
+        """``RuntimeError`` unless the release answered 200."""
+        if status != 200:
+            raise RuntimeError(f"release answered {status}: {bytes(body[:200])!r}")
+
+
 async def _client(base_port: int, token: str, line: int, deadline: float, counts: list[int]) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", base_port)
-    auth = {"Authorization": f"Bearer {token}"}
-    acquire = request_bytes("POST", "/workspace/leases", auth,
-                            json.dumps({"region": {"lines": [line, line]}, "ttl_seconds": 60}).encode())
+    pair = _Pair(token, line)
     try:
         while time.perf_counter() < deadline:
-            writer.write(acquire)
-            status, body = await _answer(reader)
-            if status != 201:
-                raise RuntimeError(f"acquire answered {status}: {body[:200]!r}")
-            lease = json.loads(body)["id"]
-            writer.write(request_bytes("DELETE", f"/workspace/leases/{lease}", auth))
-            status, body = await _answer(reader)
-            if status != 200:
-                raise RuntimeError(f"release answered {status}: {body[:200]!r}")
+            writer.write(pair.acquire)
+            writer.write(pair.release(*await _answer(reader)))
+            pair.released(*await _answer(reader))
             counts[0] += 2
     finally:
         writer.close()
@@ -83,18 +96,13 @@ def _alone(port: int, token: str, seconds: float) -> float:
     streams (~5-10 % of this rate on the 2-CPU VM).
     """
     client = KeepAlive(f"http://127.0.0.1:{port}")
-    auth = {"Authorization": f"Bearer {token}"}
-    acquire = request_bytes("POST", "/workspace/leases", auth,
-                            json.dumps({"region": {"lines": [1, 1]}, "ttl_seconds": 60}).encode())
+    pair = _Pair(token, 1)
     count, start = 0, time.perf_counter()
     try:
         while time.perf_counter() - start < seconds:
-            status, _, body = client.call(acquire)
-            if status != 201:
-                raise RuntimeError(f"acquire answered {status}: {bytes(body[:200])!r}")
-            status, _, body = client.call(request_bytes("DELETE", f"/workspace/leases/{json.loads(body)['id']}", auth))
-            if status != 200:
-                raise RuntimeError(f"release answered {status}: {bytes(body[:200])!r}")
+            status, _, body = client.call(pair.acquire)
+            status, _, body = client.call(pair.release(status, body))
+            pair.released(status, body)
             count += 2
     finally:
         client.close()
