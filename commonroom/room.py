@@ -41,6 +41,7 @@ from .live.sse import LiveSettings, ObserveResource
 from .live.stream import Streams
 from .live.stopping import end_streams_on_sigterm
 from .mcp import mcp_routes
+from .mcp.fastpath import CachedToolCalls
 from .operations import INGRESS, OPERATIONS, OWNER, Table
 from .operations.runner import Runner
 from .memory import Trimmer
@@ -111,10 +112,10 @@ def build_room(document: Path, owner_token_hash: str, *,
     owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources,
                            extra_routes=console_routes(engine, runner), console=ConsoleGate(engine))
     limiter = RateLimiter()
-    ingress_app = create_app(engine, INGRESS,
-                             extra_routes=mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds,
-                                                     runner=runner, table=table, streams=streams),
-                             limiter=limiter, runner=runner, table=table, streams=resources)
+    mcp = mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds, runner=runner, table=table,
+                     streams=streams)
+    ingress_app = create_app(engine, INGRESS, extra_routes=mcp, limiter=limiter, runner=runner, table=table,
+                             streams=resources)
     end_streams_on_sigterm(hub.close_nowait)
 
     trimmer = Trimmer()  # freed heap back to the system (commonroom/memory.py)
@@ -130,10 +131,10 @@ def build_room(document: Path, owner_token_hash: str, *,
     return (
         engine,
         StreamGuard(owner_app, settings.write_timeout_seconds),
-        # the hot cached read is answered before the guard and Falcon when all it needs
-        # is known (commonroom/http/fastpath.py); it never streams
-        CachedReads(StreamGuard(ingress_app, settings.write_timeout_seconds), engine, room_answers(runner), limiter,
-                    fast_reads(table, INGRESS)),
+        # the hot cached reads, HTTP and MCP, are answered before the guard and Falcon when all
+        # they need is known (commonroom/http/fastpath.py, commonroom/mcp/fastpath.py); they never stream
+        CachedReads(CachedToolCalls(StreamGuard(ingress_app, settings.write_timeout_seconds), mcp["/mcp"], limiter),
+                    engine, room_answers(runner), limiter, fast_reads(table, INGRESS)),
         Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
               [fail_interrupted, scheduler.start, warm_old_versions, trimmer.start], scheduler),
     )

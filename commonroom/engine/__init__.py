@@ -25,6 +25,7 @@ from .tasks import TasksMixin
 from .history import HistoryMixin
 from .leases import LeasesMixin
 from .peers import PeersMixin
+from .piggyback import PiggybackMixin
 from .proposals import ProposalsMixin
 from .reading import ReadingMixin
 from .retention import RetentionMixin
@@ -36,7 +37,7 @@ log = logging.getLogger("commonroom.engine")
 
 
 class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, TasksMixin,
-             BoardsMixin, RetentionMixin, PeersMixin, ConsoleMixin):
+             BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

@@ -37,7 +37,7 @@ from .jsonrpc import (
     invalid_params,
     method_not_found,
 )
-from .registry import Context, Raw, Registry, Stream
+from .registry import Context, Raw, Registry, Stream, Tool
 
 log = logging.getLogger("commonroom.mcp")
 
@@ -169,6 +169,16 @@ class Dispatcher:
         """True when ``method`` is served."""
         return method in self.core or method in self.registry.methods
 
+    def params_valid(self, method: str, params: dict[str, Any]) -> bool:
+        """True when ``params`` match ``method``'s params schema (or it has none).
+
+        :func:`commonroom.schemas.is_valid` on the bundled schema; small
+        params found valid are remembered whole (``remember=True``): a
+        client that reads repeats its whole call, ``_meta`` included.
+        """
+        schema = self.params_schemas.get(method)
+        return schema is None or schemas.is_valid(schema, params, remember=True)
+
     async def handle(self, message: dict[str, Any], actor: Any,
                      headers: Mapping[str, str]) -> dict[str, Any] | Stream | Encoded:
         """The result of one checked request (raises ``JsonRpcError``)."""
@@ -178,9 +188,8 @@ class Dispatcher:
             params = {}
         if not isinstance(params, dict):
             raise invalid_params("params must be an object", {"field": "params"})
-        schema = self.params_schemas.get(method)
-        if schema is not None:
-            _check_params(schema, params)
+        if not self.params_valid(method, params):
+            _check_params(self.params_schemas[method], params)
         ctx = Context(engine=self.engine, actor=actor, method=method, params=params,
                       registry=self.registry, runner=self.runner, request_id=message.get("id"), headers=headers)
         try:
@@ -229,27 +238,37 @@ class Dispatcher:
         return {"tools": [t.descriptor() for t in self.registry.tools.values()],
                 "ttlMs": CATALOG_TTL_MS, "cacheScope": "public"}
 
-    async def tools_call(self, ctx: Context) -> dict[str, Any] | Encoded:
-        """``tools/call``: validate arguments, run the handler, wrap the value."""
-        name = ctx.params.get("name")
+    def tool_call(self, params: dict[str, Any], headers: Mapping[str, str]) -> tuple[Tool, dict[str, Any],
+                                                                                   frozenset[str]]:
+        """``(tool, arguments, ACKed ids)`` of checked ``tools/call`` params, before the tool runs.
+
+        The arguments get ``_meta.recording_session_id`` when the tool takes
+        one and they do not. Raises -32602 (no such tool, arguments not an
+        object) or 400 / -32020 (an ``Mcp-Param-*`` header that differs).
+        """
+        name = params.get("name")
         if not isinstance(name, str):
             raise invalid_params("params.name must be a tool name", {"field": "name"})
         tool = self.registry.tools.get(name)
         if tool is None:
             raise invalid_params(f"Unknown tool: {name}", {"name": name})
-        arguments = ctx.params.get("arguments")
+        arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
             raise invalid_params("params.arguments must be an object", {"field": "arguments"})
-        check_param_headers(tool.input_schema, arguments, ctx.headers)
-        meta = ctx.params.get("_meta")
+        check_param_headers(tool.input_schema, arguments, headers)
+        meta = params.get("_meta")
         recording = meta.get(META_RECORDING) if isinstance(meta, dict) else None
         if recording is not None and "recording_session_id" in tool.input_schema.get("properties", {}):
             arguments = {**arguments}
             arguments.setdefault("recording_session_id", recording)
-        ctx.arguments = arguments
-        acked = ack_ids(meta)
+        return tool, arguments, ack_ids(meta)
+
+    async def tools_call(self, ctx: Context) -> dict[str, Any] | Encoded:
+        """``tools/call``: validate arguments, run the handler, wrap the value."""
+        tool, ctx.arguments, acked = self.tool_call(ctx.params, ctx.headers)
+        arguments = ctx.arguments
         try:
             if tool.authorize is not None:
                 tool.authorize(ctx)
@@ -282,6 +301,8 @@ class Dispatcher:
                 or not hasattr(engine, "peer_work"):
             return {}
         try:
+            if not acked and hasattr(engine, "piggyback_pending") and not engine.piggyback_pending(actor):
+                return {}  # the common case: one probe, nothing to carry
             if acked:
                 fresh = engine.unrecorded_acks(actor, acked)
                 if fresh:
@@ -303,10 +324,30 @@ class Dispatcher:
             return {}
         return out
 
-    def _cached_encoding(self, key: Any, value: Any) -> bytes:
+    def quiet(self, actor: Any) -> bool:
+        """True when :meth:`_piggyback` adds nothing to a call of ``actor`` that ACKs nothing (reads only).
+
+        One probe (:meth:`commonroom.engine.piggyback.PiggybackMixin.piggyback_pending`):
+        no open ``requires_ack`` message for its session and no peer work.
+        False when the probe fails: the full path logs that.
+        """
+        if getattr(actor, "session_id", None) is None:
+            return True
+        try:
+            return not self.engine.piggyback_pending(actor)
+        except Exception:  # an engine without boards included: the full path decides
+            return False
+
+    def cached(self, key: Any) -> bytes | None:
+        """The cached encoding of a complete result under ``(tool name, cache key)``, else None."""
         data = self._encoded.get(key)
         if data is not None:
             self._encoded.move_to_end(key)
+        return data
+
+    def _cached_encoding(self, key: Any, value: Any) -> bytes:
+        data = self.cached(key)
+        if data is not None:
             return data
         data = encode_tool_value(value)
         if len(data) <= ENCODED_CACHE_BYTES // 4:
@@ -408,13 +449,9 @@ def _no_cursor(ctx: Context) -> None:
 def _check_params(schema: str, params: dict[str, Any]) -> None:
     """-32602 naming the pointer when ``params`` do not match ``schema`` (``"mcp#ToolCallParams"``).
 
-    Valid params are recognised by :func:`commonroom.schemas.is_valid` (the
-    bundled schema; small params remembered whole: a client that reads
-    repeats its whole call, ``_meta`` included); only invalid ones pay for
-    collecting every error to name the best.
+    Called for params :meth:`Dispatcher.params_valid` refused: only invalid
+    ones pay for collecting every error to name the best.
     """
-    if schemas.is_valid(schema, params, remember=True):
-        return
     error = best_match(schemas.validator(schema).iter_errors(params))
     if error is None:
         return

@@ -16,7 +16,7 @@ put the repository on ``PYTHONPATH`` for ``tests.…`` modules).
 
 API
 ---
-``registry.add_tool(name, *, description, input_schema, handler, output_schema=None, annotations=None, title=None, cache_key=None, authorize=None, checked=False)``
+``registry.add_tool(name, *, description, input_schema, handler, output_schema=None, annotations=None, title=None, cache_key=None, authorize=None, checked=False, head_key=None)``
     ``input_schema`` is a self-contained JSON Schema object with
     ``"type": "object"``; arguments are validated against it before
     ``handler(ctx)`` runs (a failure is an ``isError`` result carrying the
@@ -35,6 +35,10 @@ API
     (e.g. ``missing_capability({"sampling": {}})`` → 400 / -32021).
     ``cache_key(ctx, value)`` (optional): the encoded result of a successful
     value is reused while the key is the same (the handler still runs).
+    ``head_key(engine, arguments)`` (optional): the same key from the
+    room's head alone (None: these arguments need the handler); a call it
+    names whose encoding is cached, with nothing to piggyback, is answered
+    from that encoding before the handler and Falcon (``mcp/fastpath.py``).
 
 ``registry.add_task_tool(name, *, description, input_schema, run, task_support="optional", prepare=None, title=None, annotations=None)``
     A tool whose call, when the request declared the tasks extension,
@@ -181,6 +185,7 @@ class Tool:
     validator: Draft202012Validator | None = field(default=None, repr=False)
     cache_key: Callable[[Context, Any], Any] | None = field(default=None, repr=False)
     authorize: Callable[[Context], None] | None = field(default=None, repr=False)
+    head_key: Callable[[Any, dict[str, Any]], Any] | None = field(default=None, repr=False)
 
     def descriptor(self) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list``."""
@@ -309,7 +314,8 @@ class Registry:
                  handler: Callable[[Context], Any], output_schema: dict[str, Any] | None = None,
                  annotations: dict[str, Any] | None = None, title: str | None = None,
                  cache_key: Callable[[Context, Any], Any] | None = None,
-                 authorize: Callable[[Context], None] | None = None, checked: bool = False) -> Tool:
+                 authorize: Callable[[Context], None] | None = None, checked: bool = False,
+                 head_key: Callable[[Any, dict[str, Any]], Any] | None = None) -> Tool:
         """Register a tool (``ValueError`` for a duplicate or a non-object schema).
 
         ``input_schema`` is checked against the JSON Schema 2020-12
@@ -322,6 +328,11 @@ class Registry:
         ``cache_key(ctx, value)`` (optional) names a successful value whose
         encoded result may be reused while the key is the same (the handler
         still runs every time; only the JSON encoding is cached).
+        ``head_key(engine, arguments)`` (optional, with ``cache_key``) is
+        that key computed from the room's head alone, before any handler
+        runs, or None when the arguments need the handler: a call it names
+        whose encoding is cached is answered before Falcon
+        (:mod:`commonroom.mcp.fastpath`).
         ``authorize(ctx)`` (optional) runs before the arguments are validated
         and may raise ``CommonroomError`` (an ``isError`` result).
         """
@@ -333,7 +344,7 @@ class Registry:
         if not checked:
             Draft202012Validator.check_schema(input_schema)
         tool = Tool(name, description, input_schema, handler, output_schema, annotations, title,
-                    Draft202012Validator(input_schema), cache_key, authorize)
+                    Draft202012Validator(input_schema), cache_key, authorize, head_key)
         self.tools[name] = tool
         return tool
 

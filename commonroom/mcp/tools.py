@@ -22,10 +22,28 @@ from ..bundle import bundle
 from ..operations import OPERATIONS, Operation, Table
 from .registry import Context, Registry
 
+def _document_key(version: int, content_hash: str, region: Any) -> tuple[int, str, str]:
+    """The cache key of a ``document_read`` answer: the version, its hash and the region asked for."""
+    return version, content_hash, repr(region)
+
+
+def _document_head_key(engine: Any, arguments: dict[str, Any]) -> tuple[int, str, str] | None:
+    """The key of the whole head's ``document_read`` answer, from the head alone (a region needs the handler)."""
+    if arguments.get("region") is not None:
+        return None
+    head = engine.head()
+    return _document_key(head.number, head.hash, None)
+
+
 #: Tools whose encoded result may be reused while the key is the same
-#: (the engine still answers every call; only the JSON encoding is cached).
+#: (the engine answers every call the full path takes; only the JSON encoding is cached).
 CACHE_KEYS: dict[str, Callable[[Context, Any], Any]] = {
-    "document_read": lambda ctx, v: (v["version"], v["content_hash"], repr(ctx.arguments.get("region"))),
+    "document_read": lambda ctx, v: _document_key(v["version"], v["content_hash"], ctx.arguments.get("region")),
+}
+#: ... and that key from the head alone, for the calls :mod:`commonroom.mcp.fastpath` answers from
+#: the cached encoding (``engine.document(actor)`` is the head's text, number and hash: nothing else).
+HEAD_KEYS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "document_read": _document_head_key,
 }
 
 
@@ -78,4 +96,4 @@ def register_tools(registry: Registry, table: Table = OPERATIONS) -> None:
         registry.add_tool(op.name, title=op.mcp.title, description=op.mcp.description,
                           input_schema=input_schema(op), output_schema=output_schema(op),
                           annotations=tool_annotations(op), handler=_handler(op), cache_key=CACHE_KEYS.get(op.name),
-                          authorize=_authorize(op), checked=True)  # schema/ is checked by the tests
+                          authorize=_authorize(op), checked=True, head_key=HEAD_KEYS.get(op.name))  # schema/ is checked by the tests

@@ -109,6 +109,11 @@ def _forbidden(resp: falcon.asgi.Response, reason: str) -> None:
     _send(resp, error_response(None, JsonRpcError(-32600, "Forbidden", {"reason": reason})), 403)
 
 
+def answer_bytes(request_id: Any, result: bytes) -> bytes:
+    """The JSON-RPC response carrying an encoded ``result``, in one copy (``a + b + c`` copies it twice)."""
+    return b"".join((b'{"jsonrpc":"2.0","id":', dumps(request_id).encode("utf-8"), b',"result":', result, b"}"))
+
+
 class NullId(JsonRpcError):
     """A request whose id is null: MCP forbids it (it is not a notification either)."""
 
@@ -116,6 +121,33 @@ class NullId(JsonRpcError):
         super().__init__(-32600, "Invalid Request", status=400, data=
                          {"reason": "a request id is a string or an integer, never null; "
                                     "a notification has no id member"})
+
+
+def parse_message(raw: bytes) -> dict[str, Any]:
+    """One JSON-RPC request or notification from a POST body (transport step 3).
+
+    Raises -32700 (not JSON) or -32600 (a batch, a response, a bad method,
+    params or id), each with HTTP 400; :class:`NullId` for ``"id": null``.
+    """
+    try:
+        message = jsontext.loads(raw)
+    except jsontext.NotJson as exc:
+        raise parse_error(str(exc)) from None
+    if isinstance(message, list):
+        raise invalid_request("one JSON-RPC message per body; batches are not accepted")
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        raise invalid_request('not a JSON-RPC 2.0 message (jsonrpc must be "2.0")')
+    if "method" not in message:
+        raise invalid_request("clients send requests and notifications only, not responses")
+    if not isinstance(message["method"], str) or not message["method"]:
+        raise invalid_request("method must be a non-empty string")
+    if "params" in message and not isinstance(message["params"], dict):
+        raise invalid_request("params must be an object (MCP names its parameters)")
+    if "id" in message and message["id"] is None:
+        raise NullId()
+    if message.get("id") is not None and not is_request_id(message["id"]):
+        raise invalid_request("id must be a string or an integer")
+    return message
 
 
 class McpEndpoint:
@@ -201,8 +233,7 @@ class McpEndpoint:
             resp.status = 200
             resp.content_type = "application/json"
             # one copy of the (often large) encoded result: a + b + c would copy it twice
-            resp.data = b"".join((b'{"jsonrpc":"2.0","id":', dumps(request_id).encode("utf-8"), b',"result":',
-                                  result.data, b"}"))
+            resp.data = answer_bytes(request_id, result.data)
             return
         _send(resp, result_response(request_id, result), 200)
 
@@ -248,25 +279,7 @@ class McpEndpoint:
         except LimitExceeded as exc:
             # the same error object a 429 carries: a room refusal (-31000) with limit_exceeded as data
             raise JsonRpcError(ROOM_ERROR, exc.message, exc.to_dict(), status=413) from None
-        try:
-            message = jsontext.loads(raw)
-        except jsontext.NotJson as exc:
-            raise parse_error(str(exc)) from None
-        if isinstance(message, list):
-            raise invalid_request("one JSON-RPC message per body; batches are not accepted")
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            raise invalid_request('not a JSON-RPC 2.0 message (jsonrpc must be "2.0")')
-        if "method" not in message:
-            raise invalid_request("clients send requests and notifications only, not responses")
-        if not isinstance(message["method"], str) or not message["method"]:
-            raise invalid_request("method must be a non-empty string")
-        if "params" in message and not isinstance(message["params"], dict):
-            raise invalid_request("params must be an object (MCP names its parameters)")
-        if "id" in message and message["id"] is None:
-            raise NullId()
-        if message.get("id") is not None and not is_request_id(message["id"]):
-            raise invalid_request("id must be a string or an integer")
-        return message
+        return parse_message(raw)
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         """The notification stream, or 405."""

@@ -250,3 +250,39 @@ def test_concurrent_board_calls_are_each_audited_once(room):
     A = engine.store.models.BoardAudit
     assert A.select().count() == 50 and sum(calls) == 50
     assert len(calls) < 50  # rows that wait together share a transaction
+
+
+def test_the_piggyback_probe_agrees_with_the_probes_it_replaces(room, clock):
+    """``piggyback_pending`` (one statement) == ``pending_acks`` or ``peer_work``, through every branch."""
+    from commonroom.engine import peers
+
+    engine, c, w, w2 = room
+
+    def pending(*actors):
+        out = []
+        for actor in actors:
+            one = engine.piggyback_pending(actor)
+            assert one == (bool(engine.pending_acks(actor)[0]) or engine.peer_work(actor, frozenset())), actor
+            out.append(one)
+        return out
+
+    assert pending(c, w, w2) == [False, False, False]
+    note = engine.post_session_message(c, c.session_id, "note", "kept", requires_ack=True)  # the board branch
+    assert pending(c, w, w2) == [True, False, False]
+    engine.ack_session_messages(c, [note["message_id"]])
+    assert pending(c) == [True]  # an ACK is echoed per request; the message stays open
+    engine.post_peer_message(w, engine.peer_id_of(w2.session_id), "question", "once?")  # the peer message branch
+    assert pending(w, w2) == [False, True]
+    engine.project_peers(w2, frozenset())
+    assert pending(w, w2) == [False, False]
+    engine.post_session_message(w2, w2.session_id, "progress", "working")  # the awareness branch
+    assert pending(w, w2) == [True, False]
+    engine.project_peers(w, frozenset())
+    assert pending(w, w2) == [False, False]  # shown once per observer and peer
+    clock.advance(peers.AWARENESS_SECONDS + 1)
+    engine.post_session_message(w, w.session_id, "progress", "me too")
+    assert pending(w, w2) == [False, True]
+    clock.advance(peers.AWARENESS_SECONDS + 1)
+    assert pending(w, w2) == [False, False]  # older than the window
+    clock.advance(peers.PEER_RETAIN_SECONDS)
+    pending(c, w, w2)

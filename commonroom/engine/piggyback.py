@@ -1,0 +1,64 @@
+"""The one probe of every MCP tool call: would its result carry a piggyback? (issue 13).
+
+Every tool result of a session may carry, in ``_meta``, the open
+``requires_ack`` messages of its board (:meth:`AcksMixin.pending_acks
+<commonroom.engine.board_acks.AcksMixin.pending_acks>`, docs/boards.md
+*ACK*) and its peer messages and peer awareness
+(:meth:`PeersMixin.peer_work <commonroom.engine.peers.PeersMixin.peer_work>`,
+*Window Peer*). Almost always there is nothing: asking both costs three
+statements a call. :meth:`PiggybackMixin.piggyback_pending` asks the same
+questions in one statement, so a call with nothing to carry pays for one
+probe; only when it says yes are the others asked, to build what is shown.
+``tests/engine/test_board_acks_peers.py`` holds it equal to them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from ..clock import rfc3339
+from ..store.models import live_session_sql
+from .base import Actor, EngineBase
+from .peers import AWARENESS_SECONDS, MEANINGFUL_EVENTS, PEER_RETAIN_SECONDS
+
+#: Is there an open ``requires_ack`` message on the board of the session (the parameter)?
+_BOARD = ('SELECT EXISTS (SELECT 1 FROM "board_message" WHERE "board_session_id" = ? AND "requires_ack" = 1 '
+          'AND "status" = \'open\')')
+#: ... or a peer message or a peer to show it? Parameters, in order: session; session, retention
+#: cutoff; participant, session, now, session, retention cutoff, awareness cutoff, the meaningful event types.
+_PENDING = (
+    _BOARD + ' OR EXISTS (SELECT 1 FROM "peer_message" WHERE "recipient_session_id" = ? AND "created_at" >= ? AND '
+    '(("requires_ack" = 0 AND "projection_count" = 0) OR ("requires_ack" = 1 AND "first_acked_at" IS NULL))) '
+    'OR EXISTS (SELECT 1 FROM "session" AS s WHERE s."participant_id" = ? AND s."id" != ? AND '
+    f'{live_session_sql("s")} AND s."id" NOT IN (SELECT "peer_session_id" FROM "peer_seen" '
+    'WHERE "observer_session_id" = ? AND "shown_at" >= ?) AND EXISTS (SELECT 1 FROM "event" '
+    'WHERE "session_id" = s."id" AND "created_at" >= ? AND '
+    f'"type" IN ({", ".join("?" * len(MEANINGFUL_EVENTS))})))'
+)
+
+
+class PiggybackMixin(EngineBase):
+    """The piggyback probe."""
+
+    def piggyback_pending(self, actor: Actor) -> bool:
+        """True when a tool result of ``actor`` that ACKs nothing would carry something (a read).
+
+        Exactly ``bool(pending_acks(actor)[0]) or peer_work(actor,
+        frozenset())``, in one statement: an open ``requires_ack`` message
+        on the caller's board, a peer message to show, or another live
+        session of its participant with meaningful activity in the last
+        :data:`~commonroom.engine.peers.AWARENESS_SECONDS` not shown to it
+        in the last 24 h. False for the operator (no session).
+        """
+        session, participant = actor.session_id, actor.participant_id
+        if session is None:
+            return False
+        db = self.store.db
+        if participant is None:  # no participant, no peers
+            return bool(db.execute_sql(_BOARD, (session,)).fetchone()[0])
+        now = self.clock.now()
+        retain = rfc3339(now - _dt.timedelta(seconds=PEER_RETAIN_SECONDS))
+        since = rfc3339(now - _dt.timedelta(seconds=AWARENESS_SECONDS))
+        row = db.execute_sql(_PENDING, (session, session, retain, participant, session, rfc3339(now),
+                                                   session, retain, since, *MEANINGFUL_EVENTS)).fetchone()
+        return bool(row[0])

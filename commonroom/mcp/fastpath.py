@@ -1,0 +1,193 @@
+"""Cached tool calls answered before Falcon: the hot MCP read at the cost of its checks.
+
+Issue 13 (MCP: ≥ 0.6× a bare app returning the same answer bytes). A
+client that follows the document repeats one ``tools/call document_read``;
+once the head's answer is encoded (the dispatcher's cache of encoded
+results), what is left per call was the stack around it: Falcon's request
+and response, the transport's header dictionary, the body read through
+Falcon's stream, the handler, the dispatcher's steps. The room spent
+~0.9 ms of its one worker's CPU a call, the bare app ~0.35.
+
+:class:`CachedToolCalls` wraps the ingress app and answers ``POST /mcp``
+itself when the answer is known, with exactly the answer the transport
+would give (``tests/unit/test_cached_tool_calls.py`` compares them byte for
+byte). It runs the transport's own checks, in functions both share, and
+answers only when every one of them passes:
+
+- no query string, no header name sent twice, a body of at most
+  :data:`BODY_BYTES` (read here; every message read is replayed to the app
+  when it answers instead);
+- ``Host`` and ``Origin`` (:func:`~commonroom.mcp.transport.host_allowed`,
+  :func:`~commonroom.mcp.transport.origin_allowed`);
+- one JSON-RPC request (:func:`~commonroom.mcp.transport.parse_message`)
+  with an id, method ``tools/call``;
+- the bearer is one live session (``Engine.authenticate``, the session cache);
+- the 2026-07-28 header rules (:func:`~commonroom.mcp.headers.check_request`),
+  the params schema, the tool and its ``Mcp-Param-*`` headers
+  (:meth:`~commonroom.mcp.dispatch.Dispatcher.tool_call`), the tool's
+  ``authorize`` and its arguments' schema;
+- the tool has a ``head_key`` and it names a cached encoding; the call
+  ACKs nothing and the piggyback would add nothing
+  (:meth:`~commonroom.mcp.dispatch.Dispatcher.quiet`);
+- then the call is counted against the bearer's rate limit, as the
+  transport would count it.
+
+Anything else, every error included, goes to the app untouched, which
+answers it as always; nothing was counted for it here (the limiter records
+no refused request), so nothing is counted twice. The checks here only
+read: the app repeats them on what it is given.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+from .. import tokens
+from ..errors import CommonroomError
+from ..wire import bearer_of
+from .headers import NAME_PARAMS, check_request
+from .jsonrpc import JsonRpcError
+from .registry import Context
+from .transport import McpEndpoint, answer_bytes, host_allowed, origin_allowed, parse_message
+
+__all__ = ["CachedToolCalls", "BODY_BYTES"]
+
+#: The largest body read here; a longer one (a write, not a cached read) goes to the app.
+BODY_BYTES = 16 * 1024
+#: The request path of the Streamable HTTP transport.
+PATH = "/mcp"
+
+_JSON = (b"content-type", b"application/json")
+#: The request headers read here besides the MCP ones (``mcp-…``).
+_READ = frozenset({b"host", b"origin", b"authorization"})
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+def replaying(messages: list[dict[str, Any]], receive: Receive) -> Receive:
+    """A ``receive`` that gives ``messages`` first, in order, then what ``receive`` gives."""
+    pending = list(reversed(messages))
+
+    async def replayed() -> dict[str, Any]:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replayed
+
+
+def _content_length(raw: list[tuple[bytes, bytes]]) -> int | None:
+    """The body's length as ``Content-Length`` plain ASCII digits say (0 without it), else None (the app's to judge)."""
+    found = None
+    for name, value in raw:
+        if name == b"content-length":
+            if found is not None or not value.isdigit():
+                return None
+            found = int(value)
+    return 0 if found is None else found
+
+
+class CachedToolCalls:
+    """ASGI wrapper of the ingress app (see the module docstring).
+
+    ``app``: the ingress app (``/mcp`` served by ``endpoint``);
+    ``endpoint``: its :class:`~commonroom.mcp.transport.McpEndpoint` (the
+    engine, the dispatcher, the hosts it serves); ``limiter``: the ingress
+    rate limiter (or None). ``served`` counts the calls answered here.
+    """
+
+    def __init__(self, app: Callable, endpoint: McpEndpoint, limiter: Any):
+        self.app = app
+        self.endpoint = endpoint
+        self.limiter = limiter
+        self.served = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive,
+                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:  # noqa: D102 - ASGI
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != PATH or scope["query_string"]:
+            await self.app(scope, receive, send)
+            return
+        length = _content_length(scope["headers"])
+        if length is None or length > BODY_BYTES:
+            await self.app(scope, receive, send)
+            return
+        messages: list[dict[str, Any]] = []
+        body = await self._body(receive, messages)
+        answer = None if body is None else self._answer(scope["headers"], body)
+        if answer is None:
+            await self.app(scope, replaying(messages, receive) if messages else receive, send)
+            return
+        self.served += 1
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [_JSON, (b"content-length", str(len(answer)).encode("latin-1"))]})
+        await send({"type": "http.response.body", "body": answer})
+
+    @staticmethod
+    async def _body(receive: Receive, messages: list[dict[str, Any]]) -> bytes | None:
+        """The whole body, or None (past :data:`BODY_BYTES`, or the client left); ``messages`` gets all read."""
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                return None
+            size += len(message.get("body", b""))
+            if size > BODY_BYTES:
+                return None
+            if not message.get("more_body", False):
+                break
+        return b"".join(m.get("body", b"") for m in messages)
+
+    def _answer(self, raw: list[tuple[bytes, bytes]], body: bytes) -> bytes | None:
+        """The response body of a cached call, or None to leave the request to the app."""
+        seen: set[bytes] = set()
+        # by their names as sent (lower case in ASGI), as Falcon looks them up; only those read here
+        # are decoded: Host, Origin, Authorization and the MCP headers (check_request, Mcp-Param-*)
+        headers: dict[str, str] = {}
+        for name, value in raw:
+            if name in seen:
+                return None  # repeated: the app says what that means
+            seen.add(name)
+            if name in _READ or name.startswith(b"mcp-"):
+                headers[name.decode("latin-1")] = value.decode("latin-1")
+        endpoint = self.endpoint
+        if not host_allowed(headers.get("host"), endpoint.extra_hosts) or not origin_allowed(headers.get("origin")):
+            return None
+        token = bearer_of(headers.get("authorization"))
+        if not token:
+            return None
+        digest = tokens.digest(token)
+        dispatcher, engine = endpoint.dispatcher, endpoint.engine
+        try:
+            message = parse_message(body)
+            request_id, params = message.get("id"), message.get("params")
+            if request_id is None or message["method"] != "tools/call" or not isinstance(params, dict):
+                return None
+            actor = engine.authenticate(token, digest)
+            required, optional = dispatcher.registry.name_params()
+            check_request(message, headers, {**NAME_PARAMS, **required}, optional)
+            if not dispatcher.params_valid("tools/call", params):
+                return None
+            tool, arguments, acked = dispatcher.tool_call(params, headers)
+            if acked or tool.head_key is None:  # an ACK may be a write: the full path records it
+                return None
+            if tool.authorize is not None:
+                tool.authorize(Context(engine=engine, actor=actor, method="tools/call", params=params,
+                                       registry=dispatcher.registry, runner=dispatcher.runner,
+                                       request_id=request_id, headers=headers, arguments=arguments))
+            if tool.validator is not None and not tool.validator.is_valid(arguments):
+                return None
+            key = tool.head_key(engine, arguments)
+            encoded = None if key is None else dispatcher.cached((tool.name, key))
+            if encoded is None or not dispatcher.quiet(actor):
+                return None
+        except (JsonRpcError, CommonroomError):
+            return None  # the app gives the answer it always gives
+        except Exception:
+            return None  # and logs what failed
+        if self.limiter is not None:
+            try:
+                self.limiter.hit(digest)
+            except CommonroomError:
+                return None  # the app counts it again (a refused request is not recorded) and answers 429
+        return answer_bytes(request_id, encoded)

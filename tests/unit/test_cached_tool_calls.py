@@ -1,0 +1,235 @@
+"""The hot MCP read answered before Falcon (commonroom/mcp/fastpath.py), over raw ASGI.
+
+``build_room`` gives the room's own ingress stack (CachedReads →
+CachedToolCalls → StreamGuard → Falcon) on a real engine and sidecar; only
+gunicorn is replaced by a hand-driven ``receive``/``send``. Every answer of
+the fast path must be the answer the transport gives to the same request,
+byte for byte (``fast.app`` is the stack without it), and every request it
+cannot answer in full (errors, ACKs, piggybacks included) must reach the
+transport, counted once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from commonroom import tokens
+from commonroom.http.fastpath import CachedReads
+from commonroom.mcp.fastpath import BODY_BYTES, CachedToolCalls
+from commonroom.room import build_room
+from tests.fakeclock import join
+
+ROOT = Path(__file__).resolve().parents[2]
+VERSION = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+@pytest.fixture
+def room(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMMONROOM_RATE_LIMIT", "1000")
+    yield from _room(tmp_path)
+
+
+def _room(tmp_path):
+    doc = tmp_path / "doc.md"
+    shutil.copyfile(ROOT / "examples" / "sample.md", doc)
+    engine, owner, ingress, hooks = build_room(doc, tokens.digest("owner-token"))
+    engine.set_ingress({"host": "127.0.0.1", "port": 8000})
+    assert isinstance(ingress, CachedReads) and isinstance(ingress.app, CachedToolCalls)
+    try:
+        yield engine, ingress, ingress.app
+    finally:
+        engine.close()
+
+
+def message(request_id=1, name="document_read", arguments=None, meta=None, **extra) -> dict:
+    params = {"name": name, "_meta": {**META, **(meta or {})}}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params, **extra}
+
+
+def headers_for(token: str | None, name: str = "document_read", *extra: tuple[bytes, bytes],
+                drop: tuple[bytes, ...] = ()) -> list[tuple[bytes, bytes]]:
+    out = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+           (b"accept", b"application/json, text/event-stream"), (b"mcp-protocol-version", VERSION.encode()),
+           (b"mcp-method", b"tools/call"), (b"mcp-name", name.encode())]
+    if token:
+        out.append((b"authorization", f"Bearer {token}".encode()))
+    return [h for h in out if h[0] not in drop] + list(extra)
+
+
+def call(app, headers: list[tuple[bytes, bytes]], body: bytes | dict, *, chunks: int = 1,
+         query: bytes = b"", disconnect: bool = False) -> tuple[int, list, bytes]:
+    """One POST /mcp through ``app``: (status, ASGI headers, body); the body in ``chunks`` messages."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/mcp", "raw_path": b"/mcp", "query_string": query, "root_path": "",
+             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
+             "headers": [*headers, (b"content-length", str(len(raw)).encode())]}
+    size = -(-len(raw) // chunks) if raw else 0
+    parts = [raw[i:i + size] for i in range(0, len(raw), size)] if raw else [b""]
+    inbox = [{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)]
+    if disconnect:
+        inbox[-1:] = [{"type": "http.disconnect"}]
+    out: list[dict] = []
+
+    async def receive() -> dict:
+        return inbox.pop(0) if inbox else {"type": "http.disconnect"}
+
+    async def send(sent: dict) -> None:
+        out.append(sent)
+
+    asyncio.run(app(scope, receive, send))
+    if not out:
+        return 0, [], b""
+    start, *bodies = out
+    return start["status"], start["headers"], b"".join(m.get("body", b"") for m in bodies)
+
+
+def result_of(answer: tuple[int, list, bytes]) -> dict:
+    return json.loads(answer[2])["result"]
+
+
+VARIANTS = {
+    "plain": (message(), ()),
+    "string id": (message(request_id="r-\u00e9\u4e2d"), ()),
+    "large id": (message(request_id=2**62), ()),
+    "no arguments": (message(arguments=None), ()),
+    "empty arguments": (message(arguments={}), ()),
+    "client info and log level": (message(meta={"io.modelcontextprotocol/clientInfo": {"name": "x", "version": "1"},
+                                                "io.modelcontextprotocol/logLevel": "debug"}), ()),
+    "origin": (message(), ((b"origin", b"http://localhost:5173"),)),
+    "params with another member": ({**message(), "params": {**message()["params"], "x": 1}}, ()),
+    "base64 name": (message(), ((b"mcp-name", b"=?base64?" + base64.b64encode(b"document_read") + b"?="),)),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_fast_answer_is_the_transports_answer_byte_for_byte(room, variant):
+    engine, _, fast = room
+    _, joined = join(engine, "reader", ["read"])
+    body, extra = VARIANTS[variant]
+    drop = tuple(name for name, _ in extra)
+    headers = headers_for(joined["token"], "document_read", *extra, drop=drop)
+    first = call(fast, headers, body)  # a miss: the transport answers and its encoding is cached
+    assert fast.served == 0
+    route = call(fast.app, headers, body)
+    answered = call(fast, headers, body)
+    assert fast.served == 1, "a cached call with a live bearer is answered before Falcon"
+    assert answered == route == first
+    assert answered[0] == 200 and result_of(answered)["structuredContent"]["version"] == 1
+
+
+def test_a_body_in_several_messages_is_read_whole(room):
+    engine, _, fast = room
+    _, joined = join(engine, "reader", ["read"])
+    headers = headers_for(joined["token"])
+    expected = call(fast, headers, message())
+    assert call(fast, headers, message(), chunks=5) == expected
+    assert fast.served == 1
+
+
+def test_a_write_makes_the_next_call_a_miss_then_it_is_fast_again(room):
+    engine, _, fast = room
+    writer, joined = join(engine, "writer", ["read", "write"])
+    headers = headers_for(joined["token"])
+    call(fast, headers, message())
+    engine.write(writer, 1, "# Changed\n\nnew text\n")
+    miss = call(fast, headers, message())
+    assert fast.served == 0 and result_of(miss)["structuredContent"]["version"] == 2
+    assert call(fast, headers, message()) == miss and fast.served == 1
+
+
+def _left_to_the_transport(fast, headers, body, **kw):
+    """``body`` with ``headers`` is answered by the transport, the same as without the fast path."""
+    served = fast.served
+    answer = call(fast, headers, body, **kw)
+    assert fast.served == served, "the fast path answered a call it must leave to the transport"
+    return answer
+
+
+def test_errors_and_other_calls_reach_the_transport(room):
+    engine, _, fast = room
+    _, reader = join(engine, "reader", ["read"])
+    _, observer = join(engine, "observer", ["observe"])
+    token = reader["token"]
+    headers = headers_for(token)
+    call(fast, headers, message())  # cached now
+    cases = {
+        "no bearer": (headers_for(None), message()),
+        "unknown bearer": (headers_for("cr_s_unknown"), message()),
+        "no read capability": (headers_for(observer["token"]), message()),
+        "a region": (headers, message(arguments={"region": {"lines": [1, 2]}})),
+        "invalid arguments": (headers, message(arguments={"region": 7})),
+        "unknown argument": (headers, message(arguments={"bogus": 1})),
+        "another tool": (headers_for(token, "versions_list"), message(name="versions_list")),
+        "Mcp-Name differs": (headers_for(token, "versions_list"), message()),
+        "no protocol version header": (headers_for(token, drop=(b"mcp-protocol-version",)), message()),
+        "another protocol version": (headers, message(meta={"io.modelcontextprotocol/protocolVersion": "2025-06-18"})),
+        "no _meta capabilities": (headers, {**message(), "params": {"name": "document_read", "_meta": {
+            "io.modelcontextprotocol/protocolVersion": VERSION}}}),
+        "foreign host": (headers_for(token, "document_read", (b"host", b"evil.example"), drop=(b"host",)), message()),
+        "foreign origin": (headers_for(token, "document_read", (b"origin", b"http://evil.example")), message()),
+        "two bearers": (headers_for(token, "document_read", (b"authorization", b"Bearer other")), message()),
+        "null id": (headers, message(request_id=None)),
+        "notification": (headers, {k: v for k, v in message().items() if k != "id"}),
+        "batch": (headers, [message()]),
+        "not JSON": (headers, b"{"),
+    }
+    for name, (case_headers, body) in cases.items():
+        got = _left_to_the_transport(fast, case_headers, body)
+        assert got == call(fast.app, case_headers, body), name
+        assert got[0] != 200 or "isError" in got[2].decode() or "region" in name or "another tool" in name, name
+    assert _left_to_the_transport(fast, headers, message(), query=b"x=1")[0] in (200, 404)
+    big = message(meta={"pad": "x" * BODY_BYTES})
+    assert _left_to_the_transport(fast, headers, big) == call(fast.app, headers, big)
+    gone = _left_to_the_transport(fast, headers, message(), chunks=2, disconnect=True)  # the client left mid-body
+    assert gone == call(fast.app, headers, message(), chunks=2, disconnect=True) and gone[0] != 200
+
+
+def test_a_call_with_something_to_piggyback_or_acknowledge_reaches_the_transport(room):
+    engine, _, fast = room
+    coordinator, _ = join(engine, "coordinator", ["read", "observe", "message"])
+    worker, joined = join(engine, "worker", ["read", "observe", "message"])
+    headers = headers_for(joined["token"])
+    call(fast, headers, message())  # cached now
+    note = engine.post_session_message(coordinator, worker.session_id, "guidance", "stop", requires_ack=True)
+    shown = _left_to_the_transport(fast, headers, message())
+    assert [m["message_id"] for m in result_of(shown)["_meta"]["commonroom/session_messages"]["messages"]] \
+        == [note["message_id"]]
+    acked = message(meta={"ack_session_message_ids": [note["message_id"]]})
+    assert "commonroom/session_messages" not in result_of(_left_to_the_transport(fast, headers, acked))["_meta"]
+    assert engine.first_acked_at(worker.session_id, note["message_id"]) is not None
+    assert "commonroom/session_messages" in result_of(_left_to_the_transport(fast, headers, message()))["_meta"]
+
+
+def test_peer_work_reaches_the_transport(room):
+    engine, _, fast = room
+    first, joined = join(engine, "worker", ["read", "observe", "message"])
+    second, _ = join(engine, "worker", ["read", "observe", "message"])
+    headers = headers_for(joined["token"])
+    call(fast, headers, message())  # cached now
+    engine.post_peer_message(second, engine.peer_id_of(first.session_id), "note", "look at section 2")
+    shown = _left_to_the_transport(fast, headers, message())
+    assert "look at section 2" in shown[2].decode()
+    call(fast, headers, message())
+    assert fast.served == 1, "once the projection is recorded, nothing is left to piggyback"
+
+
+def test_a_fast_call_counts_once_against_the_rate_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMMONROOM_RATE_LIMIT", "20")
+    for engine, _, fast in _room(tmp_path):
+        _, joined = join(engine, "reader", ["read"])
+        headers = headers_for(joined["token"])
+        statuses = [call(fast, headers, message())[0] for _ in range(21)]
+        assert statuses == [200] * 20 + [429]
+        assert fast.served == 19  # the first was a miss
+        status, answer_headers, _ = call(fast, headers, message())
+        assert status == 429 and b"retry-after" in dict(answer_headers)
