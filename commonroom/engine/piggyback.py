@@ -10,13 +10,26 @@ statements a call. :meth:`PiggybackMixin.piggyback_pending` asks the same
 questions in one statement, so a call with nothing to carry pays for one
 probe; only when it says yes are the others asked, to build what is shown.
 ``tests/engine/test_board_acks_peers.py`` holds it equal to them.
+
+A "nothing" is kept per thread and session and reused while the sidecar is
+unchanged and the time is before the answer could change by itself:
+
+- *unchanged*: SQLite's ``PRAGMA data_version`` of the thread's connection
+  (it moves when any other connection commits) and the connection's own
+  ``total_changes`` (its own writes) are what they were;
+- *by itself*: with no write, time only ends things (a session expires, a
+  peer message or an event leaves its window), except one: an awareness
+  shown to the caller stops hiding its peer 24 h after it was shown. So a
+  "nothing" is reused only before the oldest such row of the caller ages
+  out, and never after the clock went back.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import threading
 
-from ..clock import rfc3339
+from ..clock import parse_rfc3339, rfc3339
 from ..store.models import live_session_sql
 from .base import Actor, EngineBase
 from .peers import AWARENESS_SECONDS, MEANINGFUL_EVENTS, PEER_RETAIN_SECONDS
@@ -36,9 +49,19 @@ _PENDING = (
     f'"type" IN ({", ".join("?" * len(MEANINGFUL_EVENTS))})))'
 )
 
+#: The oldest awareness row still hiding a peer from the observer (it stops 24 h after shown_at).
+_OLDEST_SEEN = 'SELECT MIN("shown_at") FROM "peer_seen" WHERE "observer_session_id" = ? AND "shown_at" >= ?'
+#: "Nothing" answers kept (per thread and session); all dropped when full.
+QUIET_KEPT = 4096
+
 
 class PiggybackMixin(EngineBase):
     """The piggyback probe."""
+
+    def _generation(self) -> tuple[int, int]:
+        """What changes when the sidecar does, seen from this thread's connection (see the module docstring)."""
+        connection = self.store.db.connection()
+        return connection.execute("PRAGMA data_version").fetchone()[0], connection.total_changes
 
     def piggyback_pending(self, actor: Actor) -> bool:
         """True when a tool result of ``actor`` that ACKs nothing would carry something (a read).
@@ -57,8 +80,23 @@ class PiggybackMixin(EngineBase):
         if participant is None:  # no participant, no peers
             return bool(db.execute_sql(_BOARD, (session,)).fetchone()[0])
         now = self.clock.now()
+        key = (threading.get_ident(), session)
+        quiet = self.__dict__.setdefault("_quiet", {})
+        generation = self._generation()
+        kept = quiet.get(key)
+        if kept is not None and kept[0] == generation and kept[1] <= now < kept[2]:
+            return False
         retain = rfc3339(now - _dt.timedelta(seconds=PEER_RETAIN_SECONDS))
         since = rfc3339(now - _dt.timedelta(seconds=AWARENESS_SECONDS))
         row = db.execute_sql(_PENDING, (session, session, retain, participant, session, rfc3339(now),
-                                                   session, retain, since, *MEANINGFUL_EVENTS)).fetchone()
-        return bool(row[0])
+                                        session, retain, since, *MEANINGFUL_EVENTS)).fetchone()
+        if row[0]:
+            quiet.pop(key, None)
+            return True
+        oldest = db.execute_sql(_OLDEST_SEEN, (session, retain)).fetchone()[0]
+        until = (_dt.datetime.max.replace(tzinfo=_dt.timezone.utc) if oldest is None
+                 else parse_rfc3339(oldest) + _dt.timedelta(seconds=PEER_RETAIN_SECONDS))
+        if len(quiet) >= QUIET_KEPT:
+            quiet.clear()
+        quiet[key] = (generation, now, until)
+        return False

@@ -40,6 +40,8 @@ read: the app repeats them on what it is given.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from .. import tokens
@@ -47,7 +49,8 @@ from ..errors import CommonroomError
 from ..wire import bearer_of
 from .headers import NAME_PARAMS, check_request
 from .jsonrpc import JsonRpcError
-from .registry import Context
+from .dispatch import dumps
+from .registry import Context, Tool
 from .transport import McpEndpoint, answer_bytes, host_allowed, origin_allowed, parse_message
 
 __all__ = ["CachedToolCalls", "BODY_BYTES"]
@@ -58,6 +61,17 @@ BODY_BYTES = 16 * 1024
 PATH = "/mcp"
 
 _JSON = (b"content-type", b"application/json")
+#: An id put in place of a shape's: an integer literal of at most 20 characters (a
+#: 64-bit integer fits; ``commonroom.jsontext``) or a string of printable ASCII without
+#: quote or backslash, so the token means what it reads and its echo is itself.
+ID_TOKEN = re.compile(rb'-?(?:0|[1-9][0-9]{0,18})|"[ !#-\[\]-~]{0,128}"')
+#: The id :func:`template` puts where it looks for the id's token.
+PROBE = b'"commonroom-id-probe"'
+#: Places :func:`template` tries before giving up (each is a parse of the body).
+TEMPLATE_TRIES = 8
+#: Shapes kept (all dropped when full), of bodies of at most SHAPE_BYTES: at most ~2.5 MB.
+SHAPES = 256
+SHAPE_BYTES = 2048
 #: The request headers read here besides the MCP ones (``mcp-…``).
 _READ = frozenset({b"host", b"origin", b"authorization"})
 
@@ -87,6 +101,67 @@ def _content_length(raw: list[tuple[bytes, bytes]]) -> int | None:
     return 0 if found is None else found
 
 
+@dataclass(frozen=True)
+class Shape:
+    """A call that passed every check on its bytes (:meth:`CachedToolCalls._check`), less its id.
+
+    A client that reads repeats one call with a new id and the same headers
+    (Content-Length aside). ``prefix`` and ``suffix`` are its body around
+    the id's token (:func:`template`); a body that is ``prefix`` + another
+    plain id token + ``suffix`` with the same headers is, token for token,
+    the same message with another id, so the same checks pass: only what
+    depends on the room's state (the session, its capability, the cache,
+    the piggyback, the rate limit) is asked again. Empty ``prefix`` and
+    ``suffix``: the id's token was not found, the shape is not kept.
+    """
+
+    prefix: bytes
+    suffix: bytes
+    token: str
+    digest: str
+    headers: dict[str, str]
+    params: dict[str, Any]
+    tool: Tool
+    arguments: dict[str, Any]
+
+    def id_in(self, body: bytes) -> int | str | None:
+        """The id of ``body`` when it is this call with a plain id token (:data:`ID_TOKEN`), else None."""
+        prefix, suffix = self.prefix, self.suffix
+        if len(body) <= len(prefix) + len(suffix) or not body.startswith(prefix) or not body.endswith(suffix):
+            return None
+        token = body[len(prefix):len(body) - len(suffix)]
+        if not ID_TOKEN.fullmatch(token):
+            return None
+        return token[1:-1].decode("ascii") if token[:1] == b'"' else int(token)
+
+
+def template(body: bytes, message: dict[str, Any]) -> tuple[bytes, bytes]:
+    """``body`` around the token of ``message``'s id: ``(prefix, suffix)``, or ``(b"", b"")``.
+
+    The token is where putting another id (:data:`PROBE`) parses to the same
+    message with that id and nothing else changed; at most
+    :data:`TEMPLATE_TRIES` places are tried, and only a plain token
+    (:data:`ID_TOKEN`, as the client wrote it) is looked for.
+    """
+    text = dumps(message["id"]).encode("utf-8")
+    if not ID_TOKEN.fullmatch(text):
+        return b"", b""
+    expected = {**message, "id": PROBE.decode("ascii").strip('"')}
+    start = 0
+    for _ in range(TEMPLATE_TRIES):
+        at = body.find(text, start)
+        if at == -1:
+            break
+        prefix, suffix = body[:at], body[at + len(text):]
+        try:
+            if parse_message(prefix + PROBE + suffix) == expected:
+                return prefix, suffix
+        except JsonRpcError:
+            pass
+        start = at + 1
+    return b"", b""
+
+
 class CachedToolCalls:
     """ASGI wrapper of the ingress app (see the module docstring).
 
@@ -101,6 +176,8 @@ class CachedToolCalls:
         self.endpoint = endpoint
         self.limiter = limiter
         self.served = 0
+        #: the shapes of checked calls, by their headers (less Content-Length): see :class:`Shape`
+        self.shapes: dict[tuple[tuple[bytes, bytes], ...], Shape] = {}
 
     async def __call__(self, scope: dict[str, Any], receive: Receive,
                        send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:  # noqa: D102 - ASGI
@@ -140,6 +217,30 @@ class CachedToolCalls:
 
     def _answer(self, raw: list[tuple[bytes, bytes]], body: bytes) -> bytes | None:
         """The response body of a cached call, or None to leave the request to the app."""
+        key = tuple(header for header in raw if header[0] != b"content-length")
+        shape = self.shapes.get(key)
+        request_id = None if shape is None else shape.id_in(body)
+        try:
+            if shape is None or request_id is None:
+                checked = self._check(raw, body)
+                if checked is None:
+                    return None
+                shape, request_id = checked
+                if shape.prefix and len(body) <= SHAPE_BYTES:
+                    if len(self.shapes) >= SHAPES:
+                        self.shapes.clear()
+                    self.shapes[key] = shape
+            return self._cached(shape, request_id)
+        except (JsonRpcError, CommonroomError):
+            return None  # the app gives the answer it always gives
+        except Exception:
+            return None  # and logs what failed
+
+    def _check(self, raw: list[tuple[bytes, bytes]], body: bytes) -> tuple[Shape, Any] | None:
+        """Every check that depends on the request's bytes alone: ``(its shape, its id)``, or None.
+
+        Raises what the checks raise (the caller leaves the request to the app).
+        """
         seen: set[bytes] = set()
         # by their names as sent (lower case in ASGI), as Falcon looks them up; only those read here
         # are decoded: Host, Origin, Authorization and the MCP headers (check_request, Mcp-Param-*)
@@ -156,38 +257,39 @@ class CachedToolCalls:
         token = bearer_of(headers.get("authorization"))
         if not token:
             return None
-        digest = tokens.digest(token)
-        dispatcher, engine = endpoint.dispatcher, endpoint.engine
-        try:
-            message = parse_message(body)
-            request_id, params = message.get("id"), message.get("params")
-            if request_id is None or message["method"] != "tools/call" or not isinstance(params, dict):
-                return None
-            actor = engine.authenticate(token, digest)
-            required, optional = dispatcher.registry.name_params()
-            check_request(message, headers, {**NAME_PARAMS, **required}, optional)
-            if not dispatcher.params_valid("tools/call", params):
-                return None
-            tool, arguments, acked = dispatcher.tool_call(params, headers)
-            if acked or tool.head_key is None:  # an ACK may be a write: the full path records it
-                return None
-            if tool.authorize is not None:
-                tool.authorize(Context(engine=engine, actor=actor, method="tools/call", params=params,
-                                       registry=dispatcher.registry, runner=dispatcher.runner,
-                                       request_id=request_id, headers=headers, arguments=arguments))
-            if tool.validator is not None and not tool.validator.is_valid(arguments):
-                return None
-            key = tool.head_key(engine, arguments)
-            encoded = None if key is None else dispatcher.cached((tool.name, key))
-            if encoded is None or not dispatcher.quiet(actor):
-                return None
-        except (JsonRpcError, CommonroomError):
-            return None  # the app gives the answer it always gives
-        except Exception:
-            return None  # and logs what failed
+        dispatcher = endpoint.dispatcher
+        message = parse_message(body)
+        request_id, params = message.get("id"), message.get("params")
+        if request_id is None or message["method"] != "tools/call" or not isinstance(params, dict):
+            return None
+        required, optional = dispatcher.registry.name_params()
+        check_request(message, headers, {**NAME_PARAMS, **required}, optional)
+        if not dispatcher.params_valid("tools/call", params):
+            return None
+        tool, arguments, acked = dispatcher.tool_call(params, headers)
+        if acked or tool.head_key is None:  # an ACK may be a write: the full path records it
+            return None
+        if tool.validator is not None and not tool.validator.is_valid(arguments):
+            return None
+        prefix, suffix = template(body, message)
+        return Shape(prefix, suffix, token, tokens.digest(token), headers, params, tool, arguments), request_id
+
+    def _cached(self, shape: Shape, request_id: Any) -> bytes | None:
+        """The answer to a checked call from the cache, or None; counts it against the rate limit."""
+        dispatcher, engine = self.endpoint.dispatcher, self.endpoint.engine
+        actor = engine.authenticate(shape.token, shape.digest)
+        tool = shape.tool
+        if tool.authorize is not None:
+            tool.authorize(Context(engine=engine, actor=actor, method="tools/call", params=shape.params,
+                                   registry=dispatcher.registry, runner=dispatcher.runner,
+                                   request_id=request_id, headers=shape.headers, arguments=shape.arguments))
+        key = None if tool.head_key is None else tool.head_key(engine, shape.arguments)
+        encoded = None if key is None else dispatcher.cached((tool.name, key))
+        if encoded is None or not dispatcher.quiet(actor):
+            return None
         if self.limiter is not None:
             try:
-                self.limiter.hit(digest)
+                self.limiter.hit(shape.digest)
             except CommonroomError:
                 return None  # the app counts it again (a refused request is not recorded) and answers 429
         return answer_bytes(request_id, encoded)

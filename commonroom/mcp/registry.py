@@ -34,7 +34,7 @@ API
     :class:`~commonroom.mcp.jsonrpc.JsonRpcError` gives that JSON-RPC error
     (e.g. ``missing_capability({"sampling": {}})`` → 400 / -32021).
     ``cache_key(ctx, value)`` (optional): the encoded result of a successful
-    value is reused while the key is the same (the handler still runs).
+    value is reused while the key is the same (the handler still runs on the full path).
     ``head_key(engine, arguments)`` (optional): the same key from the
     room's head alone (None: these arguments need the handler); a call it
     names whose encoding is cached, with nothing to piggyback, is answered

@@ -286,3 +286,28 @@ def test_the_piggyback_probe_agrees_with_the_probes_it_replaces(room, clock):
     assert pending(w, w2) == [False, False]  # older than the window
     clock.advance(peers.PEER_RETAIN_SECONDS)
     pending(c, w, w2)
+
+
+def test_a_kept_nothing_ends_when_the_sidecar_or_the_time_says_so(room, clock):
+    """The probe's kept "nothing" (engine/piggyback.py): another connection's commit, and an awareness aging out."""
+    import threading
+
+    from commonroom.engine import peers
+
+    engine, c, w, w2 = room
+    assert engine.piggyback_pending(c) is False  # kept
+    # a commit on another thread's connection (as the room's writer thread commits)
+    writer = threading.Thread(target=engine.post_session_message, args=(w, c.session_id, "note", "ack me"),
+                              kwargs={"requires_ack": True})
+    writer.start()
+    writer.join()
+    assert engine.piggyback_pending(c) is True
+    # w is shown w2's activity, then w2 is active again just before that showing is 24 h old
+    engine.post_session_message(w2, w2.session_id, "progress", "working")
+    engine.project_peers(w, frozenset())
+    clock.advance(peers.PEER_RETAIN_SECONDS - 60)
+    engine.post_session_message(w2, w2.session_id, "progress", "still working")
+    assert engine.piggyback_pending(w) is False  # kept: w2 was shown less than 24 h ago
+    clock.advance(120)  # no write: the showing is now older than 24 h, the activity 2 minutes old
+    assert engine.peer_work(w, frozenset()) is True
+    assert engine.piggyback_pending(w) is True

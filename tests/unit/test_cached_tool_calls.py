@@ -233,3 +233,63 @@ def test_a_fast_call_counts_once_against_the_rate_limit(tmp_path, monkeypatch):
         assert fast.served == 19  # the first was a miss
         status, answer_headers, _ = call(fast, headers, message())
         assert status == 429 and b"retry-after" in dict(answer_headers)
+
+
+def _raw(body: dict, request_id_text: str) -> bytes:
+    """``body`` as JSON with its id written as ``request_id_text`` (the id member last)."""
+    text = json.dumps({k: v for k, v in body.items() if k != "id"})
+    return (text[:-1] + ', "id": ' + request_id_text + "}").encode()
+
+
+def test_a_repeated_call_with_new_ids_is_answered_as_the_transport_answers_it(room):
+    engine, _, fast = room
+    _, joined = join(engine, "reader", ["read"])
+    headers = headers_for(joined["token"])
+    # the id is last and its text, 1, also appears before it: the template is found where the id is
+    body = message(meta={"io.modelcontextprotocol/clientInfo": {"name": "one", "version": "1"}})
+    call(fast, headers, _raw(body, "1"))
+    assert len(fast.shapes) == 1
+    for token in ("2", "-7", "0", str(2**62), '"abc"', '""', '"r 1"', "1"):
+        raw = _raw(body, token)
+        served = fast.served
+        answered = call(fast, headers, raw)
+        assert fast.served == served + 1, token
+        assert answered == call(fast.app, headers, raw), token
+        assert json.loads(answered[2])["id"] == json.loads(token)
+    for token in ("null", "true", "1.5", '"a\\"b"', '"\\u00e9"', "1" * 21, "[1]"):
+        raw = _raw(body, token)
+        assert call(fast, headers, raw) == call(fast.app, headers, raw), token  # the full checks decided
+    assert len(fast.shapes) == 1
+
+
+@pytest.mark.parametrize("id_last", [True, False])
+def test_a_body_that_differs_elsewhere_is_checked_in_full(room, id_last):
+    engine, _, fast = room
+    _, joined = join(engine, "reader", ["read"])
+    _, observer = join(engine, "observer", ["observe"])
+    headers = headers_for(joined["token"])
+
+    def raw_of(body: dict, request_id: int) -> bytes:
+        return _raw(body, str(request_id)) if id_last else json.dumps({**body, "id": request_id}).encode()
+
+    shaped = raw_of(message(arguments={}), 1)
+    for body in (message(arguments={"region": {"lines": [1, 1]}}), message(arguments={"bogus": 1}),
+                 # the same length as the shape's body, the same start and end
+                 message(arguments={}, meta={"io.modelcontextprotocol/protocolVersion": "2025-06-18"})):
+        call(fast, headers, shaped)  # the shape of these headers is this body's
+        assert len(fast.shapes) == 1
+        raw = raw_of(body, 2)
+        assert _left_to_the_transport(fast, headers, raw) == call(fast.app, headers, raw)
+    other = headers_for(observer["token"])  # another bearer: another shape, its own checks
+    assert _left_to_the_transport(fast, other, _raw(message(arguments={}), "2"))[2] \
+        == call(fast.app, other, _raw(message(arguments={}), "2"))[2]
+
+
+def test_the_template_is_where_the_id_is_not_where_its_text_first_appears():
+    from commonroom.mcp.fastpath import template
+
+    body = message(meta={"x": 1, "y": "1"})
+    raw = _raw(body, "1")
+    prefix, suffix = template(raw, {**body, "id": 1})
+    assert prefix.endswith(b'"id": ') and suffix == b"}" and len(prefix) + 1 + len(suffix) == len(raw)
+    assert template(_raw(body, '"a\\u0041"'), {**body, "id": "a\\u0041"}) == (b"", b"")  # not a plain token
