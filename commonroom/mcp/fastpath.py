@@ -40,6 +40,7 @@ read: the app repeats them on what it is given.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
@@ -65,11 +66,13 @@ _JSON = (b"content-type", b"application/json")
 #: 64-bit integer fits; ``commonroom.jsontext``) or a string of printable ASCII without
 #: quote or backslash, so the token means what it reads and its echo is itself.
 ID_TOKEN = re.compile(rb'-?(?:0|[1-9][0-9]{0,18})|"[ !#-\[\]-~]{0,128}"')
-#: The id :func:`template` puts where it looks for the id's token.
-PROBE = b'"commonroom-id-probe"'
+#: The ids :func:`template` puts where it looks for the id's token (a string and an integer;
+#: a call whose own id is one of them is never kept).
+PROBES = (b'"commonroom-id-probe"', b"-7337")
 #: Places :func:`template` tries before giving up (each is a parse of the body).
 TEMPLATE_TRIES = 8
-#: Shapes kept (all dropped when full), of bodies of at most SHAPE_BYTES: at most ~2.5 MB.
+#: Shapes kept (all dropped when full), of requests of at most SHAPE_BYTES of body and headers,
+#: with a live session: at most ~2.5 MB.
 SHAPES = 256
 SHAPE_BYTES = 2048
 #: The request headers read here besides the MCP ones (``mcp-…``).
@@ -88,6 +91,28 @@ def replaying(messages: list[dict[str, Any]], receive: Receive) -> Receive:
         return await receive()
 
     return replayed
+
+
+def _headers(raw: list[tuple[bytes, bytes]], extra_hosts: frozenset[str]) -> dict[str, str] | None:
+    """The headers read here, decoded, when Host and Origin are the room's; else None (the app's to answer).
+
+    By their names as sent (lower case in ASGI), as Falcon looks them up;
+    only Host, Origin, Authorization and the MCP headers (``mcp-…``:
+    ``check_request``, ``Mcp-Param-*``) are decoded. None too for a name
+    sent twice or not in lower case (the transport folds case; its
+    answer then is its own).
+    """
+    seen: set[bytes] = set()
+    headers: dict[str, str] = {}
+    for name, value in raw:
+        if name in seen or name != name.lower():
+            return None
+        seen.add(name)
+        if name in _READ or name.startswith(b"mcp-"):
+            headers[name.decode("latin-1")] = value.decode("latin-1")
+    if not host_allowed(headers.get("host"), extra_hosts) or not origin_allowed(headers.get("origin")):
+        return None
+    return headers
 
 
 def _content_length(raw: list[tuple[bytes, bytes]]) -> int | None:
@@ -138,15 +163,14 @@ class Shape:
 def template(body: bytes, message: dict[str, Any]) -> tuple[bytes, bytes]:
     """``body`` around the token of ``message``'s id: ``(prefix, suffix)``, or ``(b"", b"")``.
 
-    The token is where putting another id (:data:`PROBE`) parses to the same
+    The token is where putting another id (:data:`PROBES`) parses to the same
     message with that id and nothing else changed; at most
     :data:`TEMPLATE_TRIES` places are tried, and only a plain token
     (:data:`ID_TOKEN`, as the client wrote it) is looked for.
     """
     text = dumps(message["id"]).encode("utf-8")
-    if not ID_TOKEN.fullmatch(text):
+    if not ID_TOKEN.fullmatch(text) or text in PROBES:
         return b"", b""
-    expected = {**message, "id": PROBE.decode("ascii").strip('"')}
     start = 0
     for _ in range(TEMPLATE_TRIES):
         at = body.find(text, start)
@@ -154,7 +178,7 @@ def template(body: bytes, message: dict[str, Any]) -> tuple[bytes, bytes]:
             break
         prefix, suffix = body[:at], body[at + len(text):]
         try:
-            if parse_message(prefix + PROBE + suffix) == expected:
+            if all(parse_message(prefix + probe + suffix) == {**message, "id": json.loads(probe)} for probe in PROBES):
                 return prefix, suffix
         except JsonRpcError:
             pass
@@ -188,9 +212,18 @@ class CachedToolCalls:
         if length is None or length > BODY_BYTES:
             await self.app(scope, receive, send)
             return
+        raw = scope["headers"]
+        key = tuple(header for header in raw if header[0] != b"content-length")
+        shape = self.shapes.get(key)
+        # the transport refuses a foreign Host or Origin before it reads a body: so does this path
+        # (a shape's headers passed these checks when it was kept)
+        headers = shape.headers if shape is not None else _headers(raw, self.endpoint.extra_hosts)
+        if headers is None:
+            await self.app(scope, receive, send)
+            return
         messages: list[dict[str, Any]] = []
         body = await self._body(receive, messages)
-        answer = None if body is None else self._answer(scope["headers"], body)
+        answer = None if body is None else self._answer(key, shape, headers, body)
         if answer is None:
             await self.app(scope, replaying(messages, receive) if messages else receive, send)
             return
@@ -215,18 +248,23 @@ class CachedToolCalls:
                 break
         return b"".join(m.get("body", b"") for m in messages)
 
-    def _answer(self, raw: list[tuple[bytes, bytes]], body: bytes) -> bytes | None:
-        """The response body of a cached call, or None to leave the request to the app."""
-        key = tuple(header for header in raw if header[0] != b"content-length")
-        shape = self.shapes.get(key)
+    def _answer(self, key: tuple[tuple[bytes, bytes], ...], shape: Shape | None, headers: dict[str, str],
+                body: bytes) -> bytes | None:
+        """The response body of a cached call, or None to leave the request to the app.
+
+        ``key``: the request's headers less Content-Length; ``shape``: the
+        shape kept for them, if any; ``headers``: those read here, decoded
+        (:func:`_headers`).
+        """
         request_id = None if shape is None else shape.id_in(body)
         try:
             if shape is None or request_id is None:
-                checked = self._check(raw, body)
+                small = len(body) + sum(len(name) + len(value) for name, value in key) <= SHAPE_BYTES
+                checked = self._check(headers, body, small)
                 if checked is None:
                     return None
                 shape, request_id = checked
-                if shape.prefix and len(body) <= SHAPE_BYTES:
+                if shape.prefix:
                     if len(self.shapes) >= SHAPES:
                         self.shapes.clear()
                     self.shapes[key] = shape
@@ -236,27 +274,20 @@ class CachedToolCalls:
         except Exception:
             return None  # and logs what failed
 
-    def _check(self, raw: list[tuple[bytes, bytes]], body: bytes) -> tuple[Shape, Any] | None:
+    def _check(self, headers: dict[str, str], body: bytes, small: bool) -> tuple[Shape, Any] | None:
         """Every check that depends on the request's bytes alone: ``(its shape, its id)``, or None.
 
-        Raises what the checks raise (the caller leaves the request to the app).
+        The bearer is authenticated first: nothing is remembered for a
+        request without a live session. ``small``: the request may be kept
+        as a shape (its template is looked for). Raises what the checks
+        raise (the caller leaves the request to the app).
         """
-        seen: set[bytes] = set()
-        # by their names as sent (lower case in ASGI), as Falcon looks them up; only those read here
-        # are decoded: Host, Origin, Authorization and the MCP headers (check_request, Mcp-Param-*)
-        headers: dict[str, str] = {}
-        for name, value in raw:
-            if name in seen:
-                return None  # repeated: the app says what that means
-            seen.add(name)
-            if name in _READ or name.startswith(b"mcp-"):
-                headers[name.decode("latin-1")] = value.decode("latin-1")
         endpoint = self.endpoint
-        if not host_allowed(headers.get("host"), endpoint.extra_hosts) or not origin_allowed(headers.get("origin")):
-            return None
         token = bearer_of(headers.get("authorization"))
         if not token:
             return None
+        digest = tokens.digest(token)
+        endpoint.engine.authenticate(token, digest)
         dispatcher = endpoint.dispatcher
         message = parse_message(body)
         request_id, params = message.get("id"), message.get("params")
@@ -271,8 +302,8 @@ class CachedToolCalls:
             return None
         if tool.validator is not None and not tool.validator.is_valid(arguments):
             return None
-        prefix, suffix = template(body, message)
-        return Shape(prefix, suffix, token, tokens.digest(token), headers, params, tool, arguments), request_id
+        prefix, suffix = template(body, message) if small else (b"", b"")
+        return Shape(prefix, suffix, token, digest, headers, params, tool, arguments), request_id
 
     def _cached(self, shape: Shape, request_id: Any) -> bytes | None:
         """The answer to a checked call from the cache, or None; counts it against the rate limit."""

@@ -23,6 +23,7 @@ from commonroom import tokens
 from commonroom.http.fastpath import CachedReads
 from commonroom.mcp.fastpath import BODY_BYTES, CachedToolCalls
 from commonroom.room import build_room
+from commonroom.worker import BodyGuard
 from tests.fakeclock import join
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -293,3 +294,61 @@ def test_the_template_is_where_the_id_is_not_where_its_text_first_appears():
     prefix, suffix = template(raw, {**body, "id": 1})
     assert prefix.endswith(b'"id": ') and suffix == b"}" and len(prefix) + 1 + len(suffix) == len(raw)
     assert template(_raw(body, '"a\\u0041"'), {**body, "id": "a\\u0041"}) == (b"", b"")  # not a plain token
+
+
+def test_an_id_that_is_a_probe_of_the_template_is_never_a_shape(room):
+    engine, _, fast = room
+    _, joined = join(engine, "reader", ["read"])
+    headers = headers_for(joined["token"])
+    for probe in ('"commonroom-id-probe"', "-7337"):
+        value = json.loads(probe)
+        first = json.dumps(message(request_id=value, meta={"x": value})).encode()
+        call(fast, headers, first)
+        call(fast, headers, first)
+        assert not fast.shapes, probe
+        for other in (b'"other"', b"5"):
+            raw = other.join(first.rsplit(probe.encode(), 1))  # the meta member (last), not the id
+            assert call(fast, headers, raw) == call(fast.app, headers, raw)
+            assert json.loads(call(fast, headers, raw)[2])["id"] == value
+
+
+def test_a_foreign_host_or_origin_is_refused_before_the_body_is_read(room):
+    engine, _, fast = room
+    _, joined = join(engine, "reader", ["read"])
+    token = joined["token"]
+    call(fast, headers_for(token), message())
+    for headers in (headers_for(token, "document_read", (b"host", b"evil.example"), drop=(b"host",)),
+                    headers_for(token, "document_read", (b"origin", b"http://evil.example"))):
+        read: list[dict] = []
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
+                 "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
+                 "headers": [*headers, (b"content-length", b"10")]}
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            read.append({})
+            return {"type": "http.request", "body": b"{}" * 5, "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        answers = []
+        for app in (fast.app, fast):  # behind the worker's BodyGuard, as served: no body read unless asked
+            read.clear()
+            sent.clear()
+            asyncio.run(BodyGuard(app, timeout=5)(scope, receive, send))
+            answers.append((len(read), sent[0]["status"], sent[0]["headers"]))
+        assert answers[0] == answers[1] and answers[0][:2] == (0, 403), "the transport answers 403 unread"
+
+
+def test_only_a_live_sessions_small_requests_are_kept_as_shapes(room):
+    engine, _, fast = room
+    _, joined = join(engine, "reader", ["read"])
+    for token in ("cr_s_unknown", "x"):
+        assert call(fast, headers_for(token), message())[0] == 401
+    assert not fast.shapes
+    padded = headers_for(joined["token"], "document_read", (b"x-pad", b"p" * 4096))
+    for _ in range(3):
+        assert call(fast, padded, message())[0] == 200
+    assert not fast.shapes and fast.served == 2  # answered, checked in full each time, not kept
