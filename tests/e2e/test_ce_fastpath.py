@@ -150,9 +150,12 @@ def test_ctrl_c_ends_ce_read_as_typer_does(reader, tmp_path: Path):
         for module in ("entry", "main"):
             proc = subprocess.Popen([sys.executable, "-c", RUN.format(module=module), "ce", "read", "--session-file",
                                      str(stalled)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            time.sleep(2.5)  # started, connected, waiting for the answer
+            silent.settimeout(60)
+            conn, _ = silent.accept()  # started and connected (not a fixed sleep: a loaded machine starts slower)
+            time.sleep(0.3)  # sent its request, waiting for the answer
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
+            conn.close()
             outcomes.append((proc.returncode, out, err))
     finally:
         silent.close()
