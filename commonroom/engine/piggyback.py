@@ -11,8 +11,9 @@ questions in one statement, so a call with nothing to carry pays for one
 probe; only when it says yes are the others asked, to build what is shown.
 ``tests/engine/test_board_acks_peers.py`` holds it equal to them.
 
-A "nothing" is kept per thread and session and reused while the sidecar is
-unchanged and the time is before the answer could change by itself:
+A "nothing" is kept per connection (peewee's: one per thread; the
+connection itself is the key, so a later one never inherits it) and
+session, and reused while the sidecar is unchanged and the time is before the answer could change by itself:
 
 - *unchanged*: SQLite's ``PRAGMA data_version`` of the thread's connection
   (it moves when any other connection commits) and the connection's own
@@ -27,7 +28,6 @@ unchanged and the time is before the answer could change by itself:
 from __future__ import annotations
 
 import datetime as _dt
-import threading
 
 from ..clock import parse_rfc3339, rfc3339
 from ..store.models import live_session_sql
@@ -60,7 +60,7 @@ class PiggybackMixin(EngineBase):
 
     def _generation(self) -> tuple[int, int]:
         """What changes when the sidecar does, seen from this thread's connection (see the module docstring)."""
-        connection = self.store.db.connection()
+        connection = self.store.db.connection()  # peewee: one per thread
         return connection.execute("PRAGMA data_version").fetchone()[0], connection.total_changes
 
     def piggyback_pending(self, actor: Actor) -> bool:
@@ -80,7 +80,7 @@ class PiggybackMixin(EngineBase):
         if participant is None:  # no participant, no peers
             return bool(db.execute_sql(_BOARD, (session,)).fetchone()[0])
         now = self.clock.now()
-        key = (threading.get_ident(), session)
+        key = (db.connection(), session)  # the connection itself: a new one is never taken for an old one
         quiet = self.__dict__.setdefault("_quiet", {})
         generation = self._generation()
         kept = quiet.get(key)

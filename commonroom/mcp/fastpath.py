@@ -14,14 +14,18 @@ would give (``tests/unit/test_cached_tool_calls.py`` compares them byte for
 byte). It runs the transport's own checks, in functions both share, and
 answers only when every one of them passes:
 
-- no query string, no header name sent twice, a body of at most
-  :data:`BODY_BYTES` (read here; every message read is replayed to the app
-  when it answers instead);
-- ``Host`` and ``Origin`` (:func:`~commonroom.mcp.transport.host_allowed`,
-  :func:`~commonroom.mcp.transport.origin_allowed`);
+- before the body is read (as the transport, which refuses a foreign
+  ``Host`` or ``Origin`` unread; the worker's ``BodyGuard`` reads nothing
+  until asked): no query string, a Content-Length of at most
+  :data:`BODY_BYTES`, no header name sent twice or not in lower case,
+  ``Host`` and ``Origin`` (:func:`~commonroom.mcp.transport.host_allowed`,
+  :func:`~commonroom.mcp.transport.origin_allowed`), and ``Mcp-Method:
+  tools/call`` with an ``Mcp-Name`` of a tool that has a ``head_key``;
+- then the body is read (every message read is replayed to the app when it
+  answers instead); the bearer is one live session (``Engine.authenticate``,
+  the session cache), before anything is parsed or remembered;
 - one JSON-RPC request (:func:`~commonroom.mcp.transport.parse_message`)
   with an id, method ``tools/call``;
-- the bearer is one live session (``Engine.authenticate``, the session cache);
 - the 2026-07-28 header rules (:func:`~commonroom.mcp.headers.check_request`),
   the params schema, the tool and its ``Mcp-Param-*`` headers
   (:meth:`~commonroom.mcp.dispatch.Dispatcher.tool_call`), the tool's
@@ -40,13 +44,16 @@ read: the app repeats them on what it is given.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from .. import tokens
 from ..errors import CommonroomError
+from ..protocol import HeaderValueError, decode_header_value
 from ..wire import bearer_of
 from .headers import NAME_PARAMS, check_request
 from .jsonrpc import JsonRpcError
@@ -55,6 +62,8 @@ from .registry import Context, Tool
 from .transport import McpEndpoint, answer_bytes, host_allowed, origin_allowed, parse_message
 
 __all__ = ["CachedToolCalls", "BODY_BYTES"]
+
+log = logging.getLogger("commonroom.mcp")
 
 #: The largest body read here; a longer one (a write, not a cached read) goes to the app.
 BODY_BYTES = 16 * 1024
@@ -69,7 +78,7 @@ ID_TOKEN = re.compile(rb'-?(?:0|[1-9][0-9]{0,18})|"[ !#-\[\]-~]{0,128}"')
 #: The ids :func:`template` puts where it looks for the id's token (a string and an integer;
 #: a call whose own id is one of them is never kept).
 PROBES = (b'"commonroom-id-probe"', b"-7337")
-#: Places :func:`template` tries before giving up (each is a parse of the body).
+#: Places :func:`template` tries before giving up (each is up to two parses of the body).
 TEMPLATE_TRIES = 8
 #: Shapes kept (all dropped when full), of requests of at most SHAPE_BYTES of body and headers,
 #: with a live session: at most ~2.5 MB.
@@ -93,8 +102,25 @@ def replaying(messages: list[dict[str, Any]], receive: Receive) -> Receive:
     return replayed
 
 
-def _headers(raw: list[tuple[bytes, bytes]], extra_hosts: frozenset[str]) -> dict[str, str] | None:
-    """The headers read here, decoded, when Host and Origin are the room's; else None (the app's to answer).
+def _shape_key(raw: list[tuple[bytes, bytes]]) -> tuple[tuple[tuple[bytes, bytes], ...], str | None]:
+    """``(key, bearer)``: the headers less Content-Length, ``Authorization`` by its hash (no secret is
+    kept as a key), and the bearer token of the request (None without one)."""
+    out = []
+    token = None
+    for name, value in raw:
+        if name == b"content-length":
+            continue
+        if name == b"authorization":
+            token = bearer_of(value.decode("latin-1"))
+            value = hashlib.sha256(value).digest()
+        out.append((name, value))
+    return tuple(out), token
+
+
+def _headers(raw: list[tuple[bytes, bytes]], extra_hosts: frozenset[str],
+             names: frozenset[str]) -> dict[str, str] | None:
+    """The headers read here, decoded, when Host and Origin are the room's and the call names one of
+    ``names`` (``Mcp-Method: tools/call``, ``Mcp-Name``); else None (the app's to answer).
 
     By their names as sent (lower case in ASGI), as Falcon looks them up;
     only Host, Origin, Authorization and the MCP headers (``mcp-…``:
@@ -111,6 +137,12 @@ def _headers(raw: list[tuple[bytes, bytes]], extra_hosts: frozenset[str]) -> dic
         if name in _READ or name.startswith(b"mcp-"):
             headers[name.decode("latin-1")] = value.decode("latin-1")
     if not host_allowed(headers.get("host"), extra_hosts) or not origin_allowed(headers.get("origin")):
+        return None
+    try:
+        if decode_header_value(headers.get("mcp-method", "")) != "tools/call" \
+                or decode_header_value(headers.get("mcp-name", "")) not in names:
+            return None  # another method or tool: the transport's alone, its body unread here
+    except HeaderValueError:
         return None
     return headers
 
@@ -138,12 +170,12 @@ class Shape:
     depends on the room's state (the session, its capability, the cache,
     the piggyback, the rate limit) is asked again. Empty ``prefix`` and
     ``suffix``: the id's token was not found, the shape is not kept.
+    ``headers``: those the checks read, less ``Authorization`` (no secret
+    is kept: the bearer is read from each request).
     """
 
     prefix: bytes
     suffix: bytes
-    token: str
-    digest: str
     headers: dict[str, str]
     params: dict[str, Any]
     tool: Tool
@@ -200,30 +232,33 @@ class CachedToolCalls:
         self.endpoint = endpoint
         self.limiter = limiter
         self.served = 0
-        #: the shapes of checked calls, by their headers (less Content-Length): see :class:`Shape`
+        #: the shapes of checked calls, by their headers (:func:`_shape_key`): see :class:`Shape`
         self.shapes: dict[tuple[tuple[bytes, bytes], ...], Shape] = {}
+        #: the tools answered here (those with a ``head_key``; the catalog is fixed for the room's life)
+        self.names = frozenset(tool.name for tool in endpoint.dispatcher.registry.tools.values()
+                               if tool.head_key is not None)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive,
                        send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:  # noqa: D102 - ASGI
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != PATH or scope["query_string"]:
             await self.app(scope, receive, send)
             return
-        length = _content_length(scope["headers"])
+        raw = scope["headers"]
+        length = _content_length(raw) if isinstance(raw, list) else None
         if length is None or length > BODY_BYTES:
             await self.app(scope, receive, send)
             return
-        raw = scope["headers"]
-        key = tuple(header for header in raw if header[0] != b"content-length")
+        key, token = _shape_key(raw)
         shape = self.shapes.get(key)
         # the transport refuses a foreign Host or Origin before it reads a body: so does this path
         # (a shape's headers passed these checks when it was kept)
-        headers = shape.headers if shape is not None else _headers(raw, self.endpoint.extra_hosts)
-        if headers is None:
+        headers = shape.headers if shape is not None else _headers(raw, self.endpoint.extra_hosts, self.names)
+        if headers is None or token is None:
             await self.app(scope, receive, send)
             return
         messages: list[dict[str, Any]] = []
         body = await self._body(receive, messages)
-        answer = None if body is None else self._answer(key, shape, headers, body)
+        answer = None if body is None else self._answer(key, shape, headers, token, body)
         if answer is None:
             await self.app(scope, replaying(messages, receive) if messages else receive, send)
             return
@@ -249,18 +284,19 @@ class CachedToolCalls:
         return b"".join(m.get("body", b"") for m in messages)
 
     def _answer(self, key: tuple[tuple[bytes, bytes], ...], shape: Shape | None, headers: dict[str, str],
-                body: bytes) -> bytes | None:
+                token: str, body: bytes) -> bytes | None:
         """The response body of a cached call, or None to leave the request to the app.
 
-        ``key``: the request's headers less Content-Length; ``shape``: the
+        ``key``: :func:`_shape_key` of the request's headers; ``shape``: the
         shape kept for them, if any; ``headers``: those read here, decoded
-        (:func:`_headers`).
+        (:func:`_headers`); ``token``: the bearer.
         """
         request_id = None if shape is None else shape.id_in(body)
+        digest = tokens.digest(token)
         try:
             if shape is None or request_id is None:
                 small = len(body) + sum(len(name) + len(value) for name, value in key) <= SHAPE_BYTES
-                checked = self._check(headers, body, small)
+                checked = self._check(headers, token, digest, body, small)
                 if checked is None:
                     return None
                 shape, request_id = checked
@@ -268,13 +304,15 @@ class CachedToolCalls:
                     if len(self.shapes) >= SHAPES:
                         self.shapes.clear()
                     self.shapes[key] = shape
-            return self._cached(shape, request_id)
+            return self._cached(shape, token, digest, request_id)
         except (JsonRpcError, CommonroomError):
             return None  # the app gives the answer it always gives
         except Exception:
-            return None  # and logs what failed
+            log.exception("the MCP fast path failed; the transport answers")
+            return None
 
-    def _check(self, headers: dict[str, str], body: bytes, small: bool) -> tuple[Shape, Any] | None:
+    def _check(self, headers: dict[str, str], token: str, digest: str, body: bytes,
+               small: bool) -> tuple[Shape, Any] | None:
         """Every check that depends on the request's bytes alone: ``(its shape, its id)``, or None.
 
         The bearer is authenticated first: nothing is remembered for a
@@ -283,10 +321,6 @@ class CachedToolCalls:
         raise (the caller leaves the request to the app).
         """
         endpoint = self.endpoint
-        token = bearer_of(headers.get("authorization"))
-        if not token:
-            return None
-        digest = tokens.digest(token)
         endpoint.engine.authenticate(token, digest)
         dispatcher = endpoint.dispatcher
         message = parse_message(body)
@@ -303,12 +337,13 @@ class CachedToolCalls:
         if tool.validator is not None and not tool.validator.is_valid(arguments):
             return None
         prefix, suffix = template(body, message) if small else (b"", b"")
-        return Shape(prefix, suffix, token, digest, headers, params, tool, arguments), request_id
+        kept = {name: value for name, value in headers.items() if name != "authorization"}
+        return Shape(prefix, suffix, kept, params, tool, arguments), request_id
 
-    def _cached(self, shape: Shape, request_id: Any) -> bytes | None:
+    def _cached(self, shape: Shape, token: str, digest: str, request_id: Any) -> bytes | None:
         """The answer to a checked call from the cache, or None; counts it against the rate limit."""
         dispatcher, engine = self.endpoint.dispatcher, self.endpoint.engine
-        actor = engine.authenticate(shape.token, shape.digest)
+        actor = engine.authenticate(token, digest)
         tool = shape.tool
         if tool.authorize is not None:
             tool.authorize(Context(engine=engine, actor=actor, method="tools/call", params=shape.params,
@@ -320,7 +355,7 @@ class CachedToolCalls:
             return None
         if self.limiter is not None:
             try:
-                self.limiter.hit(shape.digest)
+                self.limiter.hit(digest)
             except CommonroomError:
                 return None  # the app counts it again (a refused request is not recorded) and answers 429
         return answer_bytes(request_id, encoded)

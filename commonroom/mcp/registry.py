@@ -38,7 +38,9 @@ API
     ``head_key(engine, arguments)`` (optional): the same key from the
     room's head alone (None: these arguments need the handler); a call it
     names whose encoding is cached, with nothing to piggyback, is answered
-    from that encoding before the handler and Falcon (``mcp/fastpath.py``).
+    from that encoding before the handler and Falcon (``mcp/fastpath.py``):
+    the handler does not run for it, so give one only to a tool whose
+    handler checks and writes nothing beyond ``authorize``.
 
 ``registry.add_task_tool(name, *, description, input_schema, run, task_support="optional", prepare=None, title=None, annotations=None)``
     A tool whose call, when the request declared the tasks extension,

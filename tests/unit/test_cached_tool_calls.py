@@ -257,6 +257,8 @@ def test_a_repeated_call_with_new_ids_is_answered_as_the_transport_answers_it(ro
         assert fast.served == served + 1, token
         assert answered == call(fast.app, headers, raw), token
         assert json.loads(answered[2])["id"] == json.loads(token)
+    secret = joined["token"].encode()
+    assert secret not in repr(fast.shapes).encode(), "a shape keeps no bearer token (only its hash)"
     for token in ("null", "true", "1.5", '"a\\"b"', '"\\u00e9"', "1" * 21, "[1]"):
         raw = _raw(body, token)
         assert call(fast, headers, raw) == call(fast.app, headers, raw), token  # the full checks decided
