@@ -49,6 +49,21 @@ def retry_after(resp: Any, error: CommonroomError) -> None:
         resp.set_header("Retry-After", str(int(retry)))
 
 
+def counted(limiter: Any, digest: str) -> bool:
+    """Count one request answered before Falcon (a fast path); False, nothing recorded, past the limit.
+
+    The limiter records no refused request, so the app, given the request
+    instead, counts it again and answers 429: it is counted once either way.
+    """
+    if limiter is None:
+        return True
+    try:
+        limiter.hit(digest)
+    except CommonroomError:
+        return False
+    return True
+
+
 def count_request(limiter: Any, token: str | None, digest: str | None = None) -> None:
     """Count one request of ``token`` (``LimitExceeded`` 429 past the limit); no-op without either.
 

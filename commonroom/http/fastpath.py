@@ -32,9 +32,8 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable
 
 from .. import tokens
-from ..errors import CommonroomError
 from ..operations import Operation, Table
-from ..wire import bearer_of
+from ..wire import bearer_of, counted
 from .answers import AnswerCache, representation
 
 __all__ = ["CachedReads", "fast_reads"]
@@ -118,11 +117,8 @@ class CachedReads:
         entry = self.answers.get_head(key, engine.head().number)
         if entry is None:
             return None
-        if self.limiter is not None:
-            try:
-                self.limiter.hit(digest)
-            except CommonroomError:
-                return None  # the app counts it again (a refused request is not recorded) and answers 429
+        if not counted(self.limiter, digest):
+            return None  # the app counts it and answers 429
         status, headers, body = representation(
             self.answers, key, entry,
             None if accept_encoding is None else accept_encoding.decode("latin-1"),

@@ -301,7 +301,7 @@ class Dispatcher:
                 or not hasattr(engine, "peer_work"):
             return {}
         try:
-            if not acked and hasattr(engine, "piggyback_pending") and not engine.piggyback_pending(actor):
+            if not acked and self.quiet(actor):
                 return {}  # the common case: one probe, nothing to carry
             if acked:
                 fresh = engine.unrecorded_acks(actor, acked)

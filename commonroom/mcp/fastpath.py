@@ -54,7 +54,7 @@ from typing import Any, Awaitable, Callable
 from .. import tokens
 from ..errors import CommonroomError
 from ..protocol import HeaderValueError, decode_header_value
-from ..wire import bearer_of
+from ..wire import bearer_of, counted
 from .headers import NAME_PARAMS, check_request
 from .jsonrpc import JsonRpcError
 from .dispatch import dumps
@@ -353,9 +353,6 @@ class CachedToolCalls:
         encoded = None if key is None else dispatcher.cached((tool.name, key))
         if encoded is None or not dispatcher.quiet(actor):
             return None
-        if self.limiter is not None:
-            try:
-                self.limiter.hit(digest)
-            except CommonroomError:
-                return None  # the app counts it again (a refused request is not recorded) and answers 429
+        if not counted(self.limiter, digest):
+            return None  # the app counts it and answers 429
         return answer_bytes(request_id, encoded)
