@@ -122,3 +122,48 @@ def test_a_write_nested_in_a_batched_write_rolls_back_alone(engine):
     kept = {key: store.meta(key) for key in ("outer_before", "inner", "inner_ok", "outer_after", "refused", "last")}
     assert kept == {"outer_before": "1", "inner": None, "inner_ok": "1", "outer_after": "1",
                     "refused": None, "last": "1"}
+
+
+def test_a_write_whose_caller_loop_closed_does_not_stop_the_writer(engine):
+    """The writer outlives a caller's event loop: a write that finishes after its loop
+    closed is dropped, and the next caller's writes still run (before, the failed
+    hand-over left the queue marked as draining and every later write waited forever)."""
+    runner = Runner(engine)
+    release = threading.Event()
+
+    def blocker() -> str:
+        release.wait(10)
+        return "late"
+
+    async def abandon():
+        asyncio.ensure_future(runner.write(blocker))
+        await asyncio.sleep(0.05)  # the writer holds the blocker now
+
+    asyncio.run(abandon())  # the loop closes with the blocker still running
+    release.set()
+
+    async def later():
+        return await asyncio.wait_for(runner.write(lambda: "next"), 5)
+
+    try:
+        assert asyncio.run(later()) == "next"
+    finally:
+        runner.close()
+
+
+def test_the_writer_thread_starts_on_the_first_write_and_close_stops_it(engine):
+    before = {t.name for t in threading.enumerate()}
+    runner = Runner(engine)
+    runner.close()  # nothing ran: no writer thread was started, none is left
+    assert {t.name for t in threading.enumerate()} == before
+    runner = Runner(engine)
+    assert asyncio.run(runner.write(lambda: 7)) == 7
+    assert any(t.name == "commonroom-writer" for t in threading.enumerate())
+    runner.close()
+    assert not any(t.name == "commonroom-writer" for t in threading.enumerate())
+    try:
+        asyncio.run(runner.write(lambda: 8))
+    except RuntimeError as exc:
+        assert "closed" in str(exc)
+    else:
+        raise AssertionError("a write after close ran")
