@@ -16,6 +16,7 @@ from ..errors import InvalidRequest
 from ..roomfiles import RoomFiles
 from . import ids
 from .common import handled, operator_read, operator_write, parse_duration, require_document
+from .options import CursorOpt, LimitOpt
 from .sessions import default_session_file, save_session
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
@@ -104,9 +105,7 @@ def revoke_command(
 
 @handled
 def sessions_command(file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
-                     limit: Annotated[int, typer.Option(help="Items per page, 1 to 200.")] = 50,
-                     cursor: Annotated[Optional[str], typer.Option(
-                         help="next_cursor of the previous page; omit for the first.")] = None) -> None:
+                     limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of the live sessions (who, capabilities, expiry, their boards), from the sidecar."""
     show(operator_read(file, "sessions_list", {"limit": limit, "cursor": cursor}), "owner#SessionsPage")
 

@@ -23,6 +23,7 @@ import typer
 
 from . import ids
 from .common import handled
+from .options import SessionOpt
 from .sessions import load_session, session_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
@@ -30,7 +31,6 @@ from .usage import CeTyper
 board_app = CeTyper(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True, rich_markup_mode=None)
 
-SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
 BoardArg = Annotated[str, typer.Argument(help="The board: a session's public id, or - for your own session.")]
 MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a unique start of it as the tables "
                                            "print it.")]

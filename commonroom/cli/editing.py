@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 from ..errors import InvalidRequest
 from . import document, ids
 from .document import region_of
+from .options import CursorOpt, LimitOpt, SessionOpt
 from .common import handled, operator_read, require_document
 from .sessions import session_call
 from .render import show
@@ -35,11 +36,8 @@ from .usage import CeTyper
 
 lease_app = CeTyper(help="Lease regions of the document (needs the lease capability).", no_args_is_help=True, rich_markup_mode=None)
 
-SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
 HeadingOpt = Annotated[Optional[list[str]], typer.Option("--heading", help="A heading path, one title per --heading, outermost first.")]
 LinesOpt = Annotated[Optional[str], typer.Option("--lines", help="A 1-based inclusive line range: 3-10.")]
-LimitOpt = Annotated[int, typer.Option(help="Items per page, 1 to 200.")]
-CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previous page; omit for the first.")]
 ProposalArg = Annotated[str, typer.Argument(help="The proposal id (pr_…), or a unique start of it as the tables print it.")]
 LeaseArg = Annotated[str, typer.Argument(help="The lease id (l_…), or a unique start of it as the tables print it.")]
 
@@ -67,11 +65,8 @@ def proposals_command(
     cursor: CursorOpt = None,
 ) -> None:
     """List one page of proposals from the sidecar (works whether or not the room runs)."""
-    engine = _local(file)
-    try:
-        show(engine.proposals(_operator(), status, limit, cursor), "editing#ProposalsPage")
-    finally:
-        engine.close()
+    show(operator_read(file, "proposals_list", {"status": status, "limit": limit, "cursor": cursor}),
+         "editing#ProposalsPage")
 
 
 @handled
@@ -81,11 +76,7 @@ def versions_command(
     cursor: CursorOpt = None,
 ) -> None:
     """List one page of versions, newest first, from the sidecar."""
-    engine = _local(file)
-    try:
-        show(engine.versions(_operator(), limit, cursor), "editing#VersionsPage")
-    finally:
-        engine.close()
+    show(operator_read(file, "versions_list", {"limit": limit, "cursor": cursor}), "editing#VersionsPage")
 
 
 @handled

@@ -29,6 +29,7 @@ import typer
 if TYPE_CHECKING:
     from ..engine import Engine
 from . import ids
+from .options import CursorOpt, LimitOpt, SessionOpt
 from .common import handled, operator_read, operator_write, require_document
 from .sessions import session_call
 from .render import show
@@ -38,9 +39,6 @@ IdArg = Annotated[str, typer.Argument(help="The handoff id (ho_…), or a unique
 TaskArg = Annotated[str, typer.Argument(help="The task id (task_…).")]
 ParticipantOpt = Annotated[str, typer.Option("--participant", help="Whose view: the task's owner, its assignee, "
                                              "or a participant with approve (required: a task id is not authorization).")]
-SessionOpt = Annotated[Optional[Path], typer.Option("--session-file", help="The session to use.")]
-LimitOpt = Annotated[int, typer.Option(help="Items per page, 1 to 200.")]
-CursorOpt = Annotated[Optional[str], typer.Option(help="next_cursor of the previous page; omit for the first.")]
 
 
 def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
