@@ -188,13 +188,21 @@ class Runner:
             for end, job in enumerate(batch):  # an ``alone`` job runs by itself, in its place
                 if job[4]:
                     if start < end:
-                        self._run_batch(batch[start:end])
-                    self._run_batch([job])
+                        self._run_guarded(batch[start:end])
+                    self._run_guarded([job])
                     start = end + 1
             if start < len(batch):
-                self._run_batch(batch[start:])
+                self._run_guarded(batch[start:])
             if stop:
                 return
+
+    def _run_guarded(self, batch: list[tuple]) -> None:
+        """:meth:`_run_batch`; should it fail itself, its callers get the error and the writer goes on."""
+        try:
+            self._run_batch(batch)
+        except BaseException as exc:  # _run_batch answers every failure it knows; this is for its own bugs
+            log.exception("the writer failed on a batch of %d writes", len(batch))
+            self._answer(batch, [(False, exc)] * len(batch))
 
     def _run_batch(self, batch: list[tuple]) -> None:
         store = getattr(self.engine, "store", None)
@@ -206,11 +214,17 @@ class Runner:
                 outcomes.append(_outcome(job[0], job[1]))
         else:
             outcomes = self._group(store, batch)
+        self._answer(batch, outcomes)
+
+    @staticmethod
+    def _answer(batch: list[tuple], outcomes: list[tuple[bool, Any]]) -> None:
+        """Hand each job of ``batch`` its outcome (a future already done is left as it is)."""
         # one hand-over per loop for the whole batch (a wake-up of the loop is a syscall on each side)
         by_loop: dict[Any, list[tuple[asyncio.Future, bool, Any]]] = {}
         for (_, _, loop, future, _), (ok, value) in zip(batch, outcomes):
             if loop is None:  # a call from another thread (close): its future is a concurrent one
-                future.set_result(value) if ok else future.set_exception(value)
+                if not future.done():
+                    future.set_result(value) if ok else future.set_exception(value)
             else:
                 by_loop.setdefault(loop, []).append((future, ok, value))
         for loop, answers in by_loop.items():

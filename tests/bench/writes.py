@@ -155,6 +155,23 @@ def bare_sqlite() -> Iterator[Bare]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def take_turns(bare: Bare, rooms: dict[str, tuple[int, list[str]]], rounds: int, seconds: float,
+               bare_seconds: float, alternate: bool = False) -> dict[str, list[float]]:
+    """Rates by round: bare SQLite for ``bare_seconds``, then each room's clients for ``seconds``, in turn.
+
+    ``{"bare": [...], <room name>: [...]}``, one figure per round; with
+    ``alternate`` the rooms' order flips every round (an A/B of two rooms).
+    """
+    out: dict[str, list[float]] = {"bare": [], **{name: [] for name in rooms}}
+    for number in range(rounds):
+        out["bare"].append(bare.measure(bare_seconds))
+        names = list(rooms)
+        for name in (names[::-1] if alternate and number % 2 else names):
+            port, tokens = rooms[name]
+            out[name].append(run_clients(port, tokens, seconds))
+    return out
+
+
 def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None) -> list[dict[str, Any]]:
     """One row per client count: group commit on and off, and bare SQLite, in turns.
 
@@ -169,11 +186,7 @@ def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None
             bare = stack.enter_context(bare_sqlite())
             rooms = {"on": stack.enter_context(writing_room(n, True)),
                      "off": stack.enter_context(writing_room(n, False))}
-            rounds: dict[str, list[float]] = {"bare": [], **{name: [] for name in rooms}}
-            for _ in range(ROUNDS):
-                rounds["bare"].append(bare.measure(min(seconds, 3.0)))
-                for name, (port, tokens) in rooms.items():
-                    rounds[name].append(run_clients(port, tokens, seconds))
+            rounds = take_turns(bare, rooms, ROUNDS, seconds, min(seconds, 3.0))
         if before is not None:  # informational: alone, after the rounds (an idle extra room is not free)
             with writing_room(n, True, {"PYTHONPATH": str(before)}) as (port, tokens):
                 rounds["before"] = [run_clients(port, tokens, seconds) for _ in range(ROUNDS)]
@@ -194,13 +207,7 @@ def compare(clients: int, other: Path, seconds: float = 4.0, rounds: int = 4) ->
         bare = stack.enter_context(bare_sqlite())
         rooms = {"now": stack.enter_context(writing_room(clients, True)),
                  "other": stack.enter_context(writing_room(clients, True, {"PYTHONPATH": str(other)}))}
-        out: dict[str, list[float]] = {"bare": [], "now": [], "other": []}
-        for number in range(rounds):
-            out["bare"].append(bare.measure(2.0))
-            for name in (("now", "other") if number % 2 == 0 else ("other", "now")):
-                port, tokens = rooms[name]
-                out[name].append(run_clients(port, tokens, seconds))
-    return out
+        return take_turns(bare, rooms, rounds, seconds, 2.0, alternate=True)
 
 
 def main() -> None:

@@ -167,3 +167,24 @@ def test_the_writer_thread_starts_on_the_first_write_and_close_stops_it(engine):
         assert "closed" in str(exc)
     else:
         raise AssertionError("a write after close ran")
+
+
+def test_a_failure_of_the_writer_itself_reaches_its_callers_and_the_writer_goes_on(engine):
+    runner = Runner(engine)
+    stats = runner.stats
+    runner.stats = {}  # the writer's own bookkeeping fails (a KeyError), not the write
+
+    async def calls():
+        try:
+            await asyncio.wait_for(runner.write(lambda: "lost"), 5)
+        except KeyError:
+            pass
+        else:
+            raise AssertionError("the failure did not reach the caller")
+        runner.stats = stats
+        return await asyncio.wait_for(runner.write(lambda: "next"), 5)
+
+    try:
+        assert asyncio.run(calls()) == "next"
+    finally:
+        runner.close()
