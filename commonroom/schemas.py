@@ -15,6 +15,7 @@ failed. ``name`` is ``"<file>"`` for a whole file (``"invitation"``) or
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from importlib.resources import files
 from typing import Any
@@ -232,3 +233,30 @@ def validate(name: str, instance: Any) -> Any:
             "reason": error.message,
         },
     )
+
+
+_REQUIRED = re.compile(r"^'([^']+)' is a required property$")
+
+
+def validate_parameters(name: str, instance: dict[str, Any], parameters: dict[str, str]) -> dict[str, Any]:
+    """:func:`validate`, with a failure at one of ``parameters`` reported as that parameter's.
+
+    ``parameters`` maps an input property to the name its caller gave it
+    (an HTTP path or query parameter, a ``ce`` argument). A failure at one
+    of them (its pointer, or a missing required one) raises
+    ``InvalidRequest("parameter <name> is invalid: <reason>")`` with
+    ``details`` ``{"parameter", "reason"}``; any other is :func:`validate`'s.
+    """
+    try:
+        return validate(name, instance)
+    except InvalidRequest as exc:
+        pointer = exc.details.get("pointer", "")
+        prop = pointer.split("/")[1] if pointer.count("/") >= 1 and pointer else None
+        if prop is None:
+            missing = _REQUIRED.match(exc.details.get("reason", ""))
+            prop = missing.group(1) if missing else None
+        if prop not in parameters:
+            raise
+        wire, reason = parameters[prop], exc.details.get("reason", "")
+        raise InvalidRequest(f"parameter {wire} is invalid: {reason}",
+                             details={"parameter": wire, "reason": reason}) from None

@@ -200,7 +200,7 @@ def operator_read(file: Path, operation: str, values: dict[str, Any], engine: "E
 
     op = OPERATIONS[operation]
     body = {k: v for k, v in values.items() if v is not None}
-    schemas.validate(op.input, body)
+    schemas.validate_parameters(op.input, body, {name: name for name in values})  # worded as over HTTP
     if engine is not None:
         return op.bind(engine, OPERATOR, body)
     opened = Engine.open(require_document(file), readonly=True)

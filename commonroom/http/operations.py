@@ -12,7 +12,6 @@ pointer (``details.pointer``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +26,6 @@ from ..operations.runner import Runner
 from ..wire import read_json, send
 from .answers import AnswerCache, respond
 
-_REQUIRED = re.compile(r"^'([^']+)' is a required property$")
 
 
 def _kind(schema: Any) -> str:
@@ -101,21 +99,8 @@ class Binding:
 
     def validate(self, values: dict[str, Any]) -> None:
         """Check ``values`` against the input schema; a parameter's failure names it."""
-        try:
-            schemas.validate(self.op.input, values)
-        except InvalidRequest as exc:
-            pointer = exc.details.get("pointer", "")
-            prop = pointer.split("/")[1] if pointer.count("/") >= 1 and pointer else None
-            if prop is None:
-                missing = _REQUIRED.match(exc.details.get("reason", ""))
-                prop = missing.group(1) if missing else None
-            wires = {**{p: w for w, p in self.query.items()}, **{p: w for w, p in self.path.items()}}
-            if prop in wires:
-                wire = wires[prop]
-                reason = exc.details.get("reason", "")
-                raise InvalidRequest(f"parameter {wire} is invalid: {reason}",
-                                     details={"parameter": wire, "reason": reason}) from None
-            raise
+        schemas.validate_parameters(self.op.input, values, {**{p: w for w, p in self.query.items()},
+                                                            **{p: w for w, p in self.path.items()}})
 
 
 class OperationResource:

@@ -14,6 +14,7 @@ event no later than its answer.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import inspect
 import logging
 import queue
@@ -48,9 +49,18 @@ def integral(value: Any) -> Any:
 
 
 def _outcome(fn: Any, args: tuple) -> tuple[bool, Any]:
-    """``(True, fn(*args))``, or ``(False, the exception it raised)``."""
+    """``(True, fn(*args))``, or ``(False, the exception it raised)``.
+
+    A ``StopIteration`` is handed over as the ``RuntimeError`` it causes
+    (an asyncio future refuses to hold one, and the answers after it in
+    the same hand-over would be lost).
+    """
     try:
         return True, fn(*args)
+    except StopIteration as exc:
+        error = RuntimeError("a write raised StopIteration")
+        error.__cause__ = exc
+        return False, error
     except BaseException as exc:  # handed to the caller's future
         return False, exc
 
@@ -108,10 +118,14 @@ class Runner:
         with self._audit_lock:
             if self._audit_batch is None:
                 batch: list[tuple] = []
-                self._audit_batch = batch
                 loop = asyncio.get_running_loop()
-                self._audit_future = loop.create_future()
-                self._submit((self._flush_audit, (batch,), loop, self._audit_future, True))
+                pending = loop.create_future()
+                try:
+                    self._submit((self._flush_audit, (batch,), loop, pending, True))
+                except RuntimeError:  # the writer is closed (the room is stopping): no row, as any failure
+                    log.warning("board audit of %s not recorded: the writer is closed", operation)
+                    return
+                self._audit_batch, self._audit_future = batch, pending
             self._audit_batch.append((actor, operation, outcome, values, result))
             future = self._audit_future
         try:
@@ -150,13 +164,24 @@ class Runner:
         return await future
 
     def _submit(self, job: tuple) -> None:
-        """Queue ``job`` for the writer thread, started on the first job (``RuntimeError`` once closed)."""
+        """Queue ``job`` for the writer thread (``RuntimeError`` once closed).
+
+        The thread starts on the first job, and again should it have died
+        (it does not, short of a bug: :meth:`_run_guarded`), so no job waits
+        for a thread that is gone. It is a daemon that an ``atexit`` hook
+        closes (:meth:`close`: queued writes finish first), as
+        ``concurrent.futures`` does for its workers: an interpreter that
+        exits without ``close()`` neither drops a queued write nor hangs.
+        """
         with self._start_lock:  # so no job lands behind close()'s stop
             if self._closed:
                 raise RuntimeError("the writer is closed")
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="commonroom-writer", daemon=True)
-                self._thread.start()
+            if self._thread is None or not self._thread.is_alive():
+                thread = threading.Thread(target=self._serve, name="commonroom-writer", daemon=True)
+                thread.start()
+                if self._thread is None:
+                    atexit.register(self._close_at_exit)
+                self._thread = thread
             self._jobs.put(job)
 
     def _serve(self) -> None:
@@ -193,6 +218,7 @@ class Runner:
                     start = end + 1
             if start < len(batch):
                 self._run_guarded(batch[start:])
+            del first, batch, job  # nothing of a finished batch is held while the writer waits
             if stop:
                 return
 
@@ -207,8 +233,9 @@ class Runner:
     def _run_batch(self, batch: list[tuple]) -> None:
         store = getattr(self.engine, "store", None)
         outcomes: list[tuple[bool, Any]] = []
-        self.stats["writes"] += len(batch)
-        self.stats["transactions"] += 1 if self.group_commit else len(batch)
+        if not batch[0][4]:  # writes (an audit flush or the close is not counted)
+            self.stats["writes"] += len(batch)
+            self.stats["transactions"] += 1 if self.group_commit else len(batch)
         if len(batch) == 1 or store is None or not self.group_commit:
             for job in batch:
                 outcomes.append(_outcome(job[0], job[1]))
@@ -265,11 +292,12 @@ class Runner:
         return outcomes
 
     def close(self) -> None:
-        """Finish queued writes, close the writer thread's connection, stop the thread."""
+        """Finish queued writes, close the writer thread's connection, stop the thread (once; a second call returns)."""
         with self._start_lock:
-            thread, self._closed = self._thread, True
-        if thread is None:
-            return  # no write ran: the writer has no connection of its own
+            thread, closed, self._closed = self._thread, self._closed, True
+        if closed or thread is None:
+            return  # closed already, or no write ran: the writer has no connection of its own
+        atexit.unregister(self._close_at_exit)
         done: Future = Future()
         self._jobs.put((self._close_connection, (), None, done, True))
         self._jobs.put(None)
@@ -278,6 +306,12 @@ class Runner:
         except Exception:  # shutting down: the engine closes its own connection next
             pass
         thread.join()
+
+    def _close_at_exit(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - exiting anyway
+            log.exception("closing the writer at exit failed")
 
     def _close_connection(self) -> None:
         db = getattr(getattr(self.engine, "store", None), "db", None)

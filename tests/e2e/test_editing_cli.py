@@ -116,8 +116,8 @@ def test_local_reads_work_whether_or_not_the_room_runs(tmp_path):
     # every local list command checks --limit against its operation's input schema: one wording
     refusals = [fails((command, doc, "--limit", "0"), "invalid_request")
                 for command in ("versions", "proposals", "sessions", "participants", "leases")]
-    assert {r["message"] for r in refusals} == {"request body is invalid at /limit: 0 is less than the minimum of 1"}
-    assert {r["details"]["pointer"] for r in refusals} == {"/limit"}
+    assert {r["message"] for r in refusals} == {"parameter limit is invalid: 0 is less than the minimum of 1"}
+    assert {r["details"]["parameter"] for r in refusals} == {"limit"}  # the words of GET ...?limit=0
     fails(("proposals", doc, "--status", "maybe"), "invalid_request")
     fails(("versions", str(tmp_path / "nope.md")), "invalid_request")
     bare = tmp_path / "bare.md"

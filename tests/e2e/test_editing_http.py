@@ -387,6 +387,8 @@ def test_versions_list_get_diff_and_provenance(room):
     for bad in (0, 201, -1, "x", "1.5"):
         body = err(bob.get("/workspace/versions", params={"limit": bad}), "invalid_request")
         assert body["details"]["parameter"] == "limit"
+        if bad == 0:  # the words ce versions --limit 0 prints too (test_editing_cli.py)
+            assert body["message"] == "parameter limit is invalid: 0 is less than the minimum of 1"
     err(bob.get("/workspace/versions", params={"cursor": "garbage!"}), "invalid_request")
 
     # Each version: author, session, time, summary, content hash, source and what made it.

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
+import time
 
 from commonroom.engine import OPERATOR
 from commonroom.errors import StaleVersion
@@ -152,21 +155,83 @@ def test_a_write_whose_caller_loop_closed_does_not_stop_the_writer(engine):
 
 
 def test_the_writer_thread_starts_on_the_first_write_and_close_stops_it(engine):
-    before = {t.name for t in threading.enumerate()}
     runner = Runner(engine)
-    runner.close()  # nothing ran: no writer thread was started, none is left
-    assert {t.name for t in threading.enumerate()} == before
+    runner.close()  # nothing ran: no writer thread was started
+    assert runner._thread is None
     runner = Runner(engine)
     assert asyncio.run(runner.write(lambda: 7)) == 7
-    assert any(t.name == "commonroom-writer" for t in threading.enumerate())
+    thread = runner._thread
+    assert thread is not None and thread.is_alive() and thread.name == "commonroom-writer"
     runner.close()
-    assert not any(t.name == "commonroom-writer" for t in threading.enumerate())
+    assert not thread.is_alive()
+    started = time.monotonic()
+    runner.close()  # a second close returns at once (it used to wait 30 s for a thread that was gone)
+    assert time.monotonic() - started < 1
     try:
         asyncio.run(runner.write(lambda: 8))
     except RuntimeError as exc:
         assert "closed" in str(exc)
     else:
         raise AssertionError("a write after close ran")
+
+
+def test_an_audit_after_close_is_dropped_and_never_waits(engine):
+    runner = Runner(engine)
+    asyncio.run(runner.write(lambda: 0))
+    runner.close()
+
+    async def audits():  # two audited reads ending while the room stops
+        for _ in range(2):
+            await asyncio.wait_for(runner._audit(None, "list_session_messages", "ok", {}, None), 3)
+
+    asyncio.run(audits())  # the second used to wait forever on the first's unsubmitted flush
+
+
+def test_a_write_raising_stopiteration_is_answered_with_an_error(engine):
+    runner = Runner(engine)
+
+    def broken():
+        raise StopIteration
+
+    async def calls():
+        first = asyncio.ensure_future(asyncio.wait_for(runner.write(broken), 5))
+        second = asyncio.ensure_future(asyncio.wait_for(runner.write(lambda: "after"), 5))
+        return await asyncio.gather(first, second, return_exceptions=True)
+
+    try:
+        error, after = asyncio.run(calls())
+    finally:
+        runner.close()
+    assert isinstance(error, RuntimeError) and isinstance(error.__cause__, StopIteration)
+    assert after == "after"
+
+
+def test_an_interpreter_that_exits_without_close_finishes_the_queued_write(tmp_path):
+    marker = tmp_path / "written"
+    script = f"""
+import asyncio, time
+from commonroom.operations.runner import Runner
+
+class Engine:  # no store: each write runs alone
+    pass
+
+runner = Runner(Engine())
+
+def slow():
+    time.sleep(0.5)
+    open({str(marker)!r}, "w").write("written")
+
+async def main():
+    try:
+        await asyncio.wait_for(runner.write(slow), 0.1)  # the caller gives up; the write is under way
+    except asyncio.TimeoutError:
+        pass
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert marker.read_text() == "written"
 
 
 def test_a_failure_of_the_writer_itself_reaches_its_callers_and_the_writer_goes_on(engine):
