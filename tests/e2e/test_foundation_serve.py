@@ -263,6 +263,40 @@ def test_a_signal_starts_the_shutdown_at_once(tmp_path: Path, sig: int):
         assert took < 1.0, f"{took:.2f} s to stop, signal {sig} {offset} s after the room served"
 
 
+def test_a_graceful_stop_closes_idle_connections_and_answers_the_request_in_flight(tmp_path: Path):
+    """SIGTERM with a keep-alive connection idle, one with half a request head, and one with a
+    request in flight (its head sent, half its body): the first two are closed at once, the third
+    gets its answer, and the room exits in well under gunicorn's keep-alive timeout (5 s; every
+    such stop took that long before ``RoomWorker._shutdown`` closed idle connections)."""
+    room = start_room(tmp_path, text="# Stop\n\none\ntwo\n")
+    client = room.join("leaser", "read,lease")
+    port = room.state["ingress"]["port"]
+    head = f"Host: 127.0.0.1:{port}\r\nAuthorization: Bearer {client.token}\r\n"
+    idle = socket.create_connection(("127.0.0.1", port), timeout=10)
+    idle.sendall(f"GET /workspace/document HTTP/1.1\r\n{head}\r\n".encode())
+    seen = b""
+    while b"two" not in seen:  # the whole answer: the connection is idle, kept alive
+        seen += idle.recv(65536)
+    assert seen.startswith(b"HTTP/1.1 200"), seen[:200]
+    partial = socket.create_connection(("127.0.0.1", port), timeout=10)
+    partial.sendall(b"GET /workspace/document HTTP/1.1\r\n")
+    body = json.dumps({"region": {"lines": [3, 3]}, "ttl_seconds": 60}).encode()
+    flight = socket.create_connection(("127.0.0.1", port), timeout=10)
+    flight.sendall(f"POST /workspace/leases HTTP/1.1\r\n{head}Content-Type: application/json\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10])
+    time.sleep(0.3)  # the head has arrived: the request is in flight
+    started = time.monotonic()
+    room.proc.send_signal(signal.SIGTERM)
+    assert idle.recv(1) == b"" and partial.recv(1) == b"", "idle connections are closed"
+    flight.sendall(body[10:])
+    answer = flight.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 201"), answer[:200]
+    assert room.proc.wait(10) == 0
+    assert time.monotonic() - started < 2.5
+    for sock in (idle, partial, flight):
+        sock.close()
+
+
 # ----------------------------------------------------------- announcement
 
 
