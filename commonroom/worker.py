@@ -168,6 +168,10 @@ class GuardedProtocol(_ASGIProtocol):
     _room_timer: asyncio.TimerHandle | None = None
     _room_listener: str | None = None
     _room_refuse = False
+    #: request heads completed on this connection, and whether bytes of a head not yet
+    #: complete have arrived (RoomWorker._shutdown tells an idle connection from a new one)
+    _room_heads = 0
+    _room_partial = False
     _response_buffer: bytes | None  # gunicorn's: the head, until the first body write
 
     def connection_made(self, transport: Any) -> None:  # noqa: D102 - asyncio
@@ -187,8 +191,15 @@ class GuardedProtocol(_ASGIProtocol):
         wait = min(limits.header_timeout, REFUSE_WITHIN_SECONDS) if self._room_refuse else limits.header_timeout
         self._room_timer = worker.loop.call_later(wait, self._room_headers_late)
 
+    def data_received(self, data: bytes) -> None:  # noqa: D102 - asyncio
+        if self._current_request is None:
+            self._room_partial = True  # bytes of a head: the next request has begun
+        super().data_received(data)
+
     def _on_headers_complete(self) -> Any:  # noqa: D102 - parser callback
         self._room_cancel_timer()
+        self._room_heads += 1
+        self._room_partial = False
         if self._room_refuse:
             self._room_refuse = False
             self._room_close(503)
@@ -202,6 +213,20 @@ class GuardedProtocol(_ASGIProtocol):
             self._room_listener = None
         self.worker.room_protocols.discard(self)
         super().connection_lost(exc)
+
+    def _room_idle(self) -> bool | None:
+        """At a graceful stop: True when no request is in flight and none has begun (a kept-alive
+        connection between requests), False for a connection that has not sent a whole head yet
+        (a new one, or half a head), None while a request is in flight."""
+        if self._closed or self._current_request is not None or self._finishing_calls:
+            return None
+        return self._room_heads > 0 and not self._room_partial
+
+    def _room_close_idle(self) -> None:
+        """Close this connection at a graceful stop (see :meth:`RoomWorker._shutdown`)."""
+        self._close_transport()
+        if self._request_ready is not None:
+            self._request_ready.set()  # the connection loop sees _closed and ends
 
     def _room_cancel_timer(self) -> None:
         if self._room_timer is not None:
@@ -291,21 +316,33 @@ class RoomWorker(_ASGIWorker):
 
         gasgi stops listening and then waits, up to ``graceful_timeout``,
         until no connection is open; a keep-alive connection waiting for its
-        next request (an HTTP client's pool, the console's browser) or for
-        the rest of a request's head stayed open until its keep-alive
-        timeout, so such a stop took 5 s instead of ~0.2. Those are closed
-        now, as other servers do at a graceful stop (a client retries an
-        idempotent request on a closed keep-alive connection); a request
-        whose head has arrived is in flight: it is answered, then its
-        connection closes (gunicorn keeps none alive once the worker stops).
-        A quick stop (SIGINT, SIGQUIT) is gasgi's own.
+        next request (an HTTP client's pool, the console's browser) stayed
+        open until its keep-alive timeout, so such a stop took 5 s instead of
+        ~0.2. Now a connection between requests is closed at once, as other
+        servers do at a graceful stop (a client retries an idempotent
+        request on a reused connection that was closed). A connection that
+        has not sent a whole head yet (just opened, or half a head) gets
+        :data:`SHUTDOWN_HEAD_GRACE` seconds to send it, since a client does
+        not retry on a new connection; one whose head has arrived is in
+        flight: it is answered, then its connection closes (gunicorn keeps
+        none alive once the worker stops). A quick stop (SIGINT, SIGQUIT)
+        is gasgi's own.
         """
         if not self._quick_shutdown:
             for server in self.servers:
-                server.close()  # no new connection while the idle ones are closed (gasgi closes them again)
-            for protocol in list(self.room_protocols):
-                if protocol._current_request is None and not protocol._closed:
-                    protocol._close_transport()
+                server.close()  # no new connection (gasgi closes them again)
+            deadline = self.loop.time() + SHUTDOWN_HEAD_GRACE
+            while not self._quick_shutdown:
+                waiting = False
+                for protocol in list(self.room_protocols):  # rescanned: a connection_made may come late
+                    idle = protocol._room_idle()
+                    if idle or (idle is False and self.loop.time() >= deadline):
+                        protocol._room_close_idle()
+                    elif idle is False:
+                        waiting = True
+                if not waiting:
+                    break
+                await asyncio.sleep(0.05)
         await super()._shutdown()
 
     def notify(self) -> None:
@@ -352,6 +389,10 @@ class RoomWorker(_ASGIWorker):
             return create_server(*args, **kwargs)
 
         self.loop.create_server = keeping_backlog
+
+
+#: Seconds a connection that has not sent a whole request head gets at a graceful stop.
+SHUTDOWN_HEAD_GRACE = 1.0
 
 
 class _BodyAborted(BaseException):

@@ -264,22 +264,33 @@ def test_a_signal_starts_the_shutdown_at_once(tmp_path: Path, sig: int):
 
 
 def test_a_graceful_stop_closes_idle_connections_and_answers_the_request_in_flight(tmp_path: Path):
-    """SIGTERM with a keep-alive connection idle, one with half a request head, and one with a
-    request in flight (its head sent, half its body): the first two are closed at once, the third
-    gets its answer, and the room exits in well under gunicorn's keep-alive timeout (5 s; every
-    such stop took that long before ``RoomWorker._shutdown`` closed idle connections)."""
+    """SIGTERM with four connections open: one kept alive between requests is closed at once; one
+    with a request in flight (its head sent, half its body) gets its answer; a new one that sends
+    its head right after the signal is answered too (a client does not retry on a new connection);
+    one that sent half a head and nothing more is closed after the grace for heads. The room exits
+    well under gunicorn's keep-alive timeout (5 s: every such stop took that long before
+    ``RoomWorker._shutdown`` closed idle connections)."""
     room = start_room(tmp_path, text="# Stop\n\none\ntwo\n")
     client = room.join("leaser", "read,lease")
     port = room.state["ingress"]["port"]
     head = f"Host: 127.0.0.1:{port}\r\nAuthorization: Bearer {client.token}\r\n"
+    read = f"GET /workspace/document HTTP/1.1\r\n{head}\r\n".encode()
+
+    def answer(sock: socket.socket) -> bytes:
+        seen = b""
+        while b"two" not in seen and b"201 Created" not in seen:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            seen += chunk
+        return seen
+
     idle = socket.create_connection(("127.0.0.1", port), timeout=10)
-    idle.sendall(f"GET /workspace/document HTTP/1.1\r\n{head}\r\n".encode())
-    seen = b""
-    while b"two" not in seen:  # the whole answer: the connection is idle, kept alive
-        seen += idle.recv(65536)
-    assert seen.startswith(b"HTTP/1.1 200"), seen[:200]
+    idle.sendall(read)
+    assert answer(idle).startswith(b"HTTP/1.1 200")  # now kept alive, between requests
     partial = socket.create_connection(("127.0.0.1", port), timeout=10)
     partial.sendall(b"GET /workspace/document HTTP/1.1\r\n")
+    fresh = socket.create_connection(("127.0.0.1", port), timeout=10)
     body = json.dumps({"region": {"lines": [3, 3]}, "ttl_seconds": 60}).encode()
     flight = socket.create_connection(("127.0.0.1", port), timeout=10)
     flight.sendall(f"POST /workspace/leases HTTP/1.1\r\n{head}Content-Type: application/json\r\n"
@@ -287,13 +298,17 @@ def test_a_graceful_stop_closes_idle_connections_and_answers_the_request_in_flig
     time.sleep(0.3)  # the head has arrived: the request is in flight
     started = time.monotonic()
     room.proc.send_signal(signal.SIGTERM)
-    assert idle.recv(1) == b"" and partial.recv(1) == b"", "idle connections are closed"
+    assert idle.recv(1) == b"", "a connection between requests is closed at once"
+    assert time.monotonic() - started < 0.9
+    fresh.sendall(read)
+    assert answer(fresh).startswith(b"HTTP/1.1 200"), "a head sent within the grace is answered"
     flight.sendall(body[10:])
-    answer = flight.recv(65536)
-    assert answer.startswith(b"HTTP/1.1 201"), answer[:200]
+    landed = answer(flight)
+    assert landed.startswith(b"HTTP/1.1 201"), landed[:200]
+    assert partial.recv(1) == b"", "half a head is closed after the grace"
     assert room.proc.wait(10) == 0
-    assert time.monotonic() - started < 2.5
-    for sock in (idle, partial, flight):
+    assert time.monotonic() - started < 3
+    for sock in (idle, partial, fresh, flight):
         sock.close()
 
 
