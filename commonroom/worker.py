@@ -73,6 +73,8 @@ log = logging.getLogger("commonroom.worker")
 
 #: Longest wait for the headers of a connection already over the bound.
 REFUSE_WITHIN_SECONDS = 2.0
+#: Seconds a connection that has not sent a whole request head gets at a graceful stop (RoomWorker._shutdown).
+SHUTDOWN_HEAD_GRACE = 1.0
 #: A response body at least this large (bytes) is written apart from its head (GuardedProtocol._send_body),
 #: gunicorn's threshold for handing head and body to ``writelines``.
 LARGE_BODY_BYTES = 65536
@@ -222,8 +224,8 @@ class GuardedProtocol(_ASGIProtocol):
             return None
         return self._room_heads > 0 and not self._room_partial
 
-    def _room_close_idle(self) -> None:
-        """Close this connection at a graceful stop (see :meth:`RoomWorker._shutdown`)."""
+    def _room_drop(self) -> None:
+        """Close this connection between requests (a refusal, a late head, a graceful stop)."""
         self._close_transport()
         if self._request_ready is not None:
             self._request_ready.set()  # the connection loop sees _closed and ends
@@ -281,9 +283,7 @@ class GuardedProtocol(_ASGIProtocol):
             body = _envelope(408, f"the request headers did not arrive within {seconds:g} s",
                              {"limit": "header_timeout", "timeout_seconds": seconds})
             self._safe_write(_raw_answer(408, body))
-        self._close_transport()
-        if self._request_ready is not None:
-            self._request_ready.set()  # the connection loop sees _closed and ends
+        self._room_drop()
 
 
 class RoomWorker(_ASGIWorker):
@@ -337,7 +337,7 @@ class RoomWorker(_ASGIWorker):
                 for protocol in list(self.room_protocols):  # rescanned: a connection_made may come late
                     idle = protocol._room_idle()
                     if idle or (idle is False and self.loop.time() >= deadline):
-                        protocol._room_close_idle()
+                        protocol._room_drop()
                     elif idle is False:
                         waiting = True
                 if not waiting:
@@ -390,9 +390,6 @@ class RoomWorker(_ASGIWorker):
 
         self.loop.create_server = keeping_backlog
 
-
-#: Seconds a connection that has not sent a whole request head gets at a graceful stop.
-SHUTDOWN_HEAD_GRACE = 1.0
 
 
 class _BodyAborted(BaseException):
