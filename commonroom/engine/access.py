@@ -39,6 +39,7 @@ from ..store import WriteContext
 from ..store.models import Participant as ParticipantRow
 from ..store.models import participant_key
 from ..store.models import Session as SessionRow
+from ..store.rows import first_row
 from .base import Actor, EngineBase
 
 DEFAULT_INVITATION_TTL = 24 * 3600
@@ -77,11 +78,15 @@ def participant_dict(row: ParticipantRow, sessions: int | None = None) -> Partic
     return out
 
 
-def session_dict(row: SessionRow) -> SessionWire:
-    """Wire form (schema ``common.json#/$defs/Session``); never the token."""
+def session_dict(row: SessionRow, participant: ParticipantRow | None = None) -> SessionWire:
+    """Wire form (schema ``common.json#/$defs/Session``); never the token.
+
+    ``participant``: the session's participant row when the caller has it
+    (else it is loaded through the foreign key).
+    """
     return {
         "id": row.id,
-        "participant": participant_dict(row.participant),
+        "participant": participant_dict(participant if participant is not None else row.participant),
         "capabilities": list(row.capabilities),
         "created_at": row.created_at,
         "expires_at": row.expires_at,
@@ -318,8 +323,7 @@ class AccessMixin(EngineBase):
 
     def session_live(self, session_id: str) -> bool:
         """True while the session is neither revoked nor expired (for streams)."""
-        Session = self.store.models.Session
-        row = Session.get_or_none(Session.id == session_id)
+        row = first_row(self.store.models.Session, 'WHERE "id" = ?', (session_id,))
         return bool(
             row is not None
             and not row.revoked_at
@@ -328,9 +332,11 @@ class AccessMixin(EngineBase):
 
     def session_info(self, actor: Actor) -> SessionWire:
         """The caller's own session (``common.json#/$defs/Session``)."""
-        Session = self.store.models.Session
-        row = Session.get_by_id(actor.session_id)
-        return session_dict(row)
+        models = self.store.models
+        row = first_row(models.Session, 'WHERE "id" = ?', (actor.session_id,))
+        if row is None:
+            raise pw.DoesNotExist(f"no session {actor.session_id}")
+        return session_dict(row, first_row(models.Participant, 'WHERE "id" = ?', (row.participant_id,)))
 
     def revoke(self, *, invitation_ref: str | None = None, session_id: str | None = None) -> RevokeResult:
         """Revoke an invitation (by id or whole token) or a session (by id).

@@ -114,12 +114,31 @@ def after_stamp_and_id(query: Any, created: Any, ident: Any, cursor: str | None)
     ``created`` and ``ident`` are the model's fields; a cursor of another
     shape is ``InvalidRequest``. Pair it with ``encode_cursor([row.created_at, row.id])``.
     """
-    after = decode_cursor(cursor)
+    after = _stamp_and_id(cursor)
     if after is None:
         return query
-    if not (isinstance(after, list) and len(after) == 2 and all(isinstance(a, str) for a in after)):
-        raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
     return query.where((created > after[0]) | ((created == after[0]) & (ident > after[1])))
+
+
+def after_stamp_and_id_sql(cursor: str | None) -> tuple[str, list[str]]:
+    """:func:`after_stamp_and_id` as an SQL condition and its parameters (``("", [])`` without a cursor).
+
+    For the reads by SQL text (:mod:`commonroom.store.rows`) of a table with
+    ``created_at`` and ``id`` columns, ordered ``"created_at", "id"``.
+    """
+    after = _stamp_and_id(cursor)
+    if after is None:
+        return "", []
+    return '("created_at" > ? OR ("created_at" = ? AND "id" > ?))', [after[0], after[0], after[1]]
+
+
+def _stamp_and_id(cursor: str | None) -> list[str] | None:
+    """The ``[created_at, id]`` of a cursor, None without one; ``InvalidRequest`` for any other shape."""
+    after = decode_cursor(cursor)
+    if after is not None and not (isinstance(after, list) and len(after) == 2
+                                  and all(isinstance(a, str) for a in after)):
+        raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
+    return after
 
 
 @dataclass

@@ -31,6 +31,7 @@ from generated.types.boards import Message, MessagesPage
 
 from ..errors import InvalidRequest
 from ..store import WriteContext
+from ..store.rows import select_rows, where_sql
 from .base import Actor, decode_cursor, encode_cursor, parse_limit, require
 from .board_acks import AcksMixin
 from .board_base import KINDS, STATUSES
@@ -77,21 +78,18 @@ class BoardsMixin(CompletionMixin, ObservationMixin, AcksMixin):
         self._check_choice(kind, KINDS, "kind")
         self._check_choice(status, STATUSES, "status")
         self._board_exists(session_id)
-        query = M.select().where(M.board_session_id == session_id)
-        if message_id is not None:
-            query = query.where(M.id == message_id)
-        if reply_to is not None:
-            query = query.where(M.reply_to == reply_to)
-        if kind is not None:
-            query = query.where(M.kind == kind)
-        if status is not None:
-            query = query.where(M.status == status)
+        conditions, params = ['"board_session_id" = ?'], [session_id]
+        for column, value in (("id", message_id), ("reply_to", reply_to), ("kind", kind), ("status", status)):
+            if value is not None:
+                conditions.append(f'"{column}" = ?')
+                params.append(value)
         after = decode_cursor(cursor)
         if after is not None:
             if not (isinstance(after, dict) and isinstance(after.get("seq"), int)):
                 raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
-            query = query.where(M.seq > after["seq"])
-        rows = list(query.order_by(M.seq).limit(size + 1))
+            conditions.append('"seq" > ?')
+            params.append(after["seq"])
+        rows = select_rows(M, where_sql(conditions) + 'ORDER BY "seq" LIMIT ?', [*params, size + 1])
         more = len(rows) > size
         rows = rows[:size]
         return {"messages": [self._message_wire(r) for r in rows],

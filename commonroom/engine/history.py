@@ -25,6 +25,7 @@ from generated.types.events import HistoryPage
 from .. import numbers
 from ..errors import InvalidRequest
 from ..store.db import event_dict
+from ..store.rows import select_rows
 from .base import Actor, EngineBase, decode_cursor, parse_limit, require
 
 #: Most rows one replay read returns (streams read the ring in pages).
@@ -88,7 +89,7 @@ class HistoryMixin(EngineBase):
         size = parse_limit(limit)
         position = event_cursor(cursor, "cursor", legacy=True)
         after = 0 if position is None else position
-        rows = list(Event.select().where(Event.id > after).order_by(Event.id).limit(size + 1))
+        rows = select_rows(Event, 'WHERE "id" > ? ORDER BY "id" LIMIT ?', (after, size + 1))
         events = cast("list[EventWire]", [event_dict(r) for r in rows[:size]])  # store.event_dict builds the wire Event
         oldest, last = self.ring_bounds()
         more = len(rows) > size
@@ -122,8 +123,8 @@ class HistoryMixin(EngineBase):
         if event_id >= self.store.last_event_id():  # nothing newer: no query to build
             return []
         Event = self.store.models.Event
-        query = Event.select().where(Event.id > event_id).order_by(Event.id).limit(limit)
-        return [event_dict(r) for r in query]
+        rows = select_rows(Event, 'WHERE "id" > ? ORDER BY "id" LIMIT ?', (event_id, limit))
+        return [event_dict(r) for r in rows]
 
     def last_event_id(self) -> int:
         """The newest event id ever appended (0 when none)."""

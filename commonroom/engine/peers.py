@@ -31,6 +31,7 @@ from ..clock import rfc3339
 from ..errors import PeerNotFound
 from ..store import WriteContext
 from ..store.models import live_session, live_session_sql
+from ..store.rows import select_rows
 from .base import Actor, EngineBase, require
 from .board_base import BoardBase
 
@@ -191,10 +192,9 @@ class PeersMixin(EngineBase):
         require(actor, "read")
         if actor.session_id is None or actor.participant_id is None:
             return {"peers": [], "messages": []}
-        P = self.store.models.PeerMessage
         cutoff = self._ago(PEER_RETAIN_SECONDS)
-        rows = (P.select().where((P.recipient_session_id == actor.session_id) & (P.created_at >= cutoff))
-                .order_by(P.created_at, pw.SQL("rowid")).limit(PEER_RETAIN_MESSAGES))
+        rows = select_rows(self.store.models.PeerMessage, 'WHERE "recipient_session_id" = ? AND "created_at" >= ? '
+                           'ORDER BY "created_at", rowid LIMIT ?', (actor.session_id, cutoff, PEER_RETAIN_MESSAGES))
         return {"peers": self._activity_wire(self._awareness(actor, cutoff, dedup=False)),
                 "messages": [self._received_wire(r) for r in rows]}
 

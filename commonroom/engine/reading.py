@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, cast
-
-import peewee as pw
+from typing import Any
 
 from generated.types.room import Document, ParticipantsPage, RoomStatus
 
 from .. import PROTOCOL, PROTOCOL_VERSION, regions
 from ..clock import rfc3339
-from ..store.models import live_session, live_session_sql
+from ..store.models import live_session_sql
+from ..store.rows import select_rows, where_sql
 from .access import participant_dict
-from .base import Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, after_stamp_and_id_sql, encode_cursor, parse_limit, require
 
 
 #: ``room_status``'s two counts, one statement (peewee built two ``COUNT`` subqueries for ~0.5 ms a read).
@@ -22,9 +21,6 @@ _ROOM_COUNTS = ('SELECT (SELECT COUNT(*) FROM "participant"), '
 
 class ReadingMixin(EngineBase):
     """``room_status``, ``document``, ``participants`` (capability ``read``)."""
-
-    def _live_sessions(self) -> pw.Expression:
-        return live_session(self.store.models.Session, rfc3339(self.clock.now()))
 
     def room_status(self, actor: Actor) -> RoomStatus:
         """``room.json#/$defs/RoomStatus``. Needs ``read``."""
@@ -64,20 +60,16 @@ class ReadingMixin(EngineBase):
         ``limit`` 1 to 200 (default 50), else ``InvalidRequest``; ``cursor``
         from the previous page's ``next_cursor``. Needs ``read``.
         """
-        models = self.store.models
-        Participant, Session = models.Participant, models.Session
         require(actor, "read")
         size = parse_limit(limit)
-        query = Participant.select().order_by(Participant.created_at, Participant.id)
-        query = after_stamp_and_id(query, Participant.created_at, Participant.id, cursor)
-        rows = list(query.limit(size + 1))
-        counts: dict[str, int] = dict(cast(
-            "Iterable[tuple[str, int]]",  # .tuples(): peewee's stubs keep the model type
-            Session.select(Session.participant, pw.fn.COUNT(Session.id))
-            .where(self._live_sessions() & Session.participant.in_([r.id for r in rows[:size]]))
-            .group_by(Session.participant)
-            .tuples()
-        ))
+        after, after_params = after_stamp_and_id_sql(cursor)
+        rows = select_rows(self.store.models.Participant, where_sql([after]) + 'ORDER BY "created_at", "id" LIMIT ?',
+                           [*after_params, size + 1])
+        ids = [r.id for r in rows[:size]]
+        counts: dict[str, int] = dict(self.store.db.execute_sql(
+            f'SELECT "participant_id", COUNT("id") FROM "session" WHERE {live_session_sql()} '
+            f'AND "participant_id" IN ({", ".join("?" for _ in ids)}) GROUP BY "participant_id"',
+            (rfc3339(self.clock.now()), *ids)).fetchall()) if ids else {}
         page = [participant_dict(r, counts.get(r.id, 0)) for r in rows[:size]]
         next_cursor = (
             encode_cursor([rows[size - 1].created_at, rows[size - 1].id]) if len(rows) > size else None

@@ -41,14 +41,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(body: Path, module: str = "tests.bench.bare_app:app") -> tuple[subprocess.Popen, str]:
-    """Start gunicorn ``-k asgi -w 1`` serving ``module`` with ``body``; the process and its base URL."""
+def serve(body: Path, module: str = "tests.bench.bare_app:app",
+          env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+    """Start gunicorn ``-k asgi -w 1`` serving ``module`` with ``body`` (``env`` adds to its environment); the process and its base URL."""
     port = free_port()
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-k", "asgi", "-w", "1", "-b", f"127.0.0.1:{port}",
          "--log-level", "warning", module],
-        env={**os.environ, "BARE_APP_BODY": str(body), "PYTHONPATH": str(root)},
+        env={**os.environ, "BARE_APP_BODY": str(body), "PYTHONPATH": str(root), **(env or {})},
         cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

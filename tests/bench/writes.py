@@ -12,7 +12,10 @@ transactions, each with its event. One client runs on a blocking socket
 several run on asyncio in one process. Measured with group commit on (the
 default) and off (``COMMONROOM_GROUP_COMMIT=0``), one room each, and the
 bare fsync'd SQLite transaction rate (``tests.bench.commit.Bare``) in the
-same run, in turns over three rounds (medians reported). Targets (issue 13): 1 client ≥ 0.15× bare; 16 clients ≥ 0.3×
+same run, in turns over three rounds (medians reported), and the stack's
+ceiling for a write (:mod:`tests.bench.bare_writes`: gunicorn, Falcon, a
+writer thread with group commit and one fsync'd ``INSERT`` per request, no
+room), so that what the room adds is seen apart from what the stack costs. Targets (issue 13): 1 client ≥ 0.15× bare; 16 clients ≥ 0.3×
 bare in total.
 """
 
@@ -142,6 +145,29 @@ def writing_room(clients: int, group_commit: bool, env: dict[str, str] | None = 
 
 
 @contextmanager
+def bare_stack(clients: int) -> Iterator[tuple[int, list[str]]]:
+    """The stack's ceiling (:mod:`tests.bench.bare_writes`) as :func:`writing_room` gives a room: ``(port, tokens)``.
+
+    Its tokens are sent and ignored (the app authenticates nobody).
+    """
+    from tests.bench import bare_writes
+
+    folder = Path(tempfile.mkdtemp(prefix="cr-bare-writes-"))
+    try:
+        proc, base = bare_writes.serve(folder)
+        try:
+            port = int(base.rsplit(":", 1)[1])
+            tokens = [f"bare{i}" for i in range(clients)]
+            run_clients(port, tokens, 0.5)  # warm-up
+            yield port, tokens
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
 def bare_sqlite() -> Iterator[Bare]:
     """A bare fsync'd SQLite (``tests.bench.commit.Bare``) in a fresh folder."""
     folder = Path(tempfile.mkdtemp(prefix="cr-bare-"))
@@ -173,11 +199,11 @@ def take_turns(bare: Bare, rooms: dict[str, tuple[int, list[str]]], rounds: int,
 
 
 def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None) -> list[dict[str, Any]]:
-    """One row per client count: group commit on and off, and bare SQLite, in turns.
+    """One row per client count: group commit on and off, the stack's ceiling and bare SQLite, in turns.
 
-    The two rooms stay up while :data:`ROUNDS` rounds run each in turn,
-    bare SQLite first; every figure is its median round (``"rounds"``
-    keeps them all). With ``before``, a room served from that older
+    The two rooms and the stack's ceiling (:func:`bare_stack`, ``"stack"``)
+    stay up while :data:`ROUNDS` rounds run each in turn, bare SQLite
+    first; every figure is its median round (``"rounds"`` keeps them all). With ``before``, a room served from that older
     checkout (``"before"``) runs its rounds alone afterwards.
     """
     rows = []
@@ -185,7 +211,8 @@ def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None
         with ExitStack() as stack:
             bare = stack.enter_context(bare_sqlite())
             rooms = {"on": stack.enter_context(writing_room(n, True)),
-                     "off": stack.enter_context(writing_room(n, False))}
+                     "off": stack.enter_context(writing_room(n, False)),
+                     "stack": stack.enter_context(bare_stack(n))}
             rounds = take_turns(bare, rooms, ROUNDS, seconds, min(seconds, 3.0))
         if before is not None:  # informational: alone, after the rounds (an idle extra room is not free)
             with writing_room(n, True, {"PYTHONPATH": str(before)}) as (port, tokens):
@@ -226,10 +253,12 @@ def main() -> None:
                 f"{', '.join(f'{x:,.0f}' for x in v)})" for name, v in out.items() if name != "bare")
                   + f"; bare SQLite {bare:,.0f}/s")
         return
-    print("clients | group commit on (txn/s) | off | bare SQLite | on/bare | off/bare | target")
+    print("clients | group commit on (txn/s) | off | stack's ceiling | bare SQLite | on/bare | off/bare "
+          "| stack/bare | on/stack | target")
     for row in measure([int(c) for c in args.clients.split(",")], args.seconds):
-        print(f"{row['clients']} | {row['on']:.0f} | {row['off']:.0f} | {row['bare']:.0f} | "
-              f"{row['on'] / row['bare']:.2f} | {row['off'] / row['bare']:.2f} | ≥ {row['target']}")
+        print(f"{row['clients']} | {row['on']:.0f} | {row['off']:.0f} | {row['stack']:.0f} | {row['bare']:.0f} | "
+              f"{row['on'] / row['bare']:.2f} | {row['off'] / row['bare']:.2f} | {row['stack'] / row['bare']:.2f} | "
+              f"{row['on'] / row['stack']:.2f} | ≥ {row['target']}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,69 @@
+"""Whole model rows read by SQL text, without peewee's query builder.
+
+Peewee builds a query's SQL by walking its expression tree on every call:
+on this 2-CPU VM that is ~150-300 µs a query (``Session.get_by_id`` with the
+lazy load of its participant: ~630 µs), against ~15 µs for SQLite to run
+it. The commit path already writes by cached SQL text
+(:meth:`Store.insert`, :meth:`Store.update`); the reads a client polls
+(its session, the lists of handoffs, proposals, board messages, the event
+history) read through :func:`select_rows` here, with their ``WHERE`` and
+``ORDER BY`` written out (docs/performance.md, *Reads without the query
+builder*).
+
+:func:`select_rows` answers the same model instances peewee's own ``SELECT *``
+answers: every column converted by its field's ``python_value``, the
+instance made as peewee's cursor makes it (``__no_default__``, nothing
+dirty), so a foreign key still loads lazily and ``save()`` still works.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, TypeVar
+
+import peewee as pw
+
+M = TypeVar("M", bound=pw.Model)
+
+#: Per model class: ``SELECT <every column> FROM <table>`` and each column's (field name, python_value).
+_PLANS: dict[type, tuple[str, list[tuple[str, Callable[[Any], Any]]]]] = {}
+
+
+def _plan(model: type[pw.Model]) -> tuple[str, list[tuple[str, Callable[[Any], Any]]]]:
+    plan = _PLANS.get(model)
+    if plan is None:
+        fields = model._meta.sorted_fields
+        columns = ", ".join(f'"{f.column_name}"' for f in fields)
+        plan = (f'SELECT {columns} FROM "{model._meta.table_name}" ',
+                [(f.name, f.python_value) for f in fields])
+        _PLANS[model] = plan
+    return plan
+
+
+def select_rows(model: type[M], tail: str, params: Sequence[Any] = ()) -> list[M]:
+    """The rows of ``model`` that ``SELECT * FROM <table> <tail>`` finds, as model instances.
+
+    ``tail`` is the rest of the statement (``WHERE …``, ``ORDER BY …``,
+    ``LIMIT ?``; empty for every row) with ``?`` for each of ``params``.
+    Column names in it are the table's (``"participant_id"`` for the
+    foreign key ``participant``). Raises what the database raises.
+    """
+    head, convert = _plan(model)
+    cursor = model._meta.database.execute_sql(head + tail, tuple(params))
+    out = []
+    for values in cursor.fetchall():
+        row = model(__no_default__=1, **{name: to_python(value) for (name, to_python), value in zip(convert, values)})
+        row._dirty.clear()  # type: ignore[attr-defined]  # peewee's own cursor does the same
+        out.append(row)
+    return out
+
+
+def first_row(model: type[M], tail: str, params: Sequence[Any] = ()) -> M | None:
+    """The first row :func:`select_rows` finds, or None (``tail`` should end ``LIMIT 1`` when more could match)."""
+    found = select_rows(model, tail, params)
+    return found[0] if found else None
+
+
+def where_sql(conditions: list[str]) -> str:
+    """``WHERE a AND b …`` of the non-empty ``conditions`` (empty when none is)."""
+    kept = [c for c in conditions if c]
+    return "WHERE " + " AND ".join(kept) + " " if kept else ""

@@ -1,0 +1,108 @@
+"""Rows read by SQL text (``commonroom.store.rows``) are the rows peewee's query builder reads.
+
+The polled reads (a session, the lists of handoffs, proposals, board
+messages, participants, the event history) read through ``select_rows``
+instead of the builder (docs/performance.md, *Reads without the query
+builder*). Every model of a populated sidecar is read both ways here and
+must come back the same: every column converted by its field (JSON
+decoded, booleans as booleans), a foreign key still loading lazily, and
+the pages' filters and cursors finding the rows the builder found.
+"""
+
+from __future__ import annotations
+
+import peewee as pw
+import pytest
+
+from commonroom.engine import OPERATOR
+from commonroom.store.rows import first_row, select_rows, where_sql
+from tests.fakeclock import join, open_engine
+
+
+@pytest.fixture
+def engine(tmp_path):
+    engine = open_engine(tmp_path, "# Plan\n\none\ntwo\nthree\n")
+    lead, _ = join(engine, "lead", ["read", "propose", "approve", "lease", "handoff", "message"])
+    worker, _ = join(engine, "worker", ["read", "propose", "handoff", "message"])
+    for i in range(6):  # a second apart: the lists' order (created_at, id) is not the ids' own order
+        engine.clock.advance(1)
+        engine.create_proposal(worker if i % 2 else lead, engine.head().number, {"lines": [3, 3]}, f"v{i}\n", f"p{i}")
+        handoff = engine.create_handoff(lead, f"part {i}", artifacts=[{"path": "README.md"}],
+                                        assignee="worker" if i % 2 else None)["handoff"]
+    engine.cancel_handoff(lead, handoff["id"])  # the last one: the lists filter by status
+    engine.reject_proposal(lead, engine.proposals(lead)["proposals"][1]["id"])
+    engine.post_session_message(lead, worker.session_id, "todo", "do it", tags=["work"], requires_ack=True)
+    engine.post_session_message(lead, worker.session_id, "note", "fyi")
+    other, _ = join(engine, "lead", ["read", "message"])  # a second session of lead: its peer
+    engine.post_peer_message(lead, engine.peer_id_of(other.session_id), "note", "over here", tags=["x"])
+    lease = engine.acquire_lease(lead, {"lines": [1, 1]}, 60)
+    engine.release_lease(lead, lease["id"])
+    engine.write(OPERATOR, engine.head().number, "# Plan\n\nzero\n", None, "rewrite")
+    yield engine
+    engine.close()
+
+
+def test_every_model_reads_as_the_builder_reads_it(engine):
+    seen = 0
+    for name in dir(engine.store.models):
+        model = getattr(engine.store.models, name)
+        if not (isinstance(model, type) and issubclass(model, pw.Model)):
+            continue
+        built = list(model.select().order_by(*model._meta.sorted_fields))
+        order = ", ".join(f'"{f.column_name}"' for f in model._meta.sorted_fields)
+        read = select_rows(model, f"ORDER BY {order}")
+        assert [r.__data__ for r in read] == [r.__data__ for r in built], model.__name__
+        assert all(type(r) is model and not r._dirty for r in read)
+        seen += len(read)
+    assert seen > 20  # the fixture filled the tables this test compares
+
+
+def test_columns_are_converted_and_a_foreign_key_loads(engine):
+    Session, Message = engine.store.models.Session, engine.store.models.BoardMessage
+    session = first_row(Session, 'WHERE "id" = (SELECT MIN("id") FROM "session")')
+    assert isinstance(session.capabilities, list) and session.capabilities
+    assert session.participant.name in ("lead", "worker")  # the lazy load through the foreign key
+    todo = first_row(Message, 'WHERE "kind" = ?', ("todo",))
+    assert todo.tags == ["work"] and todo.requires_ack is True
+    assert first_row(Message, 'WHERE "kind" = ?', ("none such",)) is None
+
+
+def test_the_pages_find_what_the_builder_finds(engine):
+    actor, _ = join(engine, "reader", ["read"])
+    Proposal, Handoff = engine.store.models.Proposal, engine.store.models.Handoff
+    for status in (None, "open", "rejected"):
+        page = engine.proposals(actor, status=status, limit=1)
+        query = Proposal.select() if status is None else Proposal.select().where(Proposal.status == status)
+        expected = [p.id for p in query.order_by(Proposal.created_at, Proposal.id)]
+        ids = [p["id"] for p in page["proposals"]]
+        while page["next_cursor"]:
+            page = engine.proposals(actor, status=status, limit=1, cursor=page["next_cursor"])
+            ids += [p["id"] for p in page["proposals"]]
+        assert ids == expected and len(ids) == {None: 6, "open": 5, "rejected": 1}[status]
+    page = engine.handoffs(actor, limit=4)
+    ids = [h["id"] for h in page["handoffs"]]
+    page = engine.handoffs(actor, limit=4, cursor=page["next_cursor"])
+    ids += [h["id"] for h in page["handoffs"]]
+    assert ids == [h.id for h in Handoff.select().order_by(Handoff.created_at, Handoff.id)] and len(ids) == 6
+    assert [h["summary"] for h in engine.handoffs(actor, status="open")["handoffs"]] == [f"part {i}" for i in range(5)]
+    Participant = engine.store.models.Participant
+    listed = engine.participants(actor)["participants"]
+    in_order = Participant.select().order_by(Participant.created_at, Participant.id)
+    assert [(p["name"], p["sessions"]) for p in listed] == [(p.name, 2 if p.name == "lead" else 1) for p in in_order]
+    assert len(listed) == 3
+
+
+def test_where_sql_joins_the_conditions_given():
+    assert where_sql([]) == where_sql(["", ""]) == ""
+    assert where_sql(['"a" = ?', "", '"b" > ?']) == 'WHERE "a" = ? AND "b" > ? '
+
+
+def test_the_peer_messages_a_session_lists(engine):
+    a, _ = join(engine, "pat", ["read", "message"])
+    b, _ = join(engine, "pat", ["read", "message"])  # the same participant: a's peer
+    engine.post_peer_message(a, engine.peer_id_of(b.session_id), "note", "one", tags=["t"])
+    engine.clock.advance(1)
+    engine.post_peer_message(a, engine.peer_id_of(b.session_id), "note", "two", requires_ack=True)
+    got = engine.list_session_peers(b)["messages"]
+    assert [(m["body"], m["tags"], m["requires_ack"]) for m in got] == [("one", ["t"], False), ("two", [], True)]
+    assert engine.list_session_peers(a)["messages"] == []
