@@ -23,6 +23,7 @@ from ..errors import (AssignmentHistoryLost, AssignmentStale, AssignmentTooLarge
                       CompletionMismatch, CompletionPersistenceUncertain, InvalidRequest)
 from ..store import WriteContext
 from ..store.models import BoardMessage as MessageRow
+from ..store.rows import first_row, select_rows
 from .base import Actor, require
 from .board_base import (FENCE_PREFIX, KEY_CHARS, PRIORITIES, SNAPSHOT_BYTES, SNAPSHOT_REPLIES, BoardBase,
                          _canonical, _sha, completion_identity, fence_fingerprint)
@@ -44,8 +45,8 @@ class CompletionMixin(BoardBase):
             raise AssignmentHistoryLost(
                 f"{todo.replies_pruned} direct replies of this todo were pruned by retention",
                 details={"session_id": session_id, "message_id": todo.id, "pruned_replies": todo.replies_pruned})
-        rows = list(M.select().where((M.board_session_id == session_id) & (M.reply_to == todo.id))
-                    .order_by(M.seq).limit(SNAPSHOT_REPLIES + 1))
+        rows = select_rows(M, 'WHERE "board_session_id" = ? AND "reply_to" = ? ORDER BY "seq" LIMIT ?',
+                           (session_id, todo.id, SNAPSHOT_REPLIES + 1))
         if len(rows) > SNAPSHOT_REPLIES:
             raise AssignmentTooLarge(f"the todo has more than {SNAPSHOT_REPLIES} direct replies",
                                      details={"limit": "assignment_replies", "maximum": SNAPSHOT_REPLIES,
@@ -143,7 +144,7 @@ class CompletionMixin(BoardBase):
                       "resolved_by_message_id": reply.id},
                      participant_id=actor.participant_id, session_id=actor.session_id)
             self._prune(session_id)
-            return {"session_id": session_id, "todo": self._message_wire(M.get_by_id(todo.id)),
+            return {"session_id": session_id, "todo": self._message_wire(self._message(session_id, todo.id)),
                     "answer": self._message_wire(reply), "replayed": False}
 
         try:
@@ -175,7 +176,7 @@ class CompletionMixin(BoardBase):
                 raise CompletionMismatch(
                     "this completion_key completed this todo with a different answer, tags, priority, author "
                     "or fence", details={"session_id": session_id, "message_id": todo.id})
-            reply = M.get_or_none((M.id == todo.resolved_by_message_id) & (M.board_session_id == session_id))
+            reply = first_row(M, 'WHERE "id" = ? AND "board_session_id" = ?', (todo.resolved_by_message_id, session_id))
             if reply is None:
                 raise AssignmentHistoryLost("the original answer was pruned by retention",
                                             details={"session_id": session_id, "message_id": todo.id})
