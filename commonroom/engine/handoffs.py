@@ -352,17 +352,16 @@ class HandoffsMixin(HandoffBase):
     def handoff_events(self, actor: Actor, handoff_id: str, limit: Any = None,
                        cursor: str | None = None) -> HandoffEventsPage:
         """A handoff's own events, oldest first, paged (kept past the ring). Needs ``read``."""
-        HandoffEvent = self.store.models.HandoffEvent
         require(actor, "read")
         size = parse_limit(limit)
         self._get_handoff(handoff_id)
         after = decode_cursor(cursor)
         if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
             raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
-        query = HandoffEvent.select().where(HandoffEvent.handoff_id == handoff_id)
-        if after is not None:
-            query = query.where(HandoffEvent.event_id > after)
-        rows = list(query.order_by(HandoffEvent.event_id).limit(size + 1))
+        rows = select_rows(self.store.models.HandoffEvent,
+                           'WHERE "handoff_id" = ? ' + ('AND "event_id" > ? ' if after is not None else "")
+                           + 'ORDER BY "event_id" LIMIT ?',
+                           [handoff_id, *([after] if after is not None else []), size + 1])
         last = rows[size - 1] if len(rows) > size else None
         events = [event_dict(_AsEvent(r)) for r in rows[:size]]
         return {"handoff_id": handoff_id, "events": events,  # type: ignore[typeddict-item]

@@ -27,6 +27,7 @@ from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
 from ..store.models import Version as VersionRow
+from ..store.rows import select_rows
 from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
 from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, CheckpointLines, CheckpointWarmer,
                           encoded_lines, json_line, text_lines)
@@ -283,13 +284,8 @@ class VersionsMixin(EngineBase):
 
     def _changes(self, after: int, upto: int) -> list[dict[str, Any]]:
         """Versions ``after+1 .. upto`` as the ``changes`` recovery field."""
-        Version = self.store.models.Version
-        rows = (
-            Version.select(Version.number, Version.participant_id, Version.session_id, Version.created_at,
-                           Version.summary, Version.content_hash, Version.source, Version.proposal_id)
-            .where((Version.number > after) & (Version.number <= upto))
-            .order_by(Version.number)
-        )
+        rows = select_rows(self.store.models.Version, 'WHERE "number" > ? AND "number" <= ? ORDER BY "number"',
+                           (after, upto), only=_INFO_COLUMNS)
         out = []
         for row in rows:
             info = self._version_info(row)
@@ -302,17 +298,14 @@ class VersionsMixin(EngineBase):
 
         ``limit`` 1 to 200 (default 50) else ``InvalidRequest``.
         """
-        Version = self.store.models.Version
         require(actor, "read")
         size = parse_limit(limit)
         before = decode_cursor(cursor)
         if before is not None and not isinstance(before, int):
             raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"})
-        query = Version.select(Version.number, Version.participant_id, Version.session_id, Version.created_at,
-                               Version.summary, Version.content_hash, Version.source, Version.proposal_id)
-        if before is not None:
-            query = query.where(Version.number < before)
-        rows = list(query.order_by(Version.number.desc()).limit(size + 1))
+        rows = select_rows(self.store.models.Version,
+                           ('WHERE "number" < ? ' if before is not None else "") + 'ORDER BY "number" DESC LIMIT ?',
+                           ([before] if before is not None else []) + [size + 1], only=_INFO_COLUMNS)
         page = [self._version_info(r) for r in rows[:size]]
         next_cursor = encode_cursor(rows[size - 1].number) if len(rows) > size else None
         return {"versions": page, "next_cursor": next_cursor}

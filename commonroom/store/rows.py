@@ -24,30 +24,34 @@ import peewee as pw
 
 M = TypeVar("M", bound=pw.Model)
 
-#: Per model class: ``SELECT <every column> FROM <table>`` and each column's (field name, python_value).
-_PLANS: dict[type, tuple[str, list[tuple[str, Callable[[Any], Any]]]]] = {}
+#: Per model class and field names (None: every field): ``SELECT <their columns> FROM <table>``
+#: and each column's (field name, python_value).
+_PLANS: dict[tuple[type, tuple[str, ...] | None], tuple[str, list[tuple[str, Callable[[Any], Any]]]]] = {}
 
 
-def _plan(model: type[pw.Model]) -> tuple[str, list[tuple[str, Callable[[Any], Any]]]]:
-    plan = _PLANS.get(model)
+def _plan(model: type[pw.Model], only: tuple[str, ...] | None) -> tuple[str, list[tuple[str, Callable[[Any], Any]]]]:
+    plan = _PLANS.get((model, only))
     if plan is None:
-        fields = model._meta.sorted_fields
+        fields = model._meta.sorted_fields if only is None else [model._meta.fields[name] for name in only]
         columns = ", ".join(f'"{f.column_name}"' for f in fields)
         plan = (f'SELECT {columns} FROM "{model._meta.table_name}" ',
                 [(f.name, f.python_value) for f in fields])
-        _PLANS[model] = plan
+        _PLANS[(model, only)] = plan
     return plan
 
 
-def select_rows(model: type[M], tail: str, params: Sequence[Any] = ()) -> list[M]:
+def select_rows(model: type[M], tail: str, params: Sequence[Any] = (), only: tuple[str, ...] | None = None) -> list[M]:
     """The rows of ``model`` that ``SELECT * FROM <table> <tail>`` finds, as model instances.
 
     ``tail`` is the rest of the statement (``WHERE …``, ``ORDER BY …``,
     ``LIMIT ?``; empty for every row) with ``?`` for each of ``params``.
     Column names in it are the table's (``"participant_id"`` for the
-    foreign key ``participant``). Raises what the database raises.
+    foreign key ``participant``). ``only``: the field names to read (as
+    ``Model.select(*fields)``; the others are None on the instances),
+    e.g. to leave a version's text out of a list. Raises what the
+    database raises (``KeyError`` for a name in ``only`` that is no field).
     """
-    head, convert = _plan(model)
+    head, convert = _plan(model, only)
     cursor = model._meta.database.execute_sql(head + tail, tuple(params))
     out = []
     for values in cursor.fetchall():

@@ -106,3 +106,32 @@ def test_the_peer_messages_a_session_lists(engine):
     got = engine.list_session_peers(b)["messages"]
     assert [(m["body"], m["tags"], m["requires_ack"]) for m in got] == [("one", ["t"], False), ("two", [], True)]
     assert engine.list_session_peers(a)["messages"] == []
+
+
+def test_a_list_of_versions_reads_only_their_info(engine):
+    Version = engine.store.models.Version
+    fields = ("number", "summary", "source")
+    read = select_rows(Version, 'ORDER BY "number" DESC', only=fields)
+    built = list(Version.select(Version.number, Version.summary, Version.source).order_by(Version.number.desc()))
+    assert [r.__data__ for r in read] == [r.__data__ for r in built] and len(read) >= 2
+    assert all(r.content is None and r.delta is None for r in read)  # the texts stay in the sidecar
+    actor, _ = join(engine, "reader", ["read"])
+    page, numbers = engine.versions(actor, limit=1), []
+    while True:
+        numbers += [v["number"] for v in page["versions"]]
+        if not page["next_cursor"]:
+            break
+        page = engine.versions(actor, limit=1, cursor=page["next_cursor"])
+    assert numbers == [r.number for r in built]
+
+
+def test_a_handoffs_events_page_in_order(engine):
+    actor, _ = join(engine, "reader", ["read"])
+    handoff = engine.handoffs(actor, status="cancelled")["handoffs"][0]
+    page = engine.handoff_events(actor, handoff["id"], limit=1)
+    types = [e["type"] for e in page["events"]]
+    page = engine.handoff_events(actor, handoff["id"], limit=5, cursor=page["next_cursor"])
+    types += [e["type"] for e in page["events"]]
+    HandoffEvent = engine.store.models.HandoffEvent
+    built = HandoffEvent.select().where(HandoffEvent.handoff_id == handoff["id"]).order_by(HandoffEvent.event_id)
+    assert types == [e.type for e in built] and len(types) == 2 and page["next_cursor"] is None
