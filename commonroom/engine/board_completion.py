@@ -143,9 +143,12 @@ class CompletionMixin(BoardBase):
                      {"board_session_id": session_id, "message_id": todo.id, "revision": revision,
                       "resolved_by_message_id": reply.id},
                      participant_id=actor.participant_id, session_id=actor.session_id)
+            # read before the prune: a todo resolved now and older than the board's newest
+            # RETAIN_MESSAGES messages goes with it (it is no longer an open todo)
+            resolved = self._message_wire(self._message(session_id, todo.id))
             self._prune(session_id)
-            return {"session_id": session_id, "todo": self._message_wire(self._message(session_id, todo.id)),
-                    "answer": self._message_wire(reply), "replayed": False}
+            return {"session_id": session_id, "todo": resolved, "answer": self._message_wire(reply),
+                    "replayed": False}
 
         try:
             return self.store.write(complete)

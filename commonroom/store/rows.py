@@ -24,19 +24,27 @@ import peewee as pw
 
 M = TypeVar("M", bound=pw.Model)
 
-#: Per model class and field names (None: every field): ``SELECT <their columns> FROM <table>``
-#: and each column's (field name, python_value).
-_PLANS: dict[tuple[type, tuple[str, ...] | None], tuple[str, list[tuple[str, Callable[[Any], Any]]]]] = {}
+#: ``SELECT <columns> FROM <table>`` and each column's (field name, python_value).
+_Plan = tuple[str, list[tuple[str, Callable[[Any], Any]]]]
 
 
-def _plan(model: type[pw.Model], only: tuple[str, ...] | None) -> tuple[str, list[tuple[str, Callable[[Any], Any]]]]:
-    plan = _PLANS.get((model, only))
+def _plan(model: type[pw.Model], only: tuple[str, ...] | None) -> _Plan:
+    """The plan of ``model``'s ``only`` fields (None: every field), kept on the model's own metadata.
+
+    So it lives as long as the model class: every store defines its classes
+    afresh (``store.models``), and a closed store's go with their plans.
+    """
+    plans: dict[tuple[str, ...] | None, _Plan] | None = getattr(model._meta, "commonroom_plans", None)
+    if plans is None:
+        plans = {}
+        setattr(model._meta, "commonroom_plans", plans)
+    plan = plans.get(only)
     if plan is None:
         fields = model._meta.sorted_fields if only is None else [model._meta.fields[name] for name in only]
         columns = ", ".join(f'"{f.column_name}"' for f in fields)
         plan = (f'SELECT {columns} FROM "{model._meta.table_name}" ',
                 [(f.name, f.python_value) for f in fields])
-        _PLANS[(model, only)] = plan
+        plans[only] = plan
     return plan
 
 

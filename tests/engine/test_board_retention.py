@@ -101,3 +101,19 @@ def test_board_retention_moves_the_low_watermark_and_history_lost_follows(room, 
     assert engine.sweep_board_retention() == NOTHING  # idempotent
     assert changes(engine) == state
     assert engine._board_state(board) == (7, 4)
+
+
+def test_completing_a_todo_that_retention_then_prunes_answers_the_completion(room, monkeypatch):
+    """The todo resolved by a completion stops being an open todo, so the prune in the same write may
+    remove it (more than RETAIN_MESSAGES newer messages): the completion still answers its resolved todo."""
+    engine, c, w, _ = room
+    monkeypatch.setattr(board_base, "RETAIN_MESSAGES", 3)
+    todo = engine.post_session_message(c, w.session_id, "todo", "old todo")
+    for i in range(3):
+        engine.post_session_message(c, w.session_id, "note", f"n{i}")  # the open todo stays
+    fence = engine.get_session_assignment(w, w.session_id, todo["message_id"])["assignment_fence"]
+    done = engine.complete_session_message(w, w.session_id, todo["message_id"], "done", "k1", fence)
+    assert done["todo"]["message_id"] == todo["message_id"] and done["todo"]["status"] == "resolved"
+    assert done["replayed"] is False
+    left = [m["message_id"] for m in engine.list_session_messages(c, w.session_id)["messages"]]
+    assert todo["message_id"] not in left and done["answer"]["message_id"] in left

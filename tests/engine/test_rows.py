@@ -135,3 +135,43 @@ def test_a_handoffs_events_page_in_order(engine):
     HandoffEvent = engine.store.models.HandoffEvent
     built = HandoffEvent.select().where(HandoffEvent.handoff_id == handoff["id"]).order_by(HandoffEvent.event_id)
     assert types == [e.type for e in built] and len(types) == 2 and page["next_cursor"] is None
+
+
+def _walk(page_of, key):
+    """Every item of a paged list, page by page (two a page)."""
+    page = page_of(None)
+    items = list(page[key])
+    while page["next_cursor"]:
+        page = page_of(page["next_cursor"])
+        items += page[key]
+    return items
+
+
+def test_pages_of_rows_made_in_one_instant_follow_their_ids(engine):
+    """Rows with one ``created_at`` are ordered, and a cursor resumes, by id (the keyset's second branch)."""
+    lead, _ = join(engine, "lead2", ["read", "propose", "handoff", "message"])
+    other, _ = join(engine, "lead2", ["read", "message"])
+    for i in range(5):  # no clock advance: one created_at for the five
+        engine.create_proposal(lead, engine.head().number, {"lines": [1, 1]}, f"w{i}\n", f"same {i}")
+        engine.create_handoff(lead, f"same {i}")
+        engine.post_peer_message(lead, engine.peer_id_of(other.session_id), "note", f"peer {i}")
+    engine.clock.advance(1)
+    engine.create_handoff(lead, "later")
+    models = engine.store.models
+    P, H, Part = models.Proposal, models.Handoff, models.Participant
+    assert [p["id"] for p in _walk(lambda c: engine.proposals(lead, limit=2, cursor=c), "proposals")] == [
+        p.id for p in P.select().order_by(P.created_at, P.id)]
+    assert [h["id"] for h in _walk(lambda c: engine.handoffs(lead, limit=2, cursor=c), "handoffs")] == [
+        h.id for h in H.select().order_by(H.created_at, H.id)]
+    assert [p["id"] for p in _walk(lambda c: engine.participants(lead, limit=2, cursor=c), "participants")] == [
+        p.id for p in Part.select().order_by(Part.created_at, Part.id)]
+    # peer messages of one instant keep the order they were posted in (rowid), not their ids' order
+    assert [m["body"] for m in engine.list_session_peers(other)["messages"]] == [f"peer {i}" for i in range(5)]
+
+
+def test_the_history_pages_every_event_once(engine):
+    actor, _ = join(engine, "reader", ["read"])
+    ids = [e["id"] for e in _walk(lambda c: engine.history(actor, limit=2, cursor=c), "events")]
+    Event = engine.store.models.Event
+    assert ids == [e.id for e in Event.select().order_by(Event.id)] and len(ids) > 10
+    assert [e["id"] for e in engine.events_after(ids[4], limit=3)] == ids[5:8]
