@@ -391,7 +391,6 @@ class RoomWorker(_ASGIWorker):
         self.loop.create_server = keeping_backlog
 
 
-
 class _BodyAborted(BaseException):
     """Ends a request whose body timed out or was cut short (not an ``Exception``:
     Falcon's error handlers must not turn it into an answer)."""

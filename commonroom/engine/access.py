@@ -39,7 +39,7 @@ from ..store import WriteContext
 from ..store.models import Participant as ParticipantRow
 from ..store.models import participant_key
 from ..store.models import Session as SessionRow
-from ..store.rows import first_row
+from ..store.rows import row_by_id
 from .base import Actor, EngineBase
 
 DEFAULT_INVITATION_TTL = 24 * 3600
@@ -323,7 +323,7 @@ class AccessMixin(EngineBase):
 
     def session_live(self, session_id: str) -> bool:
         """True while the session is neither revoked nor expired (for streams)."""
-        row = first_row(self.store.models.Session, 'WHERE "id" = ?', (session_id,))
+        row = row_by_id(self.store.models.Session, session_id)
         return bool(
             row is not None
             and not row.revoked_at
@@ -333,10 +333,10 @@ class AccessMixin(EngineBase):
     def session_info(self, actor: Actor) -> SessionWire:
         """The caller's own session (``common.json#/$defs/Session``)."""
         models = self.store.models
-        row = first_row(models.Session, 'WHERE "id" = ?', (actor.session_id,))
+        row = row_by_id(models.Session, actor.session_id)
         if row is None:
             raise pw.DoesNotExist(f"no session {actor.session_id}")
-        return session_dict(row, first_row(models.Participant, 'WHERE "id" = ?', (row.participant_id,)))
+        return session_dict(row, row_by_id(models.Participant, row.participant_id))
 
     def revoke(self, *, invitation_ref: str | None = None, session_id: str | None = None) -> RevokeResult:
         """Revoke an invitation (by id or whole token) or a session (by id).

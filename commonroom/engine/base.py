@@ -20,6 +20,7 @@ from .. import conventions, jsontext, numbers, regions
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
+from ..store.rows import M, select_rows, where_sql
 from .sessions_cache import SessionCache
 
 if TYPE_CHECKING:
@@ -108,28 +109,20 @@ def decode_cursor(cursor: str | None) -> Any:
         raise InvalidRequest("cursor is not one this room issued", details={"parameter": "cursor"}) from None
 
 
-def after_stamp_and_id(query: Any, created: Any, ident: Any, cursor: str | None) -> Any:
-    """``query`` narrowed to rows after a ``[created_at, id]`` cursor (keyset paging in that order).
+def page_after_stamp_and_id(model: type[M], cursor: str | None, size: int, conditions: tuple[str, ...] = (),
+                            params: tuple[Any, ...] = ()) -> list[M]:
+    """Up to ``size + 1`` rows of ``model`` after a ``[created_at, id]`` cursor, in that order.
 
-    ``created`` and ``ident`` are the model's fields; a cursor of another
-    shape is ``InvalidRequest``. Pair it with ``encode_cursor([row.created_at, row.id])``.
+    Keyset paging read by SQL text (:func:`commonroom.store.rows.select_rows`)
+    for a table with ``created_at`` and ``id`` columns; ``conditions`` (SQL,
+    with ``params``) narrow it further. The row past ``size`` tells that a
+    next page exists. Pair it with ``encode_cursor([row.created_at, row.id])``;
+    a cursor of another shape is ``InvalidRequest``.
     """
     after = _stamp_and_id(cursor)
-    if after is None:
-        return query
-    return query.where((created > after[0]) | ((created == after[0]) & (ident > after[1])))
-
-
-def after_stamp_and_id_sql(cursor: str | None) -> tuple[str, list[str]]:
-    """:func:`after_stamp_and_id` as an SQL condition and its parameters (``("", [])`` without a cursor).
-
-    For the reads by SQL text (:mod:`commonroom.store.rows`) of a table with
-    ``created_at`` and ``id`` columns, ordered ``"created_at", "id"``.
-    """
-    after = _stamp_and_id(cursor)
-    if after is None:
-        return "", []
-    return '("created_at" > ? OR ("created_at" = ? AND "id" > ?))', [after[0], after[0], after[1]]
+    keyset = ['("created_at" > ? OR ("created_at" = ? AND "id" > ?))'] if after is not None else []
+    return select_rows(model, where_sql([*conditions, *keyset]) + 'ORDER BY "created_at", "id" LIMIT ?',
+                       [*params, *([after[0], after[0], after[1]] if after is not None else []), size + 1])
 
 
 def _stamp_and_id(cursor: str | None) -> list[str] | None:

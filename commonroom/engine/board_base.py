@@ -22,7 +22,7 @@ from .. import tokens
 from ..errors import InvalidRequest, LimitExceeded, MessageNotFound, NotFound, PermissionDenied
 from ..store import WriteContext
 from ..store.models import BoardMessage as MessageRow
-from ..store.rows import first_row
+from ..store.rows import first_row, row_by_id
 from .base import Actor, EngineBase
 
 KINDS = ("note", "proposal", "question", "answer", "decision", "risk", "progress", "guidance", "todo")
@@ -91,7 +91,7 @@ class BoardBase(EngineBase):
         """The authorized ``author_session_id``: a live session of the caller's participant, else None."""
         if recording_session_id is None:
             return None
-        row = first_row(self.store.models.Session, 'WHERE "id" = ?', (recording_session_id,))
+        row = row_by_id(self.store.models.Session, recording_session_id)
         now = self.clock.stamp()
         if (row is None or actor.participant_id is None or row.participant_id != actor.participant_id
                 or row.revoked_at is not None or row.expires_at <= now):
@@ -224,9 +224,7 @@ class BoardBase(EngineBase):
                  {"board_session_id": session_id, "message_id": message_id, "kind": kind, "revision": revision,
                   "reply_to": reply_to},
                  participant_id=actor.participant_id, session_id=actor.session_id)
-        row = first_row(M, 'WHERE "id" = ?', (message_id,))
-        assert row is not None, "the message inserted above"
-        return row
+        return self._message(session_id, message_id)
 
     def _prune(self, session_id: str) -> int:
         """Keep the board's newest :data:`RETAIN_MESSAGES` messages plus every open todo; how many went.

@@ -25,9 +25,10 @@ from .. import tokens
 from ..clock import parse_rfc3339, rfc3339
 from ..errors import Unauthorized
 from ..store import WriteContext
-from ..store.models import live_session
+from ..store.models import live_session_sql
+from ..store.rows import select_rows
 from .access import session_dict
-from .base import Actor, EngineBase, after_stamp_and_id, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, encode_cursor, page_after_stamp_and_id, parse_limit, require
 
 #: A login code lives this long (seconds) and works once.
 CODE_SECONDS = 60
@@ -123,13 +124,14 @@ class ConsoleMixin(EngineBase):
         Session, Message = models.Session, models.BoardMessage
         size = parse_limit(limit)
         now = rfc3339(self.clock.now())
-        query = (Session.select().where(live_session(Session, now))
-                 .order_by(Session.created_at, Session.id))
-        query = after_stamp_and_id(query, Session.created_at, Session.id, cursor)
-        rows = list(query.limit(size + 1))
+        rows = page_after_stamp_and_id(Session, cursor, size, (live_session_sql(),), (now,))
         ids = [r.id for r in rows[:size]]
         latest: dict[str, tuple[str | None, int, int]] = {}
+        people: dict[str, Any] = {}  # the sessions' participants, one statement (not one lazy load a row)
         if ids:
+            wanted = sorted({r.participant_id for r in rows[:size]})
+            people = {p.id: p for p in select_rows(models.Participant,
+                                                   f'WHERE "id" IN ({", ".join("?" for _ in wanted)})', wanted)}
             grouped = cast("Iterable[tuple[str, str, int, int | None]]", (Message.select(
                 Message.board_session_id, pw.fn.MAX(Message.updated_at), pw.fn.COUNT(Message.id),
                 pw.fn.SUM(pw.Case(None, [(Message.status == "open", 1)], 0)))
@@ -138,7 +140,7 @@ class ConsoleMixin(EngineBase):
         page: list[SessionSummary] = []
         for row in rows[:size]:
             last_at, count, opened = latest.get(row.id, (None, 0, 0))
-            page.append({"session": session_dict(row), "last_activity_at": last_at,
+            page.append({"session": session_dict(row, people[row.participant_id]), "last_activity_at": last_at,
                          "board_messages": count, "open_messages": opened})
         more = len(rows) > size
         return {"sessions": page,

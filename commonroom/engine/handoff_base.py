@@ -18,7 +18,7 @@ from ..errors import HandoffConflict, HandoffNotFound, LimitExceeded, Permission
 from ..store import WriteContext
 from ..store.models import Handoff as HandoffRow
 from ..store.models import Task as TaskRow
-from ..store.rows import first_row
+from ..store.rows import row_by_id
 from .base import Actor, EngineBase
 
 #: At most this many tasks ``working`` or ``input_required`` in one room.
@@ -117,13 +117,13 @@ class HandoffBase(EngineBase):
     # -- rows ------------------------------------------------------------------
 
     def _get_handoff(self, handoff_id: str) -> HandoffRow:
-        row = first_row(self.store.models.Handoff, 'WHERE "id" = ?', (handoff_id,))
+        row = row_by_id(self.store.models.Handoff, handoff_id)
         if row is None:
             raise HandoffNotFound(f"no handoff {handoff_id}", details={"handoff_id": handoff_id})
         return row
 
     def _task_of(self, handoff: HandoffRow) -> TaskRow | None:
-        return first_row(self.store.models.Task, 'WHERE "id" = ?', (handoff.task_id,))
+        return row_by_id(self.store.models.Task, handoff.task_id)
 
     def _live_task(self, handoff: HandoffRow) -> TaskRow:
         task = self._task_of(handoff)

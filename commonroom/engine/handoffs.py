@@ -55,8 +55,8 @@ from ..store.db import event_dict
 from ..store.models import Handoff as HandoffRow
 from ..store.models import Task as TaskRow
 from ..store.models import participant_key
-from ..store.rows import select_rows, where_sql
-from .base import Actor, after_stamp_and_id_sql, decode_cursor, encode_cursor, parse_limit, require
+from ..store.rows import select_rows
+from .base import Actor, decode_cursor, encode_cursor, page_after_stamp_and_id, parse_limit, require
 from .handoff_base import ACTIVE, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL, HandoffBase, acting_id
 
 #: Bounds (characters for the texts, UTF-8 bytes for the result).
@@ -335,16 +335,12 @@ class HandoffsMixin(HandoffBase):
         Handoff = self.store.models.Handoff
         require(actor, "read")
         size = parse_limit(limit)
-        conditions, params = [], []
-        if status not in (None, ""):
-            if status not in HANDOFF_STATUSES:
-                raise InvalidRequest(f"status must be one of {', '.join(HANDOFF_STATUSES)}, not {status!r}",
-                                     details={"parameter": "status"})
-            conditions.append('"status" = ?')
-            params.append(status)
-        after, after_params = after_stamp_and_id_sql(cursor)
-        rows = select_rows(Handoff, where_sql([*conditions, after]) + 'ORDER BY "created_at", "id" LIMIT ?',
-                           [*params, *after_params, size + 1])
+        if status not in (None, "") and status not in HANDOFF_STATUSES:
+            raise InvalidRequest(f"status must be one of {', '.join(HANDOFF_STATUSES)}, not {status!r}",
+                                 details={"parameter": "status"})
+        by_status = status not in (None, "")
+        rows = page_after_stamp_and_id(Handoff, cursor, size, ('"status" = ?',) if by_status else (),
+                                       (status,) if by_status else ())
         last = rows[size - 1] if len(rows) > size else None
         return {"handoffs": [self._handoff_dict(r) for r in rows[:size]],
                 "next_cursor": encode_cursor([last.created_at, last.id]) if last else None}

@@ -25,8 +25,8 @@ from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, Proposa
 from ..merge import merge3_text, unified_diff
 from ..store import WriteContext
 from ..store.models import Proposal as ProposalRow
-from ..store.rows import first_row, select_rows, where_sql
-from .base import OPERATOR, Actor, EngineBase, after_stamp_and_id_sql, encode_cursor, parse_limit, require
+from ..store.rows import row_by_id
+from .base import OPERATOR, Actor, EngineBase, encode_cursor, page_after_stamp_and_id, parse_limit, require
 from .versions import hunk
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
@@ -87,7 +87,7 @@ class ProposalsMixin(EngineBase):
 
     def _get_proposal(self, proposal_id: str) -> ProposalRow:
         # by SQL text: peewee builds the SELECT of every column anew on each call (~0.25 ms, on every approval)
-        row = first_row(self.store.models.Proposal, 'WHERE "id" = ?', (proposal_id,))
+        row = row_by_id(self.store.models.Proposal, proposal_id)
         if row is None:
             raise ProposalNotFound(f"no proposal {proposal_id}", details={}, proposal_id=proposal_id)
         return row
@@ -175,16 +175,12 @@ class ProposalsMixin(EngineBase):
         Proposal = self.store.models.Proposal
         require(actor, "read")
         size = parse_limit(limit)
-        conditions, params = [], []
-        if status not in (None, ""):
-            if status not in ("open", "approved", "rejected", "withdrawn"):
-                raise InvalidRequest(f"status must be open, approved, rejected or withdrawn, not {status!r}",
-                                     details={"parameter": "status"})
-            conditions.append('"status" = ?')
-            params.append(status)
-        after, after_params = after_stamp_and_id_sql(cursor)
-        rows = select_rows(Proposal, where_sql([*conditions, after]) + 'ORDER BY "created_at", "id" LIMIT ?',
-                           [*params, *after_params, size + 1])
+        if status not in (None, "") and status not in ("open", "approved", "rejected", "withdrawn"):
+            raise InvalidRequest(f"status must be open, approved, rejected or withdrawn, not {status!r}",
+                                 details={"parameter": "status"})
+        by_status = status not in (None, "")
+        rows = page_after_stamp_and_id(Proposal, cursor, size, ('"status" = ?',) if by_status else (),
+                                       (status,) if by_status else ())
         page = [self._proposal_dict(r) for r in rows[:size]]
         last = rows[size - 1] if len(rows) > size else None
         return {"proposals": page, "next_cursor": encode_cursor([last.created_at, last.id]) if last else None}

@@ -9,9 +9,8 @@ from generated.types.room import Document, ParticipantsPage, RoomStatus
 from .. import PROTOCOL, PROTOCOL_VERSION, regions
 from ..clock import rfc3339
 from ..store.models import live_session_sql
-from ..store.rows import select_rows, where_sql
 from .access import participant_dict
-from .base import Actor, EngineBase, after_stamp_and_id_sql, encode_cursor, parse_limit, require
+from .base import Actor, EngineBase, encode_cursor, page_after_stamp_and_id, parse_limit, require
 
 
 #: ``room_status``'s two counts, one statement (peewee built two ``COUNT`` subqueries for ~0.5 ms a read).
@@ -62,9 +61,7 @@ class ReadingMixin(EngineBase):
         """
         require(actor, "read")
         size = parse_limit(limit)
-        after, after_params = after_stamp_and_id_sql(cursor)
-        rows = select_rows(self.store.models.Participant, where_sql([after]) + 'ORDER BY "created_at", "id" LIMIT ?',
-                           [*after_params, size + 1])
+        rows = page_after_stamp_and_id(self.store.models.Participant, cursor, size)
         ids = [r.id for r in rows[:size]]
         counts: dict[str, int] = dict(self.store.db.execute_sql(
             f'SELECT "participant_id", COUNT("id") FROM "session" WHERE {live_session_sql()} '

@@ -41,7 +41,7 @@ from ..errors import HandoffNotFound, InvalidRequest
 from ..store import WriteContext
 from ..store.models import Task as TaskRow
 from ..store.models import live_session, participant_key
-from ..store.rows import first_row
+from ..store.rows import row_by_id
 from .base import Actor
 from .handoff_base import (ACTIVE, MIN_TASK_TTL_MS, NEEDS, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL,
                            acting_id)
@@ -82,7 +82,7 @@ class TasksMixin(HandoffsMixin):
         """The task, if ``actor`` (or the named participant) may see it; else ``HandoffNotFound``."""
         Task = self.store.models.Task
         viewer = self._viewer(actor, participant)
-        row = first_row(Task, 'WHERE "id" = ?', (task_id,)) if isinstance(task_id, str) else None
+        row = row_by_id(Task, task_id) if isinstance(task_id, str) else None
         if row is None or not self.task_visible(viewer, row):
             raise HandoffNotFound("no such task", details={"task_id": task_id})
         return row
@@ -225,7 +225,7 @@ class TasksMixin(HandoffsMixin):
                  session_id=actor.session_id if actor else None)
 
     def _tool_task(self, task_id: str) -> TaskRow:
-        row = first_row(self.store.models.Task, 'WHERE "id" = ?', (task_id,))
+        row = row_by_id(self.store.models.Task, task_id)
         if row is None or row.handoff_id != NO_HANDOFF:
             raise HandoffNotFound("no such tool task", details={"task_id": task_id})
         return row

@@ -7,7 +7,7 @@ it. The commit path already writes by cached SQL text
 (:meth:`Store.insert`, :meth:`Store.update`); the reads a client polls
 (its session, the lists of handoffs, proposals, board messages, the event
 history) read through :func:`select_rows` here, with their ``WHERE`` and
-``ORDER BY`` written out (docs/performance.md, *Reads without the query
+``ORDER BY`` written out (docs/performance.md, *Polled reads skip the query
 builder*).
 
 :func:`select_rows` answers the same model instances peewee's own ``SELECT *``
@@ -73,6 +73,13 @@ def first_row(model: type[M], tail: str, params: Sequence[Any] = ()) -> M | None
     """The first row :func:`select_rows` finds, or None (``tail`` should end ``LIMIT 1`` when more could match)."""
     found = select_rows(model, tail, params)
     return found[0] if found else None
+
+
+def row_by_id(model: type[M], key: Any) -> M | None:
+    """The row of ``model`` whose primary key is ``key``, or None (as ``Model.get_or_none(Model.id == key)``)."""
+    pk = model._meta.primary_key
+    assert isinstance(pk, pw.Field), f"{model.__name__} has a primary key"
+    return first_row(model, f'WHERE "{pk.column_name}" = ?', (key,))
 
 
 def where_sql(conditions: list[str]) -> str:

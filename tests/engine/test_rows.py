@@ -175,3 +175,15 @@ def test_the_history_pages_every_event_once(engine):
     Event = engine.store.models.Event
     assert ids == [e.id for e in Event.select().order_by(Event.id)] and len(ids) > 10
     assert [e["id"] for e in engine.events_after(ids[4], limit=3)] == ids[5:8]
+
+
+def test_the_operators_session_list_pages_the_live_sessions_with_their_participants(engine):
+    """``sessions`` (the owner port's list): live sessions only, [created_at, id] order, each with its participant."""
+    gone, _ = join(engine, "gone", ["read"])
+    engine.revoke(session_id=gone.session_id)
+    listed = _walk(lambda c: engine.sessions(OPERATOR, limit=2, cursor=c), "sessions")
+    Session = engine.store.models.Session
+    live = [s for s in Session.select().order_by(Session.created_at, Session.id) if s.revoked_at is None]
+    assert [(s["session"]["id"], s["session"]["participant"]["name"]) for s in listed] == [
+        (s.id, s.participant.name) for s in live]
+    assert gone.session_id not in {s["session"]["id"] for s in listed} and len(listed) == 3
