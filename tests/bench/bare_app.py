@@ -43,7 +43,10 @@ def free_port() -> int:
 
 def serve(body: Path, module: str = "tests.bench.bare_app:app",
           env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
-    """Start gunicorn ``-k asgi -w 1`` serving ``module`` with ``body`` (``env`` adds to its environment); the process and its base URL."""
+    """Start gunicorn ``-k asgi -w 1`` serving ``module`` with ``body``; the process and its base URL.
+
+    ``env`` adds to the app's environment (:mod:`tests.bench.bare_writes` names its database there).
+    """
     port = free_port()
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(

@@ -15,8 +15,8 @@ bare fsync'd SQLite transaction rate (``tests.bench.commit.Bare``) in the
 same run, in turns over three rounds (medians reported), and the stack's
 ceiling for a write (:mod:`tests.bench.bare_writes`: gunicorn, Falcon, a
 writer thread with group commit and one fsync'd ``INSERT`` per request, no
-room), so that what the room adds is seen apart from what the stack costs. Targets (issue 13): 1 client ≥ 0.15× bare; 16 clients ≥ 0.3×
-bare in total.
+room), so that what the room adds is seen apart from what the stack costs.
+Targets (issue 13): 1 client ≥ 0.15× bare; 16 clients ≥ 0.3× bare in total.
 """
 
 from __future__ import annotations
@@ -203,8 +203,9 @@ def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None
 
     The two rooms and the stack's ceiling (:func:`bare_stack`, ``"stack"``)
     stay up while :data:`ROUNDS` rounds run each in turn, bare SQLite
-    first; every figure is its median round (``"rounds"`` keeps them all). With ``before``, a room served from that older
-    checkout (``"before"``) runs its rounds alone afterwards.
+    first; every figure is its median round (``"rounds"`` keeps them all).
+    With ``before``, a room served from that older checkout (``"before"``)
+    runs its rounds alone afterwards.
     """
     rows = []
     for n in clients:
