@@ -36,8 +36,10 @@ def loads(data: bytes | str) -> Any:
     """Parse ``data`` (UTF-8 bytes or str); raise :class:`NotJson` if unacceptable."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
-        value = json.loads(raw.decode("utf-8") if isinstance(data, bytes) else data,
-                           parse_constant=_constant, parse_int=_integer, parse_float=_float)
+        text = raw.decode("utf-8") if isinstance(data, bytes) else data
+        if text.startswith("\ufeff"):  # as json.loads refuses it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except UnicodeDecodeError as exc:
         raise NotJson(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
@@ -71,6 +73,8 @@ def _float(text: str) -> float:
     return value
 
 
+#: One decoder for every call (``json.loads`` with hooks builds a new one each time).
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_int=_integer, parse_float=_float)
 #: One encoder for every call (``json.dumps`` with options builds a new one each time).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 

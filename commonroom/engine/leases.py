@@ -14,6 +14,7 @@ is decided on stored lines, never by parsing the document again.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -141,20 +142,22 @@ class LeasesMixin(EngineBase):
             if (new_start, new_end) != (start, end):
                 self.store.update(Lease, lease_id, start_line=new_start, end_line=new_end, version=number)
 
-    def _sweep_expired(self, ctx: WriteContext) -> int:
+    def _sweep_expired(self, ctx: WriteContext, now: str | None = None) -> int:
         """Mark leases past their TTL (or whose session ended) expired; emit events; how many.
 
         Inside a write (``BEGIN IMMEDIATE``): only leases not marked yet are
         picked, so a lease's ``lease.expired`` is emitted once whichever of
-        the timer and a write gets there first.
+        the timer and a write gets there first. ``now``: the write's RFC 3339
+        stamp, when it has read the clock already.
         """
         Lease = self.store.models.Lease
-        now = rfc3339(self.clock.now())  # one query over the open leases' partial index (lease_open)
+        if now is None:
+            now = rfc3339(self.clock.now())
         dead = self.store.db.execute_sql(_LAPSED, (now, now)).fetchall()
         for lease_id, session_id, participant_id in dead:
             self.store.update(Lease, lease_id, expired_at=now)
             ctx.emit("lease.expired", {"lease_id": lease_id, "session_id": session_id},
-                     participant_id=participant_id, session_id=session_id)
+                     participant_id=participant_id, session_id=session_id, time=now)
         return len(dead)
 
     def expire_leases(self) -> int:
@@ -169,10 +172,21 @@ class LeasesMixin(EngineBase):
             return 0
         return int(self.store.write(self._sweep_expired))
 
-    def _check_leases(self, actor_sessions: set[str | None], span: regions.Span, text: str) -> None:
-        """Raise ``LeaseConflict`` if a live lease of another session overlaps ``span``."""
+    def _check_leases(self, actor_sessions: set[str | None], span: regions.Span, text: str,
+                      now: str | None = None) -> None:
+        """Raise ``LeaseConflict`` if a live lease of another session overlaps ``span`` (live at ``now``, default now).
+
+        SQLite hands back only the live leases whose lines (clamped to the
+        text, as :meth:`_lease_span` clamps them) come within a line of
+        ``span``: every lease that can overlap it, and usually none, so the
+        writer thread steps one row rather than one per live lease (each
+        step lets go of the GIL and waits to take it back from the loop).
+        """
         count = self._line_count(text)
-        for row in self._live_lease_rows():
+        if now is None:
+            now = rfc3339(self.clock.now())
+        near = (_LIVE + ' AND min(l."start_line", ?) <= ? AND min(l."end_line", ?) >= ?')
+        for row in self._lease_rows(near, (now, now, count + 1, span.end + 1, count, span.start - 1)):
             if row.session_id in actor_sessions:
                 continue
             if regions.overlaps(self._lease_span(row, text, count), span):
@@ -184,10 +198,11 @@ class LeasesMixin(EngineBase):
                     region=row.region,
                 )
 
-    def _lease_dict(self, row: LeaseRow, text: str | None = None) -> LeaseWire:
+    def _lease_dict(self, row: LeaseRow, text: str | None = None, now: str | None = None) -> LeaseWire:
+        """A lease's wire form (``editing.json#/$defs/Lease``), its status as of ``now`` (an RFC 3339 stamp; default now)."""
         head = self.head()
         span = self._lease_span(row, text if text is not None else head.text)
-        status: Literal["active", "released", "expired"] = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= rfc3339(self.clock.now()) else "active"
+        status: Literal["active", "released", "expired"] = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= (now or rfc3339(self.clock.now())) else "active"
         return {
             "id": row.id,
             "session_id": row.session_id,
@@ -218,10 +233,12 @@ class LeasesMixin(EngineBase):
         session_id, participant_id = actor.session_id, actor.participant_id
 
         def acquire(ctx: WriteContext) -> LeaseWire:
-            self._sweep_expired(ctx)
+            moment = self.clock.now()  # one reading for the whole write
+            now = rfc3339(moment)
+            self._sweep_expired(ctx, now)
             head = self.head()
             span = regions.resolve(head.text, region, line_count=len(self.head_lines()))
-            self._check_leases({actor.session_id}, span, head.text)
+            self._check_leases({actor.session_id}, span, head.text, now)
             row = LeaseRow(
                 id=tokens.new_id("l_"),
                 session_id=session_id,
@@ -230,24 +247,25 @@ class LeasesMixin(EngineBase):
                 start_line=span.start,
                 end_line=span.end,
                 version=head.number,
-                acquired_at=self.clock.stamp(),
-                expires_at=self.clock.after(ttl),
+                acquired_at=now,
+                expires_at=rfc3339(moment + dt.timedelta(seconds=ttl)),
             )
             self.store.insert(Lease, region=span.region, **{c: getattr(row, c) for c in _COLUMNS if c != "region"})
-            lease = self._lease_dict(row, head.text)
+            lease = self._lease_dict(row, head.text, now)
             ctx.emit("lease.acquired", {"lease_id": row.id, "region": lease["region"], "lines": lease["lines"],
                                         "expires_at": row.expires_at},
-                     participant_id=actor.participant_id, session_id=actor.session_id)
+                     participant_id=actor.participant_id, session_id=actor.session_id, time=now)
             return lease
 
         return self.store.write(acquire)
 
-    def _own_live_lease(self, actor: Actor, lease_id: str) -> LeaseRow:
+    def _own_live_lease(self, actor: Actor, lease_id: str, now: str) -> LeaseRow:
+        """The lease ``lease_id`` of ``actor``'s session, live at ``now`` (RFC 3339); ``NotFound`` / ``InvalidRequest``."""
         found = self._lease_rows(_SELECT + 'WHERE l."id" = ?', (lease_id,))
         row = found[0] if found else None
         if row is None or (actor.kind == "session" and row.session_id != actor.session_id):
             raise NotFound("no such lease held by this session", details={"lease_id": lease_id})
-        if row.released_at or row.expired_at or row.expires_at <= rfc3339(self.clock.now()):
+        if row.released_at or row.expired_at or row.expires_at <= now:
             raise InvalidRequest("the lease is no longer active", details={"lease_id": lease_id, "reason": "not_active"})
         return row
 
@@ -257,12 +275,14 @@ class LeasesMixin(EngineBase):
         ttl = _ttl(ttl_seconds)
 
         def renew(ctx: WriteContext) -> LeaseWire:
-            row = self._own_live_lease(actor, lease_id)
-            row.expires_at = self.clock.after(ttl)
+            moment = self.clock.now()  # one reading for the whole write
+            now = rfc3339(moment)
+            row = self._own_live_lease(actor, lease_id, now)
+            row.expires_at = rfc3339(moment + dt.timedelta(seconds=ttl))
             self.store.update(self.store.models.Lease, row.id, expires_at=row.expires_at)
             ctx.emit("lease.renewed", {"lease_id": row.id, "expires_at": row.expires_at},
-                     participant_id=row.participant_id, session_id=row.session_id)
-            return self._lease_dict(row)
+                     participant_id=row.participant_id, session_id=row.session_id, time=now)
+            return self._lease_dict(row, now=now)
 
         return self.store.write(renew)
 
@@ -271,12 +291,13 @@ class LeasesMixin(EngineBase):
         require(actor, "lease")
 
         def release(ctx: WriteContext) -> LeaseWire:
-            row = self._own_live_lease(actor, lease_id)
-            row.released_at = self.clock.stamp()
+            now = rfc3339(self.clock.now())  # one reading for the whole write
+            row = self._own_live_lease(actor, lease_id, now)
+            row.released_at = now
             self.store.update(self.store.models.Lease, row.id, released_at=row.released_at)
             ctx.emit("lease.released", {"lease_id": row.id},
-                     participant_id=row.participant_id, session_id=row.session_id)
-            return self._lease_dict(row)
+                     participant_id=row.participant_id, session_id=row.session_id, time=now)
+            return self._lease_dict(row, now=now)
 
         return self.store.write(release)
 
@@ -304,6 +325,6 @@ class LeasesMixin(EngineBase):
             params += [after[0], after[0], after[1]]
         rows = self._lease_rows(sql + ' ORDER BY l."acquired_at", l."id" LIMIT ?', (*params, size + 1))
         head = self.head()
-        page = [self._lease_dict(r, head.text) for r in rows[:size]]
+        page = [self._lease_dict(r, head.text, now) for r in rows[:size]]
         last = rows[size - 1] if len(rows) > size else None
         return {"leases": page, "next_cursor": encode_cursor([last.acquired_at, last.id]) if last else None}

@@ -88,9 +88,14 @@ class WriteContext:
         *,
         participant_id: str | None = None,
         session_id: str | None = None,
+        time: str | None = None,
     ) -> dict[str, Any]:
-        """Insert one event row now (same transaction); returns its wire dict."""
-        created_at = self.store.clock.stamp()
+        """Insert one event row (same transaction); returns its wire dict.
+
+        ``time``: the event's RFC 3339 stamp when the write has read the
+        clock already (one reading for the whole write); else now.
+        """
+        created_at = time if time is not None else self.store.clock.stamp()
         event_id = self.store.insert(
             self.store.models.Event,
             type=type,
@@ -355,8 +360,7 @@ class Store:
             if batch is not None and batch.thread == threading.get_ident():
                 # a savepoint inside the batch's transaction (the files were checked as it began;
                 # disk faults surface at its commit; the event ring is trimmed once, before it)
-                with self._savepoint():
-                    result = fn(ctx)
+                result = self._savepoint(fn, ctx)
                 if ctx.events:
                     batch.newest_event = ctx.events[-1]["id"]
                 for hook in ctx.on_release:
@@ -425,9 +429,8 @@ class Store:
             return None
         return batch.staged.get(key)
 
-    @contextmanager
-    def _savepoint(self) -> Iterator[None]:
-        """A savepoint on this thread's transaction: released when the block ends, rolled back to if it raises.
+    def _savepoint(self, fn: Callable[[WriteContext], T], ctx: WriteContext) -> T:
+        """``fn(ctx)`` in a savepoint on this thread's transaction: released when it returns, rolled back to if it raises.
 
         Every batched write's savepoint has the same name: SQLite keeps
         savepoints as a stack, and ``RELEASE`` / ``ROLLBACK TO`` a name act
@@ -435,16 +438,19 @@ class Store:
         pairs with its own. A fresh name per write (as before, and as
         peewee's ``atomic()`` does) made two new statements per write for
         SQLite to prepare (~7 µs each) and pushed the write path's own
-        statements out of the connection's statement cache.
+        statements out of the connection's statement cache. A plain call,
+        not a context manager: the generator one cost every write ~3 µs.
         """
-        self.db.execute_sql('SAVEPOINT "write"')
+        execute = self.db.execute_sql
+        execute('SAVEPOINT "write"')
         try:
-            yield
+            result = fn(ctx)
         except BaseException:
-            self.db.execute_sql('ROLLBACK TO SAVEPOINT "write"')
-            self.db.execute_sql('RELEASE SAVEPOINT "write"')
+            execute('ROLLBACK TO SAVEPOINT "write"')
+            execute('RELEASE SAVEPOINT "write"')
             raise
-        self.db.execute_sql('RELEASE SAVEPOINT "write"')
+        execute('RELEASE SAVEPOINT "write"')
+        return result
 
     def _trim(self, newest: int) -> None:
         self.db.execute_sql('DELETE FROM "event" WHERE "id" <= ?', (newest - RING_SIZE,))

@@ -19,11 +19,16 @@ import peewee as pw
 from playhouse.sqlite_ext import AutoIncrementField
 
 
+#: The stored form of a JSON column: compact, keys sorted (one encoder; ``json.dumps``
+#: with options builds a new one on every call).
+_STORED_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
+
+
 class JSONField(pw.TextField):
     """JSON stored as compact text."""
 
     def db_value(self, value: Any) -> str | None:  # noqa: D102 - peewee hook
-        return None if value is None else json.dumps(value, separators=(",", ":"), sort_keys=True)
+        return None if value is None else _STORED_JSON.encode(value)
 
     def python_value(self, value: str | None) -> Any:  # noqa: D102 - peewee hook
         return None if value is None else json.loads(value)
