@@ -74,3 +74,33 @@ def test_a_heading_lease_follows_its_section_without_reparsing(tmp_path):
     assert lines_of_lease(engine, lease["id"]) == [6, 9]
     assert engine.document(holder, {"heading": ["B"]})["lines"] == [6, 9]
     engine.close()
+
+
+def test_an_acquire_conflicts_exactly_where_a_live_lease_overlaps(room):
+    """SQLite hands the acquire only the leases near its lines; the answer is still exact.
+
+    Every span of the document (insertion points included) is tried against
+    live leases of another session: lines, one line, an insertion point, the
+    last lines. It conflicts exactly when ``regions.overlaps`` says a lease
+    overlaps it, naming that lease, and the holder's own leases never count.
+    """
+    from commonroom import regions
+
+    engine, holder, writer = room
+    held = [engine.acquire_lease(holder, {"lines": lines}) for lines in ([3, 5], [8, 7], [10, 10], [19, 20])]
+    spans = {lease["id"]: regions.Span(*lease["lines"]) for lease in held}
+    assert spans[held[1]["id"]].empty
+    for start in range(1, 22):
+        for end in range(start - 1, 21):
+            probe = regions.Span(start, end)
+            expected = {lid for lid, span in spans.items() if regions.overlaps(span, probe)}
+            try:
+                lease = engine.acquire_lease(writer, {"lines": [start, end]})
+            except LeaseConflict as conflict:
+                assert expected, (start, end)
+                assert conflict.to_dict()["lease_id"] in expected, (start, end)
+            else:
+                assert not expected, (start, end)
+                engine.release_lease(writer, lease["id"])
+            own = engine.acquire_lease(holder, {"lines": [start, end]})  # the holder's leases never block it
+            engine.release_lease(holder, own["id"])
