@@ -142,6 +142,8 @@ MEMO_SIZE = 4096
 MEMO_BUDGET = 512
 #: Longest canonical JSON text remembered (so the memo holds at most MEMO_SIZE keys of this size).
 MEMO_KEY_CHARS = 1024
+#: The canonical JSON text of a memo key (keys sorted; one encoder, not one per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 #: ``(schema name, canonical JSON)`` of small instances found valid (:func:`validate`).
 _VALID: dict[tuple[str, str], None] = {}
 
@@ -187,7 +189,7 @@ def _memo_key(name: str, instance: Any, remember: bool = False) -> tuple[str, st
     """
     if not (remember or _branching(name)) or not _fits(instance, [MEMO_BUDGET]):
         return None
-    text = json.dumps(instance, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _CANONICAL.encode(instance)
     # the budget counts a number as 1; its text may be longer (245 floats: ~6,000 characters)
     return (name, text) if len(text) <= MEMO_KEY_CHARS else None
 

@@ -53,6 +53,8 @@ class Binding:
         self.query = {} if self.http.has_body else {
             self.http.wire(prop): prop for prop in self.properties if prop not in in_path}
         self.kinds = {prop: _kind(self.properties.get(prop)) for prop in [*self.path.values(), *self.query.values()]}
+        #: input property → the parameter that carries it (a failure there is reported as that parameter's)
+        self.wire_names = {**{p: w for w, p in self.query.items()}, **{p: w for w, p in self.path.items()}}
 
     def parameter(self, wire: str, raw: str) -> Any:
         """One path or query parameter's value (``InvalidRequest`` naming it)."""
@@ -99,8 +101,7 @@ class Binding:
 
     def validate(self, values: dict[str, Any]) -> None:
         """Check ``values`` against the input schema; a parameter's failure names it."""
-        schemas.validate_parameters(self.op.input, values, {**{p: w for w, p in self.query.items()},
-                                                            **{p: w for w, p in self.path.items()}})
+        schemas.validate_parameters(self.op.input, values, self.wire_names)
 
 
 class OperationResource:
