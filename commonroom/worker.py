@@ -64,6 +64,8 @@ from typing import Any, Awaitable, Callable, Mapping
 from gunicorn.asgi import protocol as _protocol
 from gunicorn.workers import gasgi
 
+from .live.guard import Suspended
+
 # The stubs (types-gunicorn) do not describe the asgi worker's internals this
 # module builds on; typed as Any, checked by the tests against the pinned gunicorn.
 _ASGIProtocol: Any = getattr(_protocol, "ASGIProtocol")
@@ -434,14 +436,23 @@ class BodyGuard:
                 return {"type": "http.request", "body": b"", "more_body": True}
             if complete:
                 return await receive()  # after the body: disconnect watching
-            remaining = deadline - loop.time()
+            # gunicorn answers at once when the body is buffered (a small body arrives with its
+            # headers): run receive() to its first wait, and arm the deadline's timer only if it waits
+            pending: Any = receive()  # a coroutine (stepped by hand below)
             try:
-                if remaining <= 0:
-                    raise asyncio.TimeoutError
-                async with asyncio.timeout(remaining):  # a timer, not wait_for's extra task per body
-                    message = await receive()
-            except asyncio.TimeoutError:
-                raise _BodyAborted("timeout") from None
+                waiting = pending.send(None)
+            except StopIteration as answered:
+                message = answered.value
+            else:
+                remaining = deadline - loop.time()
+                try:
+                    if remaining <= 0:
+                        pending.close()
+                        raise asyncio.TimeoutError
+                    async with asyncio.timeout(remaining):  # a timer, not wait_for's extra task per body
+                        message = await Suspended(pending, waiting)
+                except asyncio.TimeoutError:
+                    raise _BodyAborted("timeout") from None
             if message["type"] != "http.request":
                 raise _BodyAborted("cut short")  # never a truncated body
             if not message.get("more_body", False):

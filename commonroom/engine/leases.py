@@ -45,7 +45,8 @@ def _ttl(value: Any) -> int:
 #: The columns of a lease row, in the order :meth:`LeasesMixin._lease_rows` selects them.
 _COLUMNS = ("id", "session_id", "participant_id", "region", "start_line", "end_line", "version",
             "acquired_at", "expires_at", "released_at", "expired_at")
-_SELECT = "SELECT " + ", ".join(f'l."{c}"' for c in _COLUMNS) + ' FROM "lease" AS l '
+_SELECT_COLUMNS = ", ".join(f'l."{c}"' for c in _COLUMNS)
+_SELECT = f'SELECT {_SELECT_COLUMNS} FROM "lease" AS l '
 
 
 @dataclass(slots=True)
@@ -79,10 +80,19 @@ class LeaseRow:
 #: Live leases: not released, not marked expired, within their TTL, their session alive.
 _LIVE = (_SELECT + 'JOIN "session" AS s ON s."id" = l."session_id" WHERE l."released_at" IS NULL '
          f'AND l."expired_at" IS NULL AND l."expires_at" > ? AND {live_session_sql("s")}')
+#: An open lease has lapsed: past its TTL, or its session ended (one parameter, now, twice).
+_LAPSED_TEST = f'(l."expires_at" <= ? OR NOT ({live_session_sql("s")}))'
+#: A lease's lines, clamped to the text as :meth:`LeasesMixin._lease_span` clamps them, come
+#: within a line of a span: every lease that can overlap it does (parameters: line count + 1,
+#: the span's end + 1, the line count, the span's start - 1).
+_NEAR_TEST = 'min(l."start_line", ?) <= ? AND min(l."end_line", ?) >= ?'
+_OPEN = ('FROM "lease" AS l JOIN "session" AS s ON s."id" = l."session_id" '
+         'WHERE l."released_at" IS NULL AND l."expired_at" IS NULL ')
 #: Lapsed leases: open, but past their TTL or their session ended.
-_LAPSED = ('SELECT l."id", l."session_id", l."participant_id" FROM "lease" AS l JOIN "session" AS s '
-           'ON s."id" = l."session_id" WHERE l."released_at" IS NULL AND l."expired_at" IS NULL '
-           f'AND (l."expires_at" <= ? OR NOT ({live_session_sql("s")}))')
+_LAPSED = f'SELECT l."id", l."session_id", l."participant_id" {_OPEN}AND {_LAPSED_TEST}'
+#: What an acquire reads, in one statement: the lapsed leases (its sweep marks them) and the
+#: live ones near its span, each with whether it has lapsed (the last column).
+_FOR_ACQUIRE = f'SELECT {_SELECT_COLUMNS}, {_LAPSED_TEST} {_OPEN}AND ({_LAPSED_TEST} OR ({_NEAR_TEST}))'
 
 
 class LeasesMixin(EngineBase):
@@ -99,10 +109,6 @@ class LeasesMixin(EngineBase):
         return self.store.db.execute_sql(
             'SELECT 1 FROM "lease" WHERE "released_at" IS NULL AND "expired_at" IS NULL LIMIT 1'
         ).fetchone() is not None
-
-    def _live_lease_rows(self) -> list[LeaseRow]:
-        now = rfc3339(self.clock.now())  # one query over the open leases' partial index (lease_open)
-        return self._lease_rows(_LIVE, (now, now))
 
     def _line_count(self, text: str) -> int:
         return len(self.head_lines()) if text is self.head().text else len(regions.lines_of(text))
@@ -150,15 +156,19 @@ class LeasesMixin(EngineBase):
         the timer and a write gets there first. ``now``: the write's RFC 3339
         stamp, when it has read the clock already.
         """
-        Lease = self.store.models.Lease
         if now is None:
             now = rfc3339(self.clock.now())
         dead = self.store.db.execute_sql(_LAPSED, (now, now)).fetchall()
+        self._mark_expired(ctx, dead, now)
+        return len(dead)
+
+    def _mark_expired(self, ctx: WriteContext, dead: list[tuple[str, str, str]], now: str) -> None:
+        """Mark the lapsed leases ``dead`` (``(id, session_id, participant_id)`` each) expired at ``now``; one ``lease.expired`` each."""
+        Lease = self.store.models.Lease
         for lease_id, session_id, participant_id in dead:
             self.store.update(Lease, lease_id, expired_at=now)
             ctx.emit("lease.expired", {"lease_id": lease_id, "session_id": session_id},
                      participant_id=participant_id, session_id=session_id, time=now)
-        return len(dead)
 
     def expire_leases(self) -> int:
         """Room timer sweep: mark every lapsed lease expired now; the number marked.
@@ -185,8 +195,16 @@ class LeasesMixin(EngineBase):
         count = self._line_count(text)
         if now is None:
             now = rfc3339(self.clock.now())
-        near = (_LIVE + ' AND min(l."start_line", ?) <= ? AND min(l."end_line", ?) >= ?')
-        for row in self._lease_rows(near, (now, now, count + 1, span.end + 1, count, span.start - 1)):
+        near = self._lease_rows(_LIVE + " AND " + _NEAR_TEST, (now, now, count + 1, span.end + 1, count, span.start - 1))
+        self._refuse_overlap(actor_sessions, span, text, near, count)
+
+    def _refuse_overlap(self, actor_sessions: set[str | None], span: regions.Span, text: str,
+                        rows: list[LeaseRow], count: int) -> None:
+        """``LeaseConflict`` for the first of the live leases ``rows`` of another session that overlaps ``span``.
+
+        ``count``: the line count of ``text``, which the leases' lines are clamped to.
+        """
+        for row in rows:
             if row.session_id in actor_sessions:
                 continue
             if regions.overlaps(self._lease_span(row, text, count), span):
@@ -235,10 +253,15 @@ class LeasesMixin(EngineBase):
         def acquire(ctx: WriteContext) -> LeaseWire:
             moment = self.clock.now()  # one reading for the whole write
             now = rfc3339(moment)
-            self._sweep_expired(ctx, now)
             head = self.head()
-            span = regions.resolve(head.text, region, line_count=len(self.head_lines()))
-            self._check_leases({actor.session_id}, span, head.text, now)
+            count = len(self.head_lines())
+            span = regions.resolve(head.text, region, line_count=count)
+            # one statement for the sweep and the check (the lapsed leases, and the live ones near the span)
+            found = self.store.db.execute_sql(
+                _FOR_ACQUIRE, (now, now, now, now, count + 1, span.end + 1, count, span.start - 1)).fetchall()
+            self._mark_expired(ctx, [values[:3] for values in found if values[-1]], now)
+            live = [LeaseRow(*values[:-1]) for values in found if not values[-1]]
+            self._refuse_overlap({actor.session_id}, span, head.text, live, count)
             row = LeaseRow(
                 id=tokens.new_id("l_"),
                 session_id=session_id,

@@ -59,11 +59,13 @@ def exchange_of(scope: dict) -> "_Exchange | None":
 
 
 class Suspended:
-    """The rest of a body ``send`` that could not finish at once (the socket's buffer is full).
+    """The rest of a coroutine that could not finish at once: a body ``send`` (the socket's buffer is full),
+    a ``receive`` (the body is not there yet).
 
-    Awaiting it resumes the send each time what it waits for is done, in the
-    awaiting task (cancelling that task cancels the send). Built by
-    :meth:`_Exchange.write_now`.
+    Awaiting it resumes the coroutine each time what it waits for is done, in
+    the awaiting task (cancelling that task cancels the coroutine), and gives
+    what the coroutine returns. Built by :meth:`_Exchange.write_now` and
+    ``commonroom.worker.BodyGuard``.
     """
 
     __slots__ = ("coro", "waiting")
@@ -80,13 +82,13 @@ class Suspended:
             except BaseException as exc:  # cancelled while waiting: the send gets the exception
                 try:
                     waiting = coro.throw(exc)
-                except StopIteration:
-                    return None
+                except StopIteration as done:
+                    return done.value
                 continue
             try:
                 waiting = coro.send(None)
-            except StopIteration:
-                return None
+            except StopIteration as done:
+                return done.value
 
 
 def _run_all(callbacks: Any, what: str) -> None:

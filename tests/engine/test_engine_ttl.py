@@ -65,10 +65,16 @@ def test_renewing_moves_the_end_and_an_expired_lease_cannot_be_renewed(engine, c
 def test_a_lease_dies_with_its_session(engine, clock):
     short, _ = join(engine, "short", session_ttl_seconds=60)
     other, _ = join(engine, "other")
-    engine.acquire_lease(short, GOALS, ttl_seconds=3600)
+    dead = engine.acquire_lease(short, GOALS, ttl_seconds=3600)
     clock.advance(60)
     assert engine.leases(other)["leases"] == []
-    engine.acquire_lease(other, GOALS)
+    taken = engine.acquire_lease(other, GOALS)
+    # the acquire that finds the dead lease marks it, in its own write, before its own event
+    events = [(e["type"], e["payload"]["lease_id"]) for e in engine.history(OPERATOR, limit=200)["events"]
+              if e["type"].startswith("lease.")]
+    assert events[-2:] == [("lease.expired", dead["id"]), ("lease.acquired", taken["id"])]
+    assert engine.acquire_lease(other, {"lines": [1, 1]})  # marked once: nothing left to sweep
+    assert [p["lease_id"] for p in event_types(engine, "lease.expired")] == [dead["id"]]
 
 
 # -------------------------------------------------------------- sessions
