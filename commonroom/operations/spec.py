@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterator
 
 from ..engine.base import require
@@ -171,12 +172,16 @@ class Operation:
             return
         require(actor, self.capability)
 
+    @cached_property
+    def arg_specs(self) -> tuple[Arg, ...]:
+        """``args``, each as an :class:`Arg` (built once, not at every call)."""
+        return tuple(arg if isinstance(arg, Arg) else Arg(arg) for arg in self.args)
+
     def arguments(self, values: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """``(positional, keyword)`` engine arguments from the input object."""
         positional: list[Any] = []
         keyword: dict[str, Any] = {}
-        for arg in self.args:
-            spec = arg if isinstance(arg, Arg) else Arg(arg)
+        for spec in self.arg_specs:
             if spec.keyword is not None:
                 if spec.name in values:
                     keyword[spec.keyword] = values[spec.name]

@@ -43,6 +43,8 @@ SCHEMA_VERSION = 8
 #: Indexes older sidecars have that no query reads (dropped by schema 8: each cost every
 #: lease write a b-tree update).
 UNREAD_INDEXES = ("lease_session_id", "lease_expires_at")
+#: Field classes whose ``db_value`` of a ``str`` is that ``str`` (``Store.insert`` skips the call).
+_PLAIN_TEXT = (pw.TextField, pw.CharField)
 #: Events kept in the ring (seed protocol.txt, Persistence).
 RING_SIZE = 2000
 
@@ -179,7 +181,8 @@ class Store:
         self.db = pw.SqliteDatabase(str(self.path), pragmas=PRAGMAS, check_same_thread=False)
         self.models = Models(self.db)
         self._lock = threading.RLock()
-        self._insert_sql: dict[tuple, str] = {}
+        #: (model, columns) → (its INSERT, each column's db_value, whether each is plain text)
+        self._insert_plans: dict[tuple, tuple[str, tuple[Callable[[Any], Any], ...], tuple[bool, ...]]] = {}
         self._batch: Batch | None = None
         self.db.connect(reuse_if_open=True)
         self._migrate(create=migrate)
@@ -463,15 +466,19 @@ class Store:
         cached per model and column set. Used on the commit path.
         """
         key = (model, tuple(values))
-        sql = self._insert_sql.get(key)
-        if sql is None:
+        plan = self._insert_plans.get(key)
+        if plan is None:
             fields = [model._meta.fields[name] for name in values]
             columns = ", ".join(f'"{f.column_name}"' for f in fields)
             marks = ", ".join("?" for _ in fields)
-            sql = f'INSERT INTO "{model._meta.table_name}" ({columns}) VALUES ({marks})'
-            self._insert_sql[key] = sql
-        fields = model._meta.fields
-        params = [fields[name].db_value(value) for name, value in values.items()]
+            plan = self._insert_plans[key] = (
+                f'INSERT INTO "{model._meta.table_name}" ({columns}) VALUES ({marks})',
+                tuple(f.db_value for f in fields),
+                # a plain text column stores a str as it is (its db_value is the identity then)
+                tuple(type(f) in _PLAIN_TEXT for f in fields))
+        sql, converters, plain = plan
+        params = [value if text and type(value) is str else convert(value)
+                  for value, convert, text in zip(values.values(), converters, plain)]
         return self.db.execute_sql(sql, params).lastrowid
 
     def update(self, model: type[pw.Model], key: Any, **values: Any) -> None:
