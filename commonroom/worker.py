@@ -436,21 +436,22 @@ class BodyGuard:
                 return {"type": "http.request", "body": b"", "more_body": True}
             if complete:
                 return await receive()  # after the body: disconnect watching
+            remaining = deadline - loop.time()
+            if remaining <= 0:  # past the deadline: receive() is not even asked (no 100 Continue)
+                raise _BodyAborted("timeout")
             # gunicorn answers at once when the body is buffered (a small body arrives with its
             # headers): run receive() to its first wait, and arm the deadline's timer only if it waits
-            pending: Any = receive()  # a coroutine (stepped by hand below)
-            try:
-                waiting = pending.send(None)
-            except StopIteration as answered:
-                message = answered.value
-            else:
-                remaining = deadline - loop.time()
+            pending: Any = receive()
+            message: Any = None
+            if asyncio.iscoroutine(pending):  # gunicorn's is; any other awaitable waits as it is
                 try:
-                    if remaining <= 0:
-                        pending.close()
-                        raise asyncio.TimeoutError
+                    pending = Suspended(pending, pending.send(None))
+                except StopIteration as answered:
+                    message, pending = answered.value, None
+            if pending is not None:
+                try:
                     async with asyncio.timeout(remaining):  # a timer, not wait_for's extra task per body
-                        message = await Suspended(pending, waiting)
+                        message = await pending
                 except asyncio.TimeoutError:
                     raise _BodyAborted("timeout") from None
             if message["type"] != "http.request":
