@@ -43,6 +43,6 @@ class Clock:
         """``rfc3339(self.now())``."""
         return rfc3339(self.now())
 
-    def after(self, seconds: float) -> str:
-        """The RFC 3339 stamp ``seconds`` from now."""
-        return rfc3339(self.now() + _dt.timedelta(seconds=seconds))
+    def after(self, seconds: float, since: _dt.datetime | None = None) -> str:
+        """The RFC 3339 stamp ``seconds`` after ``since`` (a moment this clock gave; default now)."""
+        return rfc3339((since or self.now()) + _dt.timedelta(seconds=seconds))

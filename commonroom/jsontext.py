@@ -37,9 +37,8 @@ def loads(data: bytes | str) -> Any:
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
         text = raw.decode("utf-8") if isinstance(data, bytes) else data
-        if text.startswith("\ufeff"):  # as json.loads refuses it
-            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-        value = _DECODER.decode(text)
+        # a decoder alone reads a BOM as a bad value; json.loads refuses it in its own words
+        value = json.loads(text) if text.startswith("\ufeff") else _DECODER.decode(text)
     except UnicodeDecodeError as exc:
         raise NotJson(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
     except json.JSONDecodeError as exc:

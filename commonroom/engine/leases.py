@@ -14,7 +14,6 @@ is decided on stored lines, never by parsing the document again.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -77,17 +76,19 @@ class LeaseRow:
         return None if self.region_text is None else json.loads(self.region_text)
 
 
-#: Live leases: not released, not marked expired, within their TTL, their session alive.
-_LIVE = (_SELECT + 'JOIN "session" AS s ON s."id" = l."session_id" WHERE l."released_at" IS NULL '
-         f'AND l."expired_at" IS NULL AND l."expires_at" > ? AND {live_session_sql("s")}')
+#: Open leases (neither released nor marked expired), each with its session ``s``.
+_OPEN = ('FROM "lease" AS l JOIN "session" AS s ON s."id" = l."session_id" '
+         'WHERE l."released_at" IS NULL AND l."expired_at" IS NULL ')
+#: Live leases: open, within their TTL, their session alive.
+_LIVE = f'SELECT {_SELECT_COLUMNS} {_OPEN}AND l."expires_at" > ? AND {live_session_sql("s")}'
 #: An open lease has lapsed: past its TTL, or its session ended (one parameter, now, twice).
 _LAPSED_TEST = f'(l."expires_at" <= ? OR NOT ({live_session_sql("s")}))'
 #: A lease's lines, clamped to the text as :meth:`LeasesMixin._lease_span` clamps them, come
 #: within a line of a span: every lease that can overlap it does (parameters: line count + 1,
 #: the span's end + 1, the line count, the span's start - 1).
 _NEAR_TEST = 'min(l."start_line", ?) <= ? AND min(l."end_line", ?) >= ?'
-_OPEN = ('FROM "lease" AS l JOIN "session" AS s ON s."id" = l."session_id" '
-         'WHERE l."released_at" IS NULL AND l."expired_at" IS NULL ')
+#: Live leases near a span (:data:`_LIVE`, then :data:`_NEAR_TEST`'s parameters).
+_LIVE_NEAR = f"{_LIVE} AND {_NEAR_TEST}"
 #: Lapsed leases: open, but past their TTL or their session ended.
 _LAPSED = f'SELECT l."id", l."session_id", l."participant_id" {_OPEN}AND {_LAPSED_TEST}'
 #: What an acquire reads, in one statement: the lapsed leases (its sweep marks them) and the
@@ -148,16 +149,15 @@ class LeasesMixin(EngineBase):
             if (new_start, new_end) != (start, end):
                 self.store.update(Lease, lease_id, start_line=new_start, end_line=new_end, version=number)
 
-    def _sweep_expired(self, ctx: WriteContext, now: str | None = None) -> int:
+    def _sweep_expired(self, ctx: WriteContext) -> int:
         """Mark leases past their TTL (or whose session ended) expired; emit events; how many.
 
         Inside a write (``BEGIN IMMEDIATE``): only leases not marked yet are
         picked, so a lease's ``lease.expired`` is emitted once whichever of
-        the timer and a write gets there first. ``now``: the write's RFC 3339
-        stamp, when it has read the clock already.
+        the timer and a write gets there first (an acquire picks them with
+        its own read, ``_FOR_ACQUIRE``, and marks them the same way).
         """
-        if now is None:
-            now = rfc3339(self.clock.now())
+        now = rfc3339(self.clock.now())
         dead = self.store.db.execute_sql(_LAPSED, (now, now)).fetchall()
         self._mark_expired(ctx, dead, now)
         return len(dead)
@@ -182,9 +182,8 @@ class LeasesMixin(EngineBase):
             return 0
         return int(self.store.write(self._sweep_expired))
 
-    def _check_leases(self, actor_sessions: set[str | None], span: regions.Span, text: str,
-                      now: str | None = None) -> None:
-        """Raise ``LeaseConflict`` if a live lease of another session overlaps ``span`` (live at ``now``, default now).
+    def _check_leases(self, actor_sessions: set[str | None], span: regions.Span, text: str) -> None:
+        """Raise ``LeaseConflict`` if a live lease of another session overlaps ``span``.
 
         SQLite hands back only the live leases whose lines (clamped to the
         text, as :meth:`_lease_span` clamps them) come within a line of
@@ -193,9 +192,8 @@ class LeasesMixin(EngineBase):
         step lets go of the GIL and waits to take it back from the loop).
         """
         count = self._line_count(text)
-        if now is None:
-            now = rfc3339(self.clock.now())
-        near = self._lease_rows(_LIVE + " AND " + _NEAR_TEST, (now, now, count + 1, span.end + 1, count, span.start - 1))
+        now = rfc3339(self.clock.now())
+        near = self._lease_rows(_LIVE_NEAR, (now, now, count + 1, span.end + 1, count, span.start - 1))
         self._refuse_overlap(actor_sessions, span, text, near, count)
 
     def _refuse_overlap(self, actor_sessions: set[str | None], span: regions.Span, text: str,
@@ -271,7 +269,7 @@ class LeasesMixin(EngineBase):
                 end_line=span.end,
                 version=head.number,
                 acquired_at=now,
-                expires_at=rfc3339(moment + dt.timedelta(seconds=ttl)),
+                expires_at=self.clock.after(ttl, since=moment),
             )
             self.store.insert(Lease, region=span.region, **{c: getattr(row, c) for c in _COLUMNS if c != "region"})
             lease = self._lease_dict(row, head.text, now)
@@ -301,7 +299,7 @@ class LeasesMixin(EngineBase):
             moment = self.clock.now()  # one reading for the whole write
             now = rfc3339(moment)
             row = self._own_live_lease(actor, lease_id, now)
-            row.expires_at = rfc3339(moment + dt.timedelta(seconds=ttl))
+            row.expires_at = self.clock.after(ttl, since=moment)
             self.store.update(self.store.models.Lease, row.id, expires_at=row.expires_at)
             ctx.emit("lease.renewed", {"lease_id": row.id, "expires_at": row.expires_at},
                      participant_id=row.participant_id, session_id=row.session_id, time=now)
