@@ -32,6 +32,7 @@ from typing import Any, Callable
 from .engine import Engine
 from .http.app import create_app
 from .http.console import ConsoleGate, console_routes
+from .http.directwrites import DirectWrites, direct_writes
 from .http.fastpath import CachedReads, fast_reads
 from .http.operations import room_answers
 from .limits import RateLimiter
@@ -131,10 +132,13 @@ def build_room(document: Path, owner_token_hash: str, *,
     return (
         engine,
         StreamGuard(owner_app, settings.write_timeout_seconds),
-        # the hot cached reads, HTTP and MCP, are answered before the guard and Falcon when all
-        # they need is known (commonroom/http/fastpath.py, commonroom/mcp/fastpath.py); they never stream
-        CachedReads(CachedToolCalls(StreamGuard(ingress_app, settings.write_timeout_seconds), mcp["/mcp"], limiter),
-                    engine, room_answers(runner), limiter, fast_reads(table, INGRESS)),
+        # plain writes, and the hot cached reads, HTTP and MCP, are answered before the guard and Falcon
+        # when all they need is known (commonroom/http/directwrites.py, commonroom/http/fastpath.py,
+        # commonroom/mcp/fastpath.py); none of them streams
+        DirectWrites(
+            CachedReads(CachedToolCalls(StreamGuard(ingress_app, settings.write_timeout_seconds), mcp["/mcp"], limiter),
+                        engine, room_answers(runner), limiter, fast_reads(table, INGRESS)),
+            engine, runner, limiter, direct_writes(table, INGRESS)),
         Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
               [fail_interrupted, scheduler.start, warm_old_versions, trimmer.start], scheduler),
     )

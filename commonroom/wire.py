@@ -26,11 +26,37 @@ def dumps(value: Any) -> bytes:
     return jsontext.dumps(value).encode("utf-8")
 
 
-def send(resp: falcon.asgi.Response, value: Any, status: int = 200) -> None:
-    """Set a JSON response."""
+def send(resp: Any, value: Any, status: int = 200) -> None:
+    """Set a JSON response on ``resp`` (a Falcon response, or a :class:`Rendered`)."""
     resp.status = status
     resp.content_type = "application/json"
     resp.data = dumps(value)
+
+
+class Rendered:
+    """A response as :func:`send` and :func:`send_error` set it, for an answer given outside Falcon.
+
+    ``status`` (int), ``content_type``, ``data`` (bytes) and the headers
+    :meth:`set_header` was given, in order; :meth:`asgi_headers` gives them
+    as Falcon sends them (``tests/unit/test_direct_writes.py`` compares).
+    """
+
+    __slots__ = ("status", "content_type", "data", "headers")
+
+    def __init__(self) -> None:
+        self.status = 200
+        self.content_type = "application/json"
+        self.data = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+
+    def set_header(self, name: str, value: str) -> None:
+        """Add ``name: value`` (latin-1, the name in lower case as ASGI carries it)."""
+        self.headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+
+    def asgi_headers(self) -> list[tuple[bytes, bytes]]:
+        """``Content-Type``, the headers set, then ``Content-Length``."""
+        return [(b"content-type", self.content_type.encode("latin-1")), *self.headers,
+                (b"content-length", str(len(self.data)).encode("latin-1"))]
 
 
 def send_error(resp: Any, error: CommonroomError) -> None:
@@ -40,6 +66,17 @@ def send_error(resp: Any, error: CommonroomError) -> None:
     allowed = error.details.get("allowed") if error.code == "method_not_allowed" else None
     if isinstance(allowed, list):
         resp.set_header("Allow", ", ".join(allowed))
+
+
+#: The body of the answer to a failure that is a bug (no error of the catalogue): Falcon's own JSON 500.
+INTERNAL_ERROR = falcon.HTTPInternalServerError().to_json()
+
+
+def send_internal_error(resp: Any) -> None:
+    """Set the 500 answer to a bug (:data:`INTERNAL_ERROR`); the caller logs the traceback."""
+    resp.status = 500
+    resp.content_type = "application/json"
+    resp.data = INTERNAL_ERROR
 
 
 def retry_after(resp: Any, error: CommonroomError) -> None:
@@ -97,17 +134,23 @@ async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limi
     JSON (RFC 8259 needs a value) and is refused like any other. Raises ``LimitExceeded`` (413) past ``limit`` bytes,
     ``InvalidRequest`` for bad JSON or a schema failure (naming the pointer).
     """
-    raw = await read_body(req, limit=limit)
-    if not raw:
-        body: Any = {}
-    else:
-        try:
-            body = jsontext.loads(raw)
-        except jsontext.NotJson as exc:
-            raise InvalidRequest(f"request body is not JSON: {exc}", details={"pointer": ""}) from None
+    body = parse_json(await read_body(req, limit=limit))
     if schema is not None:
         schemas.validate(schema, body)
     return body
+
+
+def parse_json(raw: bytes) -> Any:
+    """A request body's JSON value: ``{}`` for no bytes at all, else the JSON text's (``InvalidRequest`` if not JSON).
+
+    A body of only whitespace is not JSON (RFC 8259 needs a value).
+    """
+    if not raw:
+        return {}
+    try:
+        return jsontext.loads(raw)
+    except jsontext.NotJson as exc:
+        raise InvalidRequest(f"request body is not JSON: {exc}", details={"pointer": ""}) from None
 
 
 def bearer(req: falcon.asgi.Request) -> str | None:

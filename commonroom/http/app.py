@@ -24,7 +24,7 @@ from ..errors import CommonroomError, InvalidRequest, MethodNotAllowed, NotFound
 from ..limits import RateLimiter
 from ..operations import OPERATIONS, Table
 from ..operations.runner import Runner
-from ..wire import bearer, count_request, send_error
+from ..wire import bearer, count_request, send_error, send_internal_error
 from .openapi import published_routes
 from .operations import operation_routes, stream_routes
 
@@ -91,6 +91,14 @@ async def _commonroom_error(req: falcon.asgi.Request, resp: falcon.asgi.Response
     send_error(resp, error)
 
 
+async def _internal_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: Exception,
+                          params: dict[str, Any]) -> None:
+    """A bug: logged with its traceback, answered 500 with one body whatever the ``Accept`` (as the
+    writes answered before Falcon, :mod:`commonroom.http.directwrites`)."""
+    log.error("%s %s failed", req.method, req.path, exc_info=error)
+    send_internal_error(resp)
+
+
 async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: falcon.HTTPError,
                       params: dict[str, Any]) -> None:
     if error.status_code == 404:
@@ -143,6 +151,7 @@ def create_app(
     routes.update(extra_routes or {})
     for path, resource in routes.items():
         app.add_route(path, resource)
+    app.add_error_handler(Exception, _internal_error)
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(CommonroomError, _commonroom_error)
     return app

@@ -23,7 +23,7 @@ from ..bundle import bundle
 from ..errors import InvalidRequest
 from ..operations import Operation, Table
 from ..operations.runner import Runner
-from ..wire import read_json, send
+from ..wire import parse_json, read_body, send
 from .answers import AnswerCache, respond
 
 
@@ -75,25 +75,36 @@ class Binding:
 
     async def values(self, req: falcon.asgi.Request, params: dict[str, str]) -> dict[str, Any]:
         """The validated input object of this request."""
-        values: dict[str, Any] = {}
         if self.http.has_body:
-            body = await read_json(req)
-            if not isinstance(body, dict):
-                schemas.validate(self.op.input, body)  # raises: the input is an object
-            clash = sorted(set(body) & set(self.path.values()))
-            if clash:
-                raise InvalidRequest(f"request body is invalid at /{clash[0]}: it is given in the path",
-                                     details={"pointer": "/" + clash[0], "reason": "given in the path"})
-            values.update(body)
-        else:
-            for wire, prop in self.query.items():
-                raw = req.params.get(wire)
-                if isinstance(raw, list):
-                    raise InvalidRequest(f"{wire} is given {len(raw)} times; give it once",
-                                         details={"parameter": wire})
-                if raw is None or (raw == "" and self.kinds[prop] == "json"):
-                    continue
-                values[prop] = self.parameter(wire, raw)
+            return self.from_body(await read_body(req), params)
+        values: dict[str, Any] = {}
+        for wire, prop in self.query.items():
+            raw = req.params.get(wire)
+            if isinstance(raw, list):
+                raise InvalidRequest(f"{wire} is given {len(raw)} times; give it once",
+                                     details={"parameter": wire})
+            if raw is None or (raw == "" and self.kinds[prop] == "json"):
+                continue
+            values[prop] = self.parameter(wire, raw)
+        return self.with_path(values, params)
+
+    def from_body(self, raw: bytes, params: dict[str, str]) -> dict[str, Any]:
+        """The validated input object of a request with a body: the JSON object ``raw`` plus the path ``params``.
+
+        ``InvalidRequest`` for a body that is not JSON, not an object, that
+        gives a path parameter again, or that fails the input schema.
+        """
+        body = parse_json(raw)
+        if not isinstance(body, dict):
+            schemas.validate(self.op.input, body)  # raises: the input is an object
+        clash = sorted(set(body) & set(self.path.values()))
+        if clash:
+            raise InvalidRequest(f"request body is invalid at /{clash[0]}: it is given in the path",
+                                 details={"pointer": "/" + clash[0], "reason": "given in the path"})
+        return self.with_path(body, params)
+
+    def with_path(self, values: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
+        """``values`` with the path ``params`` added, validated (``InvalidRequest`` naming what failed)."""
         for wire, prop in self.path.items():
             values[prop] = self.parameter(wire, params[wire])
         self.validate(values)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from commonroom import tokens
+from commonroom.http.directwrites import DirectWrites
 from commonroom.http.fastpath import CachedReads
 from commonroom.room import build_room
 from tests.fakeclock import join
@@ -31,7 +32,8 @@ def room(tmp_path, monkeypatch):
     shutil.copyfile(ROOT / "examples" / "sample.md", doc)
     engine, owner, ingress, hooks = build_room(doc, tokens.digest("owner-token"))
     engine.set_ingress({"host": "127.0.0.1", "port": 8000})
-    fast = ingress
+    assert isinstance(ingress, DirectWrites)  # passes reads through untouched
+    fast = ingress.app
     assert isinstance(fast, CachedReads)
     try:
         yield engine, ingress, fast

@@ -22,6 +22,7 @@ import pytest
 from commonroom import tokens
 from commonroom.http.fastpath import CachedReads
 from commonroom.mcp.fastpath import BODY_BYTES, CachedToolCalls
+from commonroom.http.directwrites import DirectWrites
 from commonroom.room import build_room
 from commonroom.worker import BodyGuard
 from tests.fakeclock import join
@@ -42,9 +43,10 @@ def _room(tmp_path):
     shutil.copyfile(ROOT / "examples" / "sample.md", doc)
     engine, owner, ingress, hooks = build_room(doc, tokens.digest("owner-token"))
     engine.set_ingress({"host": "127.0.0.1", "port": 8000})
-    assert isinstance(ingress, CachedReads) and isinstance(ingress.app, CachedToolCalls)
+    assert isinstance(ingress, DirectWrites) and isinstance(ingress.app, CachedReads)
+    assert isinstance(ingress.app.app, CachedToolCalls)
     try:
-        yield engine, ingress, ingress.app
+        yield engine, ingress, ingress.app.app
     finally:
         engine.close()
 

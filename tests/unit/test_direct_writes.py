@@ -1,0 +1,211 @@
+"""Writes answered before Falcon (commonroom/http/directwrites.py), over raw ASGI.
+
+``build_room`` gives the room's own ingress stack (DirectWrites → CachedReads
+→ CachedToolCalls → StreamGuard → Falcon) on a real engine, runner and
+sidecar, under the worker's ``BodyGuard``; only gunicorn is replaced by a
+hand-driven ``receive``/``send``.
+The same request sent to the whole stack and to the stack below the fast
+path (``ingress.app``: Falcon's route) must get the same answer, byte for
+byte where the room's state allows (an error), and field for field with
+new ids and stamps masked where it cannot (two leases); every request the
+fast path does not take must reach Falcon unread and uncounted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from commonroom import tokens
+from commonroom.http.directwrites import BODY_BYTES, DirectWrites
+from commonroom.room import build_room
+from commonroom.worker import BodyGuard
+from tests.fakeclock import join
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def room(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMMONROOM_RATE_LIMIT", "40")
+    doc = tmp_path / "doc.md"
+    shutil.copyfile(ROOT / "examples" / "sample.md", doc)
+    engine, owner, ingress, hooks = build_room(doc, tokens.digest("owner-token"))
+    engine.set_ingress({"host": "127.0.0.1", "port": 8000})
+    assert isinstance(ingress, DirectWrites)
+    try:
+        yield engine, ingress
+    finally:
+        engine.close()
+
+
+class Exchange:
+    """What one request read and was sent."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.status = 0
+        self.headers: list = []
+        self.body = b""
+
+
+def call(app, method: str, path: str, token: str | None, body: bytes | None = None, *extra: tuple[bytes, bytes],
+         query: bytes = b"") -> Exchange:
+    headers = [(b"host", b"127.0.0.1:8000")]
+    if token:
+        headers.append((b"authorization", f"Bearer {token}".encode()))
+    if body is not None:
+        headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += list(extra)
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
+             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "headers": headers}
+    seen = Exchange()
+    pieces = [body[:3], body[3:]] if body else [b""]
+
+    async def receive() -> dict:
+        seen.reads += 1
+        if seen.reads <= len(pieces):
+            return {"type": "http.request", "body": pieces[seen.reads - 1], "more_body": seen.reads < len(pieces)}
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            seen.status, seen.headers = message["status"], list(message["headers"])
+        else:
+            seen.body += message.get("body", b"")
+
+    asyncio.run(BodyGuard(app, 30)(scope, receive, send))  # as the worker serves it
+    return seen
+
+
+def answer(exchange: Exchange) -> tuple[int, list, bytes]:
+    return exchange.status, exchange.headers, exchange.body
+
+
+STAMP = re.compile(rb'"(?:lease_|)[a-z_]*(?:id|_at)":"[^"]*"')
+
+
+def masked(exchange: Exchange) -> tuple[int, list, bytes]:
+    """The answer with ids and time stamps blanked (two writes never share them)."""
+    return exchange.status, exchange.headers, STAMP.sub(b'"":""', exchange.body)
+
+
+def lease(line: int) -> bytes:
+    return json.dumps({"region": {"lines": [line, line]}, "ttl_seconds": 60}).encode()
+
+
+def test_a_lease_acquired_and_released_answers_as_the_route(room):
+    engine, ingress = room
+    _, joined = join(engine, "writer", ["read", "lease"])
+    token = joined["token"]
+    served = ingress.served
+    answers = []
+    for app in (ingress, ingress.app):  # the same acquire and release, answered here, then by the route
+        acquired = call(app, "POST", "/workspace/leases", token, lease(2))
+        lease_id = json.loads(acquired.body)["id"]
+        released = call(app, "DELETE", f"/workspace/leases/{lease_id}", token)
+        assert released.reads == 0 or app is ingress.app, "a release has no body: nothing is read"
+        answers.append((masked(acquired), masked(released)))
+        row = engine.store.db.execute_sql("SELECT released_at FROM lease WHERE id = ?", (lease_id,)).fetchone()
+        assert row[0] is not None
+    assert ingress.served == served + 2
+    assert answers[0] == answers[1]
+    assert answers[0][0][0] == 201 and answers[0][1][0] == 200
+    assert b'"region":{"lines":[2,2]}' in answers[0][0][2]
+
+
+ERRORS = {
+    "conflict": ("POST", "/workspace/leases", lease(5)),
+    "not json": ("POST", "/workspace/leases", b'{"region": '),
+    "whitespace": ("POST", "/workspace/leases", b" \t"),
+    "not an object": ("POST", "/workspace/leases", b"[1]"),
+    "schema": ("POST", "/workspace/leases", json.dumps({"region": {"lines": [2]}}).encode()),
+    "unknown property": ("POST", "/workspace/leases", json.dumps({"region": None, "colour": 1}).encode()),
+    "path in the body": ("POST", "/workspace/leases/LEASE/renew", json.dumps({"lease_id": "x"}).encode()),
+    "unknown lease": ("DELETE", "/workspace/leases/lease_0000", None),
+    "someone else's lease": ("DELETE", "/workspace/leases/LEASE", None),
+    "stale proposal": ("POST", "/workspace/proposals", json.dumps(
+        {"base_version": 99, "region": None, "text": "x\n"}).encode()),
+    "unknown proposal": ("POST", "/workspace/proposals/p_0/approve", b"{}"),
+    "empty body": ("POST", "/workspace/proposals", b""),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_an_error_answers_as_the_route_byte_for_byte(room, case):
+    engine, ingress = room
+    _, holder = join(engine, "holder", ["read", "lease"])
+    held = json.loads(call(ingress, "POST", "/workspace/leases", holder["token"], lease(5)).body)["id"]
+    _, joined = join(engine, "writer", ["read", "lease", "propose", "approve"])
+    method, path, body = ERRORS[case]
+    path = path.replace("LEASE", held)
+    served = ingress.served
+    fast = call(ingress, method, path, joined["token"], body)
+    assert ingress.served == served + 1, "answered before Falcon"
+    route = call(ingress.app, method, path, joined["token"], body)
+    assert fast.status >= 400, fast.body
+    assert answer(fast) == answer(route)
+
+
+def test_a_bug_answers_500_as_the_route(room, monkeypatch):
+    engine, ingress = room
+    _, joined = join(engine, "writer", ["read", "lease"])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(engine, "acquire_lease", broken)
+    served = ingress.served
+    fast = call(ingress, "POST", "/workspace/leases", joined["token"], lease(2))
+    assert ingress.served == served + 1
+    route = call(ingress.app, "POST", "/workspace/leases", joined["token"], lease(2))
+    assert fast.status == 500 and answer(fast) == answer(route)
+    assert json.loads(fast.body) == {"title": "500 Internal Server Error"}
+
+
+def test_requests_it_does_not_take_reach_the_route_unread(room):
+    engine, ingress = room
+    _, writer = join(engine, "writer", ["read", "lease"])
+    _, reader = join(engine, "reader", ["read"])
+    token = writer["token"]
+    served = ingress.served
+    cases = [
+        (call(ingress, "POST", "/workspace/leases", None, lease(2)), 401),
+        (call(ingress, "POST", "/workspace/leases", "cr_s_unknown", lease(2)), 401),
+        (call(ingress, "POST", "/workspace/leases", reader["token"], lease(2)), 403),
+        (call(ingress, "POST", "/workspace/leases", token, lease(2), (b"authorization", b"Bearer x")), 401),
+        (call(ingress, "DELETE", "/workspace/leases", token), 405),
+        (call(ingress, "POST", "/workspace/lease", token, lease(2)), 404),
+        (call(ingress, "DELETE", "/workspace/leases/lease_0000", token, b"{}"), 404),  # a body it does not take
+        (call(ingress, "POST", "/workspace/leases", token, lease(2), (b"transfer-encoding", b"chunked")), None),
+        (call(ingress, "POST", "/workspace/leases", token, lease(2), query=b"x=1"), 201),
+        (call(ingress, "POST", "/workspace/leases", token, b" " * (BODY_BYTES + 1)), 400),
+    ]
+    assert ingress.served == served, "none of them was answered before Falcon"
+    for exchange, status in cases:
+        if status is not None:
+            assert exchange.status == status, exchange.body
+    unread = [cases[i][0].reads for i in (0, 1, 2, 3, 5)]  # those with a body the route refuses unread
+    assert unread == [0] * 5, "refused before its body was read, as Falcon refuses"
+
+
+def test_a_write_counts_once_against_the_rate_limit(room):
+    engine, ingress = room
+    _, joined = join(engine, "writer", ["read", "lease"])
+    token = joined["token"]
+    statuses = []
+    for _ in range(21):  # the room allows 40 a minute here: 20 pairs, then the 41st request
+        acquired = call(ingress, "POST", "/workspace/leases", token, lease(2))
+        statuses.append(acquired.status)
+        if acquired.status == 201:
+            statuses.append(call(ingress, "DELETE", f"/workspace/leases/{json.loads(acquired.body)['id']}",
+                                 token).status)
+    assert statuses == [201, 200] * 20 + [429]
+    assert ingress.served == 40, "the refused one went to Falcon, which counted and refused it"
