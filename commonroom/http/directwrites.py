@@ -119,7 +119,7 @@ class DirectWrites:
         out = Rendered()
         raw = await _body(receive, length)
         if raw is None:
-            return  # nobody to answer
+            return  # the client left before the request began: nothing runs, nobody to answer
         try:
             values = binding.from_body(raw, params) if binding.http.has_body else binding.with_path({}, params)
             send(out, await self.runner.run(binding.op, actor, values), binding.http.status)
@@ -167,20 +167,29 @@ class DirectWrites:
 
 
 async def _body(receive: Receive, length: int) -> bytes | None:
-    """The whole body (``length`` bytes as framed by the server), or None if the client left before it came.
+    """The body as Falcon reads it: ``length`` bytes (as framed), or None if the client left first.
 
-    The worker's ``BodyGuard`` bounds the wait and refuses a body cut short
-    (its exception ends the request, as it does under Falcon).
+    As Falcon's app, the first message is awaited even without a body, and
+    a client gone by then (``http.disconnect``) gets no answer and nothing
+    runs; as Falcon's stream, the body ends at ``length`` bytes, at the
+    message that says there is no more, or where the client left. The
+    worker's ``BodyGuard`` hands a body's first message itself (empty),
+    bounds the wait for the rest and refuses a body cut short (its
+    exception ends the request, as it does under Falcon).
     """
+    message = await receive()
+    if message["type"] != "http.request":
+        return None
     chunks: list[bytes] = []
-    size = 0
-    while size < length:  # as Falcon's stream: no read past the framed length
+    remaining = length
+    while True:
+        chunk = message.get("body", b"")
+        if len(chunk) > remaining:
+            chunk = chunk[:remaining]
+        chunks.append(chunk)
+        remaining -= len(chunk)
+        if remaining <= 0 or not message.get("more_body", False):
+            return b"".join(chunks)
         message = await receive()
         if message["type"] != "http.request":
-            return None
-        chunk = message.get("body", b"")
-        chunks.append(chunk)
-        size += len(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return b"".join(chunks)
