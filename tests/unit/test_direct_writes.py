@@ -62,17 +62,27 @@ def call(app, method: str, path: str, token: str | None, body: bytes | None = No
     if body is not None:
         headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += list(extra)
+    pieces = [body[:3], body[3:]] if body else [b""]
+    events = [{"type": "http.request", "body": piece, "more_body": i < len(pieces) - 1} for i, piece in enumerate(pieces)]
+    return drive(BodyGuard(app, 30), method, path, headers, events, query=query, wait=True)  # as the worker serves it
+
+
+def drive(app, method: str, path: str, headers: list, events: list[dict], *, query: bytes = b"",
+          wait: bool = False) -> Exchange:
+    """Run one request through ``app``: ``events`` are what ``receive()`` gives, then ``http.disconnect``
+    (after an hour with ``wait``: a client that stays)."""
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
              "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
              "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "headers": headers}
     seen = Exchange()
-    pieces = [body[:3], body[3:]] if body else [b""]
+    pending = list(events)
 
     async def receive() -> dict:
         seen.reads += 1
-        if seen.reads <= len(pieces):
-            return {"type": "http.request", "body": pieces[seen.reads - 1], "more_body": seen.reads < len(pieces)}
-        await asyncio.sleep(3600)
+        if pending:
+            return pending.pop(0)
+        if wait:
+            await asyncio.sleep(3600)
         return {"type": "http.disconnect"}
 
     async def send(message: dict) -> None:
@@ -81,7 +91,7 @@ def call(app, method: str, path: str, token: str | None, body: bytes | None = No
         else:
             seen.body += message.get("body", b"")
 
-    asyncio.run(BodyGuard(app, 30)(scope, receive, send))  # as the worker serves it
+    asyncio.run(app(scope, receive, send))
     return seen
 
 
@@ -216,26 +226,7 @@ def exchange(app, method: str, path: str, token: str, messages: list[dict], leng
     headers = [(b"host", b"127.0.0.1:8000"), (b"authorization", f"Bearer {token}".encode())]
     if length is not None:
         headers.append((b"content-length", str(length).encode()))
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "headers": headers}
-    seen = Exchange()
-    pending = list(messages)
-
-    async def receive() -> dict:
-        seen.reads += 1
-        if pending:
-            return pending.pop(0)
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict) -> None:
-        if message["type"] == "http.response.start":
-            seen.status, seen.headers = message["status"], list(message["headers"])
-        else:
-            seen.body += message.get("body", b"")
-
-    asyncio.run(app(scope, receive, send))
-    return seen
+    return drive(app, method, path, headers, messages)
 
 
 def test_a_client_gone_before_its_request_began_gets_nothing_done(room):
