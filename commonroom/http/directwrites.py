@@ -41,11 +41,11 @@ from typing import Any, Awaitable, Callable
 
 from falcon.routing import CompiledRouter
 
-from .. import tokens
 from ..errors import CommonroomError
 from ..operations import Table
 from ..operations.runner import Runner
-from ..wire import Rendered, bearer_of, counted, send, send_error, send_internal_error
+from ..wire import Rendered, counted, send, send_error, send_internal_error
+from .fastpath import bearer_actor
 from .operations import Binding
 
 __all__ = ["DirectWrites", "direct_writes", "BODY_BYTES"]
@@ -118,11 +118,11 @@ class DirectWrites:
             await self.app(scope, receive, send_message)
             return
         binding, params, actor, length = taken
-        self.served += 1
-        out = Rendered()
         raw = await _body(receive, length)
         if raw is None:
             return  # the client left before the request began: nothing runs, nobody to answer
+        self.served += 1
+        out = Rendered()
         try:
             values = binding.from_body(raw, params) if binding.http.has_body else binding.with_path({}, params)
             send(out, await self.runner.run(binding.op, actor, values), binding.http.status)
@@ -154,16 +154,10 @@ class DirectWrites:
                 return None
         elif length is not None:
             return None
-        authorization = headers.get(b"authorization")
-        token = None if authorization is None else bearer_of(authorization.decode("latin-1"))
-        if not token:
+        found_actor = bearer_actor(self.engine, binding.op, headers.get(b"authorization"))
+        if found_actor is None:
             return None
-        digest = tokens.digest(token)
-        try:
-            actor = self.engine.authenticate(token, digest)
-            binding.op.authorize(actor)
-        except Exception:  # any refusal, or a sidecar that cannot answer: the app answers it its way
-            return None
+        actor, digest = found_actor
         if not counted(self.limiter, digest):
             return None  # the app counts it and answers 429
         return binding, found[2] or {}, actor, 0 if length is None else int(length)

@@ -36,7 +36,7 @@ from ..operations import Operation, Table
 from ..wire import bearer_of, counted
 from .answers import AnswerCache, representation
 
-__all__ = ["CachedReads", "fast_reads"]
+__all__ = ["CachedReads", "bearer_actor", "fast_reads"]
 
 _JSON = (b"content-type", b"application/json")
 #: Request headers that mean a body follows (the fast path takes none).
@@ -48,6 +48,25 @@ def fast_reads(table: Table, listener: str) -> dict[str, Operation]:
     return {op.http.path: op for op in table.http(listener)
             if op.http is not None and op.http.method == "GET" and op.http.cache == "head"
             and not op.http.path_params() and not op.http.public}
+
+
+def bearer_actor(engine: Any, op: Operation, authorization: bytes | None) -> tuple[Any, str] | None:
+    """``(actor, token digest)`` of an ``Authorization: Bearer`` value naming a live session that holds
+    ``op``'s capability, else None (any refusal, or a sidecar that cannot answer: the app's to answer).
+
+    Shared by the paths answered before Falcon (:class:`CachedReads`,
+    ``commonroom.http.directwrites.DirectWrites``); nothing is counted here.
+    """
+    token = None if authorization is None else bearer_of(authorization.decode("latin-1"))
+    if not token:
+        return None
+    digest = tokens.digest(token)
+    try:
+        actor = engine.authenticate(token, digest)
+        op.authorize(actor)
+    except Exception:
+        return None
+    return actor, digest
 
 
 class CachedReads:
@@ -101,18 +120,11 @@ class CachedReads:
                 if_none_match = value
             elif name in _BODY_HEADERS:
                 return None
-        if authorization is None:
-            return None
-        token = bearer_of(authorization.decode("latin-1"))
-        if not token:
-            return None
-        digest = tokens.digest(token)
         engine = self.engine
-        try:
-            actor = engine.authenticate(token, digest)
-            op.authorize(actor)
-        except Exception:  # any refusal, or a sidecar that cannot answer: the app answers it its way
+        found = bearer_actor(engine, op, authorization)
+        if found is None:
             return None
+        actor, digest = found
         key = (op.name, "", ())  # the cached responder's key for no query and no path parameters
         entry = self.answers.get_head(key, engine.head().number)
         if entry is None:
