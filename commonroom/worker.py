@@ -77,7 +77,7 @@ log = logging.getLogger("commonroom.worker")
 REFUSE_WITHIN_SECONDS = 2.0
 #: Seconds a connection that has not sent a whole request head gets at a graceful stop (RoomWorker._shutdown).
 SHUTDOWN_HEAD_GRACE = 1.0
-#: A response body at least this large (bytes) is written apart from its head (GuardedProtocol._send_body),
+#: A response body at least this large (bytes) is written with its head in one writev (GuardedProtocol._send_body),
 #: gunicorn's threshold for handing head and body to ``writelines``.
 LARGE_BODY_BYTES = 65536
 #: Before Python 3.12 asyncio's ``writelines`` joins its buffers (from 3.12 it sends them with ``sendmsg``).
@@ -238,19 +238,46 @@ class GuardedProtocol(_ASGIProtocol):
             self._room_timer = None
 
     def _send_body(self, body: bytes, chunked: bool = False, last: bool = False, size: int | None = None) -> None:
-        """gunicorn's, except that before Python 3.12 a large body's head goes out in a write of its own.
+        """gunicorn's, except that before Python 3.12 a large body and its head go out in one gathered write.
 
         gunicorn hands a body of 64 KB or more with its buffered head to
         ``transport.writelines`` to spare a copy; before Python 3.12 asyncio's
         ``writelines`` joins them, copying the body (~1 MB for an old
-        version). Writing the head first (gunicorn's ``_safe_write``) leaves
-        gunicorn's own path a body with no head to join to (issue 13, *Old
-        versions fast*).
+        version). Here the head and the body are written by one ``writev``
+        on the socket (what 3.12's ``writelines`` does with ``sendmsg``), so
+        the client is woken once, by the whole answer; what the socket does
+        not take is left to the transport (issue 13, *Old versions fast*).
         """
-        if _WRITELINES_JOINS and not chunked and self._response_buffer and len(body) >= LARGE_BODY_BYTES:
-            self._safe_write(self._response_buffer)
+        head = self._response_buffer
+        if _WRITELINES_JOINS and not chunked and head and len(body) >= LARGE_BODY_BYTES:
             self._response_buffer = None
+            self._write_gathered(head, body)
+            return
         super()._send_body(body, chunked, last, size)
+
+    def _write_gathered(self, head: bytes, body: bytes) -> None:
+        """Write ``head`` then ``body`` with one ``writev`` when the transport holds nothing; the rest to it.
+
+        With bytes already waiting in the transport (or no socket), both go
+        through gunicorn's writes, in order, as before. An error of the
+        socket is left to the transport: its own write meets it again and
+        closes the connection as it always does.
+        """
+        transport = self.transport
+        sent = 0
+        if transport is not None and not transport.is_closing() and not transport.get_write_buffer_size():
+            sock = transport.get_extra_info("socket")
+            try:
+                sent = os.writev(sock.fileno(), (head, body)) if sock is not None else 0
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                pass  # the transport's write below meets the error and handles it
+        if sent < len(head):
+            self._safe_write(head[sent:])
+            super()._send_body(body)
+        elif sent < len(head) + len(body):
+            super()._send_body(memoryview(body)[sent - len(head):])
 
     def _send_error_response(self, status: int, message: str, extra_headers: Any = ()) -> None:
         """gunicorn's parser refusals (400, 414, 431, 501) as the room's JSON error envelope."""
