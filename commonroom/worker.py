@@ -258,21 +258,21 @@ class GuardedProtocol(_ASGIProtocol):
     def _write_gathered(self, head: bytes, body: bytes) -> None:
         """Write ``head`` then ``body`` with one ``writev`` when the transport holds nothing; the rest to it.
 
-        With bytes already waiting in the transport (or no socket), both go
-        through gunicorn's writes, in order, as before. An error of the
+        With bytes already waiting in the transport (or no socket, or TLS,
+        which the room does not serve but gunicorn could), both go through
+        gunicorn's writes, in order, as before. An error of the
         socket is left to the transport: its own write meets it again and
         closes the connection as it always does.
         """
         transport = self.transport
         sent = 0
-        if transport is not None and not transport.is_closing() and not transport.get_write_buffer_size():
+        if (transport is not None and not transport.is_closing() and not transport.get_write_buffer_size()
+                and transport.get_extra_info("sslcontext") is None):  # TLS writes through its transport only
             sock = transport.get_extra_info("socket")
             try:
                 sent = os.writev(sock.fileno(), (head, body)) if sock is not None else 0
-            except (BlockingIOError, InterruptedError):
+            except OSError:  # full (EAGAIN), interrupted, or an error the transport's write meets again below
                 pass
-            except OSError:
-                pass  # the transport's write below meets the error and handles it
         if sent < len(head):
             self._safe_write(head[sent:])
             super()._send_body(body)
