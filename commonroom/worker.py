@@ -244,9 +244,10 @@ class GuardedProtocol(_ASGIProtocol):
         ``transport.writelines`` to spare a copy; before Python 3.12 asyncio's
         ``writelines`` joins them, copying the body (~1 MB for an old
         version). Here the head and the body are written by one ``writev``
-        on the socket (what 3.12's ``writelines`` does with ``sendmsg``), so
-        the client is woken once, by the whole answer; what the socket does
-        not take is left to the transport (issue 13, *Old versions fast*).
+        on the socket (what 3.12's ``writelines`` does with ``sendmsg``): no
+        join, and no write of the head alone, which woke the client for 239
+        bytes before the body; what the socket does not take is left to the
+        transport (issue 13, *Old versions fast*).
         """
         head = self._response_buffer
         if _WRITELINES_JOINS and not chunked and head and len(body) >= LARGE_BODY_BYTES:

@@ -3,7 +3,9 @@
 The room's protocol on a real asyncio transport over a real socket pair:
 whatever the socket takes of the ``writev`` (all, part, or nothing when it
 is full) and whatever the transport already holds, the peer reads the
-head then the body, every byte once, in order.
+head then the body, every byte once, in order. Where the kernel is asked
+for what a socket pair will not do on cue (take part of the head, refuse
+with a reset), ``os.writev`` is replaced by one that does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import os
 import socket
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -98,4 +101,24 @@ def test_bytes_the_transport_holds_go_first():
 
 def test_a_small_body_is_gunicorns_joined_write():
     got, expected, _ = asyncio.run(_exchange(LARGE_BODY_BYTES - 1, full=False))
+    assert got == expected
+
+
+@pytest.mark.parametrize("taken", [1, 100, len(HEAD % LARGE_BODY_BYTES) - 1, len(HEAD % LARGE_BODY_BYTES),
+                                   len(HEAD % LARGE_BODY_BYTES) + 1, 65535])
+def test_a_socket_that_takes_part_of_the_head_or_just_past_it(monkeypatch: pytest.MonkeyPatch, taken: int):
+    """The kernel may take any prefix of the gathered buffers: here exactly ``taken`` bytes of them."""
+    def writev(fd: int, buffers: Any) -> int:
+        return os.write(fd, b"".join(buffers)[:taken])
+    monkeypatch.setattr(os, "writev", writev)
+    got, expected, _ = asyncio.run(_exchange(LARGE_BODY_BYTES, full=False))
+    assert got == expected
+
+
+def test_a_socket_error_is_left_to_the_transport(monkeypatch: pytest.MonkeyPatch):
+    """``writev`` refused (the peer reset): the transport's own write meets the socket as it always does."""
+    def writev(fd: int, buffers: Any) -> int:
+        raise ConnectionResetError(104, "Connection reset by peer")
+    monkeypatch.setattr(os, "writev", writev)
+    got, expected, _ = asyncio.run(_exchange(LARGE_BODY_BYTES, full=False))
     assert got == expected
