@@ -11,34 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
-from commonroom import tokens
-from commonroom.http.directwrites import DirectWrites
 from commonroom.http.fastpath import CachedReads
-from commonroom.room import build_room
 from tests.fakeclock import join
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.ingress import sample_room
 
 
 @pytest.fixture
 def room(tmp_path, monkeypatch):
     monkeypatch.setenv("COMMONROOM_RATE_LIMIT", "20")
-    doc = tmp_path / "doc.md"
-    shutil.copyfile(ROOT / "examples" / "sample.md", doc)
-    engine, owner, ingress, hooks = build_room(doc, tokens.digest("owner-token"))
-    engine.set_ingress({"host": "127.0.0.1", "port": 8000})
-    assert isinstance(ingress, DirectWrites)  # passes reads through untouched
-    fast = ingress.app
-    assert isinstance(fast, CachedReads)
-    try:
+    for engine, ingress in sample_room(tmp_path):  # DirectWrites passes reads through untouched
+        fast = ingress.app
+        assert isinstance(fast, CachedReads)
         yield engine, ingress, fast
-    finally:
-        engine.close()
 
 
 def call(app, token: str | None, *headers: tuple[bytes, bytes], query: bytes = b"") -> tuple[int, list, bytes]:

@@ -14,20 +14,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
-from commonroom import tokens
 from commonroom.http.fastpath import CachedReads
 from commonroom.mcp.fastpath import BODY_BYTES, CachedToolCalls
-from commonroom.http.directwrites import DirectWrites
-from commonroom.room import build_room
 from commonroom.worker import BodyGuard
 from tests.fakeclock import join
+from tests.ingress import sample_room
 
-ROOT = Path(__file__).resolve().parents[2]
 VERSION = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
 
@@ -39,16 +34,9 @@ def room(tmp_path, monkeypatch):
 
 
 def _room(tmp_path):
-    doc = tmp_path / "doc.md"
-    shutil.copyfile(ROOT / "examples" / "sample.md", doc)
-    engine, owner, ingress, hooks = build_room(doc, tokens.digest("owner-token"))
-    engine.set_ingress({"host": "127.0.0.1", "port": 8000})
-    assert isinstance(ingress, DirectWrites) and isinstance(ingress.app, CachedReads)
-    assert isinstance(ingress.app.app, CachedToolCalls)
-    try:
+    for engine, ingress in sample_room(tmp_path):
+        assert isinstance(ingress.app, CachedReads) and isinstance(ingress.app.app, CachedToolCalls)
         yield engine, ingress, ingress.app.app
-    finally:
-        engine.close()
 
 
 def message(request_id=1, name="document_read", arguments=None, meta=None, **extra) -> dict:

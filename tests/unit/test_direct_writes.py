@@ -16,32 +16,19 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
-from commonroom import tokens
-from commonroom.http.directwrites import BODY_BYTES, DirectWrites
-from commonroom.room import build_room
+from commonroom.http.directwrites import BODY_BYTES
 from commonroom.worker import BodyGuard
 from tests.fakeclock import join
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.ingress import sample_room
 
 
 @pytest.fixture
 def room(tmp_path, monkeypatch):
     monkeypatch.setenv("COMMONROOM_RATE_LIMIT", "40")
-    doc = tmp_path / "doc.md"
-    shutil.copyfile(ROOT / "examples" / "sample.md", doc)
-    engine, owner, ingress, hooks = build_room(doc, tokens.digest("owner-token"))
-    engine.set_ingress({"host": "127.0.0.1", "port": 8000})
-    assert isinstance(ingress, DirectWrites)
-    try:
-        yield engine, ingress
-    finally:
-        engine.close()
+    yield from sample_room(tmp_path)
 
 
 class Exchange:

@@ -1,0 +1,37 @@
+"""The room's ingress stack over raw ASGI, for the fast-path tests (``tests/unit/test_cached_*.py``, ``test_direct_writes.py``).
+
+:func:`sample_room` builds it as the room does (``commonroom.room.build_room``:
+DirectWrites → CachedReads → CachedToolCalls → StreamGuard → Falcon) on a
+real engine and sidecar over a copy of ``examples/sample.md``; the tests
+drive it with a hand-made ``receive``/``send`` instead of gunicorn.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+from commonroom import tokens
+from commonroom.http.directwrites import DirectWrites
+from commonroom.room import build_room
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sample_room(folder: Path) -> Iterator[tuple[Any, DirectWrites]]:
+    """Yield ``(engine, ingress)`` for ``examples/sample.md`` copied into ``folder``; the engine is closed after.
+
+    The ingress answers as ``127.0.0.1:8000``; set ``COMMONROOM_RATE_LIMIT``
+    before calling (the limiter reads it as the room is built). A
+    generator, so a fixture can ``yield from`` it and a test can loop over it.
+    """
+    doc = folder / "doc.md"
+    shutil.copyfile(ROOT / "examples" / "sample.md", doc)
+    engine, _owner, ingress, _hooks = build_room(doc, tokens.digest("owner-token"))
+    engine.set_ingress({"host": "127.0.0.1", "port": 8000})
+    assert isinstance(ingress, DirectWrites)
+    try:
+        yield engine, ingress
+    finally:
+        engine.close()
