@@ -276,9 +276,9 @@ class GuardedProtocol(_ASGIProtocol):
                 pass
         if sent < len(head):
             self._safe_write(head[sent:])
-            super()._send_body(body)
-        elif sent < len(head) + len(body):
-            super()._send_body(memoryview(body)[sent - len(head):])
+            sent = len(head)
+        if sent < len(head) + len(body):
+            self._safe_write(memoryview(body)[sent - len(head):])
 
     def _send_error_response(self, status: int, message: str, extra_headers: Any = ()) -> None:
         """gunicorn's parser refusals (400, 414, 431, 501) as the room's JSON error envelope."""

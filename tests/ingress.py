@@ -15,8 +15,7 @@ from typing import Any, Iterator
 from commonroom import tokens
 from commonroom.http.directwrites import DirectWrites
 from commonroom.room import build_room
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.roomproc import ROOT
 
 
 def sample_room(folder: Path) -> Iterator[tuple[Any, DirectWrites]]:

@@ -49,20 +49,28 @@ def _head(raw: bytes) -> tuple[int, dict[str, str]]:
 class KeepAlive:
     """One keep-alive connection to ``base`` (``http://host:port``)."""
 
-    def __init__(self, base: str):
+    def __init__(self, base: str, receive_buffer: int | None = None):
+        """Connect to ``base``; ``receive_buffer``: the socket's ``SO_RCVBUF`` in bytes, set before it connects."""
         parts = urlsplit(base)
-        self.sock = socket.create_connection((parts.hostname, parts.port))
+        self.sock = socket.socket()
+        if receive_buffer is not None:  # before connect, so the window offered to the server is small too
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        self.sock.connect((parts.hostname, parts.port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = bytearray()
 
     def call(self, raw: bytes) -> tuple[int, dict[str, str], bytes | bytearray]:
-        """Send one request (from :func:`request_bytes`); its status, headers and body.
+        """Send one request (from :func:`request_bytes`); its status, headers and body (:meth:`answer`)."""
+        self.sock.sendall(raw)
+        return self.answer()
+
+    def answer(self) -> tuple[int, dict[str, str], bytes | bytearray]:
+        """The next answer on the connection: its status, headers and body (requests may be pipelined).
 
         The body is received straight into one buffer of its Content-Length
         (``recv_into``), so a 1 MB answer costs the client one copy, as in a
         client written in C, not the several of growing and slicing a buffer.
         """
-        self.sock.sendall(raw)
         while b"\r\n\r\n" not in self.buffer:
             self._fill()
         end = self.buffer.index(b"\r\n\r\n")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import socket
 import time
 from pathlib import Path
 
@@ -29,8 +28,7 @@ def test_large_bodies_and_what_follows_them_on_one_connection(tmp_path: Path):
         head = writer.get("/workspace/document").json()
         writer.request("PUT", "/workspace/document", json={"expected_version": head["version"], "text": "edited\n",
                                                          "region": {"lines": [1, 1]}}).raise_for_status()
-        http = KeepAlive(room.ingress)
-        http.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)  # the server's writes must wait
+        http = KeepAlive(room.ingress, receive_buffer=65536)  # the server's writes must wait
         auth = {"Authorization": f"Bearer {writer.token}"}
         plain = {**auth, "Accept-Encoding": "identity"}
         for _ in range(2):
@@ -52,21 +50,6 @@ def test_large_bodies_and_what_follows_them_on_one_connection(tmp_path: Path):
         room.stop()
 
 
-def _read_answer(sock: socket.socket, buffer: bytearray) -> tuple[int, bytes]:
-    """One answer off ``sock`` read in small pieces (``buffer`` keeps what follows it): its status and body."""
-    while b"\r\n\r\n" not in buffer:
-        buffer += sock.recv(4096)
-    end = buffer.index(b"\r\n\r\n")
-    head = bytes(buffer[:end]).decode("latin-1").split("\r\n")
-    del buffer[: end + 4]
-    length = next(int(line.split(":", 1)[1]) for line in head if line.lower().startswith("content-length:"))
-    while len(buffer) < length:
-        buffer += sock.recv(4096)
-    body = bytes(buffer[:length])
-    del buffer[:length]
-    return int(head[0].split()[1]), body
-
-
 def test_pipelined_large_answers_to_a_slow_reader_keep_their_bytes_and_order(tmp_path: Path):
     """Answers written while the socket is full: the gathered write takes part or nothing, the transport the rest."""
     text = SOURCE.read_text("utf-8")
@@ -76,21 +59,18 @@ def test_pipelined_large_answers_to_a_slow_reader_keep_their_bytes_and_order(tmp
         number = reader.get("/workspace/document").json()["version"]
         plain = {"Authorization": f"Bearer {reader.token}", "Accept-Encoding": "identity"}
         paths = [f"/workspace/versions/{number}", "/workspace/versions?limit=1", "/workspace/document"] * 4
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
-        sock.connect((room.ingress.split("//")[1].split(":")[0], int(room.ingress.rsplit(":", 1)[1])))
-        sock.sendall(b"".join(request_bytes("GET", path, plain) for path in paths))
-        buffer = bytearray()
+        http = KeepAlive(room.ingress, receive_buffer=4096)  # a small window
+        http.sock.sendall(b"".join(request_bytes("GET", path, plain) for path in paths))
         try:
             for i, path in enumerate(paths):
                 time.sleep(0.05 if i % 3 == 0 else 0)  # the server's socket fills while nothing is read
-                status, body = _read_answer(sock, buffer)
-                assert status == 200, (path, body[:200])
+                status, _, body = http.answer()
+                assert status == 200, (path, bytes(body[:200]))
                 if path == "/workspace/versions?limit=1":
                     assert json.loads(body)["versions"][0]["number"] == number
                 else:
                     assert json.loads(body)["text"] == text
         finally:
-            sock.close()
+            http.close()
     finally:
         room.stop()
