@@ -59,12 +59,16 @@ import os
 import resource
 import sys
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from gunicorn.asgi import protocol as _protocol
 from gunicorn.workers import gasgi
 
 from .live.guard import Suspended
+from .wirewrites import FIELDS, WireWrites, wire_writes
+
+if TYPE_CHECKING:
+    from .http.directwrites import DirectWrites
 
 # The stubs (types-gunicorn) do not describe the asgi worker's internals this
 # module builds on; typed as Any, checked by the tests against the pinned gunicorn.
@@ -166,8 +170,9 @@ def _raw_answer(status: int, body: bytes, retry: int | None = None) -> bytes:
     return head.encode("latin-1") + body
 
 
-class GuardedProtocol(_ASGIProtocol):
-    """gunicorn's HTTP/1 protocol plus a header timeout and a connection bound."""
+class GuardedProtocol(WireWrites, _ASGIProtocol):
+    """gunicorn's HTTP/1 protocol plus a header timeout, a connection bound, and plain writes answered
+    from the bytes (:class:`commonroom.wirewrites.WireWrites`)."""
 
     _room_timer: asyncio.TimerHandle | None = None
     _room_listener: str | None = None
@@ -192,10 +197,14 @@ class GuardedProtocol(_ASGIProtocol):
         self._room_refuse = counts[self._room_listener] > bound
         if self._room_refuse:
             worker.room_refused += 1
+        elif not owner:
+            self._room_wire = worker.room_wire
         wait = min(limits.header_timeout, REFUSE_WITHIN_SECONDS) if self._room_refuse else limits.header_timeout
         self._room_timer = worker.loop.call_later(wait, self._room_headers_late)
 
     def data_received(self, data: bytes) -> None:  # noqa: D102 - asyncio
+        if self._room_wire_received(data):
+            return
         if self._current_request is None:
             self._room_partial = True  # bytes of a head: the next request has begun
         super().data_received(data)
@@ -222,7 +231,7 @@ class GuardedProtocol(_ASGIProtocol):
         """At a graceful stop: True when no request is in flight and none has begun (a kept-alive
         connection between requests), False for a connection that has not sent a whole head yet
         (a new one, or half a head), None while a request is in flight."""
-        if self._closed or self._current_request is not None or self._finishing_calls:
+        if self._closed or self._current_request is not None or self._finishing_calls or self._room_wire_task:
             return None
         return self._room_heads > 0 and not self._room_partial
 
@@ -328,6 +337,13 @@ class RoomWorker(_ASGIWorker):
         self.room_protocols: set[GuardedProtocol] = set()
         self.room_refused = 0
         self.room_header_timeouts = 0
+        #: the ingress's DirectWrites, answering plain writes from the bytes (set by load_wsgi), and the longest
+        #: head it reads: under every line limit of gunicorn's parser, which answers a longer one
+        self.room_wire: DirectWrites | None = None
+        cfg = self.cfg
+        self.room_head_max = min(cfg.limit_request_line or 4094, (cfg.limit_request_field_size or 8190) - 2)
+        if 0 < cfg.limit_request_fields < len(FIELDS):
+            self.room_head_max = 0  # a head of all the fields read there would be over gunicorn's count
         #: gasgi's serving task, and whether its heartbeat loop runs (see handle_exit_signal)
         self._room_task: asyncio.Task | None = None
         self._room_beating = False
@@ -335,6 +351,11 @@ class RoomWorker(_ASGIWorker):
         # module-level name: this process's servers use the subclass.
         setattr(gasgi, "ASGIProtocol", GuardedProtocol)
         super().init_process()
+
+    def load_wsgi(self) -> None:
+        """gasgi's, then the app's ``DirectWrites`` for plain writes on the wire (:func:`wire_writes`)."""
+        super().load_wsgi()
+        self.room_wire = wire_writes(self.asgi)
 
     async def _serve(self) -> None:
         """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""

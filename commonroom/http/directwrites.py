@@ -113,7 +113,7 @@ class DirectWrites:
         self.served = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send_message: Send) -> None:  # noqa: D102
-        taken = self._take(scope) if scope["type"] == "http" and scope["method"] in self.methods else None
+        taken = self.take(scope) if scope["type"] == "http" and scope["method"] in self.methods else None
         if taken is None:
             await self.app(scope, receive, send_message)
             return
@@ -121,6 +121,17 @@ class DirectWrites:
         raw = await _body(receive, length)
         if raw is None:
             return  # the client left before the request began: nothing runs, nobody to answer
+        out = await self.answer(binding, params, actor, raw, scope)
+        await send_message({"type": "http.response.start", "status": out.status, "headers": out.asgi_headers()})
+        await send_message({"type": "http.response.body", "body": out.data})
+
+    async def answer(self, binding: Binding, params: dict[str, str], actor: Any, raw: bytes,
+                     scope: dict[str, Any]) -> Rendered:
+        """The answer to a request :meth:`take` took, whose body is ``raw``: the route's answer or error.
+
+        A bug is logged with the request's method and path and answered as
+        Falcon answers one (500); nothing else raises.
+        """
         self.served += 1
         out = Rendered()
         try:
@@ -131,11 +142,14 @@ class DirectWrites:
         except Exception:
             log.exception("%s %s failed", scope["method"], scope["path"])
             send_internal_error(out)
-        await send_message({"type": "http.response.start", "status": out.status, "headers": out.asgi_headers()})
-        await send_message({"type": "http.response.body", "body": out.data})
+        return out
 
-    def _take(self, scope: dict[str, Any]) -> tuple[Binding, dict[str, str], Any, int] | None:
-        """``(binding, path parameters, actor, body length)`` of a request answered here (counted), else None."""
+    def take(self, scope: dict[str, Any]) -> tuple[Binding, dict[str, str], Any, int] | None:
+        """``(binding, path parameters, actor, body length)`` of a request answered here (counted), else None.
+
+        ``scope``: an ASGI HTTP scope, or the keys of it read here
+        (``method``, ``path``, ``query_string``, ``headers``).
+        """
         if scope["query_string"]:
             return None
         found = self.router.find(scope["path"])

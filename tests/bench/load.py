@@ -58,6 +58,8 @@ class KeepAlive:
         self.sock.connect((parts.hostname, parts.port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = bytearray()
+        #: the head of the last answer, as it came (status line and header lines)
+        self.head = b""
 
     def call(self, raw: bytes) -> tuple[int, dict[str, str], bytes | bytearray]:
         """Send one request (from :func:`request_bytes`); its status, headers and body (:meth:`answer`)."""
@@ -74,7 +76,8 @@ class KeepAlive:
         while b"\r\n\r\n" not in self.buffer:
             self._fill()
         end = self.buffer.index(b"\r\n\r\n")
-        status, headers = _head(bytes(self.buffer[:end]))
+        self.head = bytes(self.buffer[:end])
+        status, headers = _head(self.head)
         del self.buffer[: end + 4]
         size = int(headers.get("content-length", "0"))
         body = bytearray(size)
