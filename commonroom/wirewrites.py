@@ -129,13 +129,16 @@ def answer_bytes(out: Rendered, close: bool) -> bytes:
 
 def wire_writes(app: Any, env: Any = os.environ) -> "DirectWrites | None":
     """The ``DirectWrites`` of the room's ASGI app (``BodyGuard`` → ``RoomASGI`` → its ingress app), unless
-    ``COMMONROOM_WIRE_WRITES=0`` or the app has none."""
+    ``COMMONROOM_WIRE_WRITES=0``, the app has none, or one of its operations answers with a status
+    outside :data:`_STATUSES`."""
     from .http.directwrites import DirectWrites
 
     if env.get("COMMONROOM_WIRE_WRITES", "1") == "0":
         return None
     ingress = getattr(getattr(app, "app", None), "ingress_app", None)
-    return ingress if isinstance(ingress, DirectWrites) else None
+    if not isinstance(ingress, DirectWrites) or not ingress.statuses <= _STATUSES:
+        return None  # an answer without a body (204, 304) is framed by gunicorn's rules, not answer_bytes'
+    return ingress
 
 
 class WireWrites:
@@ -150,6 +153,8 @@ class WireWrites:
     #: the answer in flight, and the bytes that arrived meanwhile
     _room_wire_task: asyncio.Task | None = None
     _room_wire_held: bytearray | None = None
+    #: the answer is written and waits for the client to read it (see _room_wire_lost)
+    _room_wire_draining = False
     # gunicorn's ASGIProtocol state, and GuardedProtocol's, read and kept here
     worker: Any
     transport: Any
@@ -176,8 +181,8 @@ class WireWrites:
         direct = self._room_wire
         worker = self.worker
         parser = self._callback_parser
-        if (direct is None or not self._awaiting_request or self._room_partial or self._closed
-                or self._current_request is not None or self._finishing_calls or self._h2c_buffer is not None
+        if (direct is None or not data.startswith(worker.room_wire_starts) or not self._awaiting_request
+                or self._room_partial or self._closed or self._current_request is not None or self._finishing_calls or self._h2c_buffer is not None
                 or parser.__class__ is not _PythonParser or parser._buffer or not worker.alive
                 or not self._keepalive or worker.nr + 1 >= worker.max_requests):
             return False
@@ -185,20 +190,27 @@ class WireWrites:
         if request is None:
             return False
         scope, body = request
-        if scope["method"] not in direct.methods:
-            return False
         taken = direct.take(scope)
         if taken is None:
             return False
         binding, params, actor, _ = taken
-        if binding.http.status not in _STATUSES:  # pragma: no cover - no such write in the table
-            raise AssertionError(f"{scope['method']} {scope['path']} answers {binding.http.status}")
         self._room_cancel_timer()  # type: ignore[attr-defined]  # GuardedProtocol's header timer
         self._cancel_keepalive_timer()  # type: ignore[attr-defined]  # gunicorn's
         self._room_heads += 1
         self._room_wire_task = worker.loop.create_task(
             self._room_wire_answer(direct.answer(binding, params, actor, body, scope)))
         return True
+
+    def _room_wire_lost(self) -> None:
+        """At the connection's loss: an answer waiting for the client to read it waits no more.
+
+        asyncio never resumes writing on a transport that is gone, so its
+        wait would last for ever (gunicorn's own send is cancelled with the
+        app call). Only that wait is cancelled: an answer still being made
+        finishes, and its write is done, as on gunicorn's path.
+        """
+        if self._room_wire_draining and self._room_wire_task is not None:
+            self._room_wire_task.cancel()
 
     async def _room_wire_answer(self, answering: Any) -> None:
         """Write the answer, then leave the connection as gunicorn leaves it after one; hand on held bytes."""
@@ -211,7 +223,14 @@ class WireWrites:
                 self._safe_write(answer_bytes(out, close))  # type: ignore[attr-defined]  # gunicorn's
                 flow = self._flow_control
                 if flow is not None and flow.write_paused:
-                    await flow.drain()  # as gunicorn's send: a client that does not read is not fed more
+                    # as gunicorn's send: a client that does not read its answers is not read from meanwhile
+                    self._room_wire_draining = True
+                    try:
+                        await flow.drain()
+                    except asyncio.CancelledError:  # the connection was lost (_room_wire_lost)
+                        pass
+                    finally:
+                        self._room_wire_draining = False
         except Exception:  # a bug of this path (the answer's own are answered 500): the connection ends
             log.exception("answering a plain write failed")
             close = True

@@ -221,6 +221,7 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102 - asyncio
         self._room_cancel_timer()
+        self._room_wire_lost()
         if self._room_listener is not None:
             self.worker.room_connections[self._room_listener] -= 1
             self._room_listener = None
@@ -356,6 +357,9 @@ class RoomWorker(_ASGIWorker):
         """gasgi's, then the app's ``DirectWrites`` for plain writes on the wire (:func:`wire_writes`)."""
         super().load_wsgi()
         self.room_wire = wire_writes(self.asgi)
+        #: how the request line of a write it may take begins (a cheap first look at every read)
+        self.room_wire_starts = tuple(f"{method} /".encode() for method in sorted(self.room_wire.methods)) \
+            if self.room_wire is not None else ()
 
     async def _serve(self) -> None:
         """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""

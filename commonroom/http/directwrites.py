@@ -110,6 +110,8 @@ class DirectWrites:
             # middle of serving (a lazy compile's memory and time landed in the fan-out bench's figures)
             self.router.add_route(path, bindings, compile=number == last)
         self.methods = frozenset(method for bindings in writes.values() for method in bindings)
+        #: the statuses of the answers its operations give when they succeed
+        self.statuses = frozenset(binding.http.status for bindings in writes.values() for binding in bindings.values())
         self.served = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send_message: Send) -> None:  # noqa: D102
