@@ -12,7 +12,7 @@ ASGI stack in process).
 a write itself when the bytes one read brought are exactly one plain
 request (:func:`plain_request`) that
 :class:`~commonroom.http.directwrites.DirectWrites` takes, on a
-kept-alive connection that is waiting for its next request. It answers
+connection that is waiting for its next request (or its first). It answers
 with ``DirectWrites.answer`` (the route's own answer) and gunicorn's own
 status line, ``Server`` and ``Date`` (:func:`answer_bytes`): the bytes
 gunicorn would send. Anything else (a request split over two reads, two
@@ -21,8 +21,10 @@ in one, a header outside :data:`FIELDS`, a header sent twice, chunked,
 than gunicorn's smallest line limit, a request that ``DirectWrites`` does
 not take) goes to gunicorn untouched, before anything is counted.
 
-While an answer is in flight, bytes that arrive wait (reading paused)
-and are handed on after it, so answers keep their order. Afterwards the
+While an answer is in flight, bytes that arrive are held and handed on
+after it, so answers keep their order; reading goes on up to gunicorn's
+buffer bound (as gunicorn reads on while a request runs), so a client
+that leaves is seen to leave, and nothing it sent behind runs. Afterwards the
 connection is what gunicorn leaves after an answer: the keep-alive timer
 armed, the worker's request count one more; a worker that is stopping
 closes it after the answer (``Connection: close``), as gunicorn does.
@@ -76,8 +78,8 @@ def plain_request(data: bytes, head_max: int) -> PlainRequest | None:
     Plain: a request line ``METHOD /path HTTP/1.1`` (:data:`_TARGET`), header
     fields from :data:`FIELDS` only, each once, ``Host`` among them,
     ``Connection`` (if sent) ``keep-alive``, a head of at most ``head_max``
-    bytes, and a body of exactly its ``Content-Length`` (none without one)
-    with nothing after it. ``scope`` has the keys ``DirectWrites.take``
+    bytes, and a body of exactly its ``Content-Length`` as written (decimal,
+    no leading zero; none without one) with nothing after it. ``scope`` has the keys ``DirectWrites.take``
     reads (``method``, ``path``, ``query_string``, ``headers``: lower-case
     names, values without surrounding whitespace).
     """
@@ -107,7 +109,7 @@ def plain_request(data: bytes, head_max: int) -> PlainRequest | None:
     if length is None:
         if body:
             return None
-    elif not length.isdigit() or int(length) != len(body):
+    elif length != str(len(body)).encode():  # as written, so "00" (which BodyGuard reads as a body to come) is not
         return None
     scope = {"method": request_line[0].decode("latin-1"), "path": request_line[1].decode("ascii"),
              "query_string": b"", "headers": headers}
@@ -166,17 +168,21 @@ class WireWrites:
     _keepalive: float
     _flow_control: Any
     _h2c_buffer: Any
+    _max_buffer_size: int
     _room_partial: bool
     _room_heads: int
 
     def _room_wire_received(self, data: bytes) -> bool:
         """True when ``data`` is answered here (or held behind an answer in flight); False: gunicorn's."""
         if self._room_wire_task is not None:
+            # held for after the answer, reading on (as gunicorn reads on while a request runs, up to its
+            # buffer's bound): the client's end of file or reset is seen, and ends the connection
             held = self._room_wire_held
             if held is None:
                 held = self._room_wire_held = bytearray()
-                self._pause_reading()  # type: ignore[attr-defined]  # gunicorn's
             held += data
+            if len(held) > self._max_buffer_size:
+                self._pause_reading()  # type: ignore[attr-defined]  # gunicorn's
             return True
         direct = self._room_wire
         worker = self.worker
@@ -244,6 +250,6 @@ class WireWrites:
             self._room_drop()  # type: ignore[attr-defined]  # GuardedProtocol's
             return
         self._arm_keepalive_timer()  # type: ignore[attr-defined]  # gunicorn's
+        self._resume_reading()  # type: ignore[attr-defined]  # gunicorn's (if the held bytes or the drain paused it)
         if held is not None:
-            self._resume_reading()  # type: ignore[attr-defined]  # gunicorn's
             self.data_received(bytes(held))  # type: ignore[attr-defined]

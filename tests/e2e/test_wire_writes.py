@@ -17,6 +17,7 @@ import json
 import re
 import signal
 import socket
+import struct
 import time
 from pathlib import Path
 
@@ -140,6 +141,8 @@ LEFT = {
     "an empty line first": ("\r\n" + _PLAIN + "\r\n{body}", 1),
     "a body longer than its length": (_PLAIN + "\r\n{body}xyz", 2),
     "a Content-Length with a sign": (_PLAIN.replace("Length: {n}", "Length: +{n}") + "\r\n{body}", 1),
+    "a zero length written 00": (_PLAIN.replace("Length: {n}", "Length: 00") + "\r\n", 1),
+    "a length with a leading zero": (_PLAIN.replace("Length: {n}", "Length: 0{n}") + "\r\n{body}", 1),
     "a bad bearer": (_PLAIN.replace("{token}", "nope") + "\r\n{body}", 1),
     "no bearer": (_PLAIN.replace("Authorization: Bearer {token}\r\n", "") + "\r\n{body}", 1),
     "a read": ("GET /workspace/document HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n", 1),
@@ -202,26 +205,49 @@ def held_post(room: Room, participant: str, body: str = MARKER) -> tuple[Client,
 
 
 def test_writes_behind_one_in_flight_wait_their_turn(rooms):
-    """The writer holds the first answer 2 s: what arrives meanwhile (whole, in pieces, two at once) follows it."""
+    """The writer holds an answer 2 s: what arrives meanwhile follows it, a whole write from the bytes again."""
     room, _ = rooms
     before = probed(room)
-    _, auth, _, client = held_post(room, "queued")
+    _, auth, board, client = held_post(room, "queued")
     time.sleep(HOLD / 8)
-    acquire = request_bytes("POST", "/workspace/leases", auth, lease(20))
-    send(client, acquire)  # whole, while the first is in flight
-    time.sleep(0.05)
+    send(client, request_bytes("POST", "/workspace/leases", auth, lease(20)))  # whole, behind the post
+    answers = [client.answer()[0], json.loads(client.answer()[2])["region"]]
+    assert answers == [201, {"lines": [20, 20]}]
+    assert probed(room) - before == 2, "the post, and the acquire held behind it, answered from the bytes"
+    send(client, request_bytes("POST", board, auth, json.dumps({"kind": "note", "body": MARKER}).encode()))
+    time.sleep(HOLD / 8)
     second = request_bytes("POST", "/workspace/leases", auth, lease(21))
-    send(client, second[:20])  # in pieces
+    send(client, second[:20])  # in pieces, and one more with the last of them: gunicorn's
     time.sleep(0.05)
-    send(client, second[20:] + request_bytes("DELETE", "/workspace/leases/lease_0000", auth))  # and one more with it
+    send(client, second[20:] + request_bytes("DELETE", "/workspace/leases/lease_0000", auth))
     statuses = []
-    for _ in range(4):
+    for _ in range(3):
         status, _, body = client.answer()
         statuses.append((status, json.loads(body).get("region")))
-    assert statuses == [(201, None), (201, {"lines": [20, 20]}), (201, {"lines": [21, 21]}), (404, None)]
-    assert probed(room) - before >= 2, "the post and the acquire held behind it answered from the bytes"
+    assert statuses == [(201, None), (201, {"lines": [21, 21]}), (404, None)]
+    assert probed(room) - before == 3
     assert client.call(request_bytes("POST", "/workspace/leases", auth, lease(22)))[0] == 201
+    assert probed(room) - before == 4
     client.close()
+
+
+@pytest.mark.parametrize("leaving", ["end of file", "reset"])
+def test_a_client_that_leaves_behind_a_write_in_flight_gets_nothing_more_done(rooms, leaving):
+    """As on gunicorn's path: the write in flight is done, the one sent behind it is not, nothing is answered."""
+    room, _ = rooms
+    writer, auth, board, client = held_post(room, f"left-{leaving.replace(' ', '-')}", MARKER + " first")
+    time.sleep(HOLD / 8)
+    send(client, request_bytes("POST", board, auth, json.dumps({"kind": "note", "body": "second"}).encode()))
+    time.sleep(0.1)
+    if leaving == "reset":
+        client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+    else:
+        client.sock.shutdown(socket.SHUT_WR)
+        assert closed_within(client, HOLD * 2), "no answer to a client that has left"
+    time.sleep(HOLD)
+    bodies = [m["body"] for m in writer.get(board).json()["messages"]]
+    assert bodies == [MARKER + " first"]
 
 
 def test_a_client_gone_before_its_answer_leaves_its_write_done_and_the_room_serving(rooms):

@@ -19,13 +19,13 @@ HEAD = b"POST /workspace/leases HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Be
 
 def test_a_plain_write_is_read_as_sent():
     raw = (b"POST /workspace/leases HTTP/1.1\r\nhost:127.0.0.1\r\nAUTHORIZATION: \t Bearer t \t\r\n"
-           b"Content-Type: application/json\r\nContent-Length: 026\r\nConnection: Keep-Alive\r\n"
+           b"Content-Type: application/json\r\nContent-Length: 26\r\nConnection: Keep-Alive\r\n"
            b"User-Agent: x\xe9\r\n\r\n" + BODY)
     scope, body = plain_request(raw, 4094)
     assert body == BODY
     assert scope == {"method": "POST", "path": "/workspace/leases", "query_string": b"", "headers": [
         (b"host", b"127.0.0.1"), (b"authorization", b"Bearer t"), (b"content-type", b"application/json"),
-        (b"content-length", b"026"), (b"connection", b"Keep-Alive"), (b"user-agent", b"x\xe9")]}
+        (b"content-length", b"26"), (b"connection", b"Keep-Alive"), (b"user-agent", b"x\xe9")]}
     release = b"DELETE /workspace/leases/lease_1-a.B~ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n"
     assert plain_request(release, 4094) == ({"method": "DELETE", "path": "/workspace/leases/lease_1-a.B~",
                                              "query_string": b"", "headers": [(b"host", b"x"),
@@ -41,6 +41,8 @@ def test_a_plain_write_is_read_as_sent():
     HEAD + b"\r\n",
     HEAD.replace(b"Content-Length: 26\r\n", b"") + b"\r\n" + BODY,  # a body without a length
     HEAD.replace(b"26", b"+26") + b"\r\n" + BODY,
+    HEAD.replace(b"26", b"026") + b"\r\n" + BODY,  # a length not as written (BodyGuard reads "00" as one to come)
+    HEAD.replace(b"26", b"00") + b"\r\n",
     HEAD.replace(b"26", b"2 6") + b"\r\n" + BODY,
     HEAD + b"Content-Length: 26\r\n\r\n" + BODY,  # a field twice
     HEAD + b"host: y\r\n\r\n" + BODY,
