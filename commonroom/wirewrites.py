@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from .http.directwrites import DirectWrites
     from .wire import Rendered
 
-__all__ = ["FIELDS", "WireWrites", "answer_bytes", "plain_request", "wire_writes"]
+__all__ = ["FIELDS", "WireWrites", "answer_bytes", "plain_request", "request_starts", "wire_writes"]
 
 log = logging.getLogger("commonroom.worker")
 
@@ -141,6 +141,13 @@ def wire_writes(app: Any, env: Any = os.environ) -> "DirectWrites | None":
     if not isinstance(ingress, DirectWrites) or not ingress.statuses <= _STATUSES:
         return None  # an answer without a body (204, 304) is framed by gunicorn's rules, not answer_bytes'
     return ingress
+
+
+def request_starts(direct: "DirectWrites") -> tuple[bytes, ...]:
+    """How the request line of each write ``direct`` answers begins: its method, a space, and its path
+    template up to the first parameter (``b"DELETE /workspace/leases/"``), so that a read (``GET``) or an
+    MCP call (``POST /mcp``) is told apart by one ``bytes.startswith``."""
+    return tuple(sorted({f"{method} {path.split('{', 1)[0]}".encode() for method, path in direct.templates}))
 
 
 class WireWrites:

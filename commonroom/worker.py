@@ -65,7 +65,7 @@ from gunicorn.asgi import protocol as _protocol
 from gunicorn.workers import gasgi
 
 from .live.guard import Suspended
-from .wirewrites import FIELDS, WireWrites, wire_writes
+from .wirewrites import FIELDS, WireWrites, request_starts, wire_writes
 
 if TYPE_CHECKING:
     from .http.directwrites import DirectWrites
@@ -358,8 +358,7 @@ class RoomWorker(_ASGIWorker):
         super().load_wsgi()
         self.room_wire = wire_writes(self.asgi)
         #: how the request line of a write it may take begins (a cheap first look at every read)
-        self.room_wire_starts = tuple(f"{method} /".encode() for method in sorted(self.room_wire.methods)) \
-            if self.room_wire is not None else ()
+        self.room_wire_starts = request_starts(self.room_wire) if self.room_wire is not None else ()
 
     async def _serve(self) -> None:
         """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""

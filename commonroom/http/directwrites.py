@@ -110,6 +110,8 @@ class DirectWrites:
             # middle of serving (a lazy compile's memory and time landed in the fan-out bench's figures)
             self.router.add_route(path, bindings, compile=number == last)
         self.methods = frozenset(method for bindings in writes.values() for method in bindings)
+        #: ``(method, path template)`` of every write answered here
+        self.templates = tuple((method, path) for path, bindings in writes.items() for method in bindings)
         #: the statuses of the answers its operations give when they succeed
         self.statuses = frozenset(binding.http.status for bindings in writes.values() for binding in bindings.values())
         self.served = 0

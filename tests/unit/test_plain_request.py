@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from commonroom.wirewrites import answer_bytes, plain_request
+from commonroom.http.directwrites import DirectWrites, direct_writes
+from commonroom.operations import INGRESS, OPERATIONS
 from commonroom.wire import Rendered
+from commonroom.wirewrites import answer_bytes, plain_request, request_starts
 
 BODY = b'{"region":{"lines":[2,2]}}'
 HEAD = b"POST /workspace/leases HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: 26\r\n"
@@ -94,3 +96,15 @@ def test_the_answer_is_gunicorn_s_framing_of_the_rendered_answer():
     assert lines[5].startswith("Date: ") and lines[5].endswith(" GMT") and len(lines) == 6
     assert body == '{"error":{}}'
     assert answer_bytes(out, close=True).decode("latin-1").split("\r\n\r\n")[0].endswith("\r\nConnection: close")
+
+
+def test_the_first_look_passes_the_room_s_writes_and_no_read_nor_mcp_call():
+    starts = request_starts(DirectWrites(None, None, None, None, direct_writes(OPERATIONS, INGRESS)))  # type: ignore[arg-type]
+    assert b"POST /workspace/leases" in starts and b"DELETE /workspace/leases/" in starts
+    assert b"POST /workspace/boards/" in starts
+    for line in (b"POST /workspace/leases HTTP/1.1", b"DELETE /workspace/leases/lease_1 HTTP/1.1",
+                 b"POST /workspace/boards/s1/messages HTTP/1.1"):
+        assert line.startswith(starts)
+    for line in (b"GET /workspace/document HTTP/1.1", b"POST /mcp HTTP/1.1", b"GET /workspace/leases HTTP/1.1",
+                 b"POST /workspace/join HTTP/1.1"):
+        assert not line.startswith(starts), line
