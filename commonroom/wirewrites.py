@@ -78,10 +78,11 @@ def plain_request(data: bytes, head_max: int) -> PlainRequest | None:
     Plain: a request line ``METHOD /path HTTP/1.1`` (:data:`_TARGET`), header
     fields from :data:`FIELDS` only, each once, ``Host`` among them,
     ``Connection`` (if sent) ``keep-alive``, a head of at most ``head_max``
-    bytes, and a body of exactly its ``Content-Length`` as written (decimal,
-    no leading zero; none without one) with nothing after it. ``scope`` has the keys ``DirectWrites.take``
-    reads (``method``, ``path``, ``query_string``, ``headers``: lower-case
-    names, values without surrounding whitespace).
+    bytes, and a body of exactly its ``Content-Length`` (written as its
+    decimal length: the worker's ``BodyGuard`` reads ``00`` as a body still
+    to come; none without one) with nothing after it. ``scope`` has the keys
+    ``DirectWrites.take`` reads (``method``, ``path``, ``query_string``,
+    ``headers``: lower-case names, values without surrounding whitespace).
     """
     end = data.find(b"\r\n\r\n")
     if end < 0 or end > head_max:
@@ -109,7 +110,7 @@ def plain_request(data: bytes, head_max: int) -> PlainRequest | None:
     if length is None:
         if body:
             return None
-    elif length != str(len(body)).encode():  # as written, so "00" (which BodyGuard reads as a body to come) is not
+    elif length != str(len(body)).encode():
         return None
     scope = {"method": request_line[0].decode("latin-1"), "path": request_line[1].decode("ascii"),
              "query_string": b"", "headers": headers}
