@@ -25,7 +25,7 @@ import pytest
 
 from tests.bench.load import KeepAlive, request_bytes
 from tests.roomproc import Client, Room, plugin_env, start_room
-from tests.wire_probe import LINE
+from tests.wire_probe import DONE, LINE
 from tests.writer_hold import HOLD, MARKER
 
 TEXT = "".join(f"line {i}\n" for i in range(1, 41))
@@ -39,10 +39,10 @@ def masked(head: bytes, body: bytes | bytearray) -> bytes:
     return DATE.sub(b"\r\nDate: -", head) + b"\r\n\r\n" + STAMP.sub(b'"":""', bytes(body))
 
 
-def probed(room: Room) -> int:
-    """The writes the room has answered from the bytes so far (its log's probe lines)."""
+def probed(room: Room, line: str = LINE) -> int:
+    """The writes the room has answered from the bytes so far (its log's probe lines; ``DONE``: answers ended)."""
     log = room.document.with_name(room.document.name + ".serve.log")
-    return log.read_text("utf-8", "replace").count(LINE)
+    return log.read_text("utf-8", "replace").count(line)
 
 
 def send(client: KeepAlive, raw: bytes, *, split: bool = False) -> None:
@@ -275,5 +275,33 @@ def test_a_stop_answers_the_write_in_flight_and_then_closes(tmp_path: Path):
         assert closed_within(client, 5)
         assert room.proc.wait(15) == 0
         assert probed(room) == 1
+    finally:
+        room.stop()
+
+
+def test_an_answer_left_unread_by_a_client_that_resets_ends_with_the_connection(tmp_path: Path):
+    """Answers of ~16 KB that the client never reads fill the socket, then the transport (writing paused:
+    the answer waits for the client, as gunicorn's send does); the client's reset ends that wait."""
+    room = start_room(tmp_path, text=TEXT, env={**plugin_env(PLUGINS), "COMMONROOM_RATE_LIMIT": "100000"})
+    try:
+        writer = room.join("unread", "read,message")
+        auth = {"Authorization": f"Bearer {writer.token}"}
+        post = request_bytes("POST", f"/workspace/boards/{writer.session['id']}/messages", auth,
+                             json.dumps({"kind": "note", "body": "x" * 16000}).encode())
+        client = KeepAlive(room.ingress, receive_buffer=4096)
+        client.sock.settimeout(2)
+        sent = 0
+        with pytest.raises(OSError):  # socket.timeout: the room stopped reading this client
+            for sent in range(2000):
+                client.sock.sendall(post)
+                time.sleep(0.01)
+        client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        assert sent > 10
+        deadline = time.monotonic() + 10
+        while probed(room, DONE) < probed(room) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert probed(room, DONE) == probed(room) > 10, "an answer's task still waits for a client that is gone"
+        assert writer.get("/workspace/document").status_code == 200
     finally:
         room.stop()
