@@ -28,7 +28,8 @@ from . import tokens
 from .affinity import cpu_choice, pin_worker
 from .clock import Clock
 from .roomfiles import PRIVATE_UMASK, RoomFiles, write_private
-from .worker import LISTEN_BACKLOG, BodyGuard, ConnectionLimits, RoomWorker
+from .bodyguard import BodyGuard
+from .worker import LISTEN_BACKLOG, ConnectionLimits, RoomWorker
 
 log = logging.getLogger("commonroom.server")
 

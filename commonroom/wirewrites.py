@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from .http.directwrites import DirectWrites
     from .wire import Rendered
 
-__all__ = ["FIELDS", "WireWrites", "answer_bytes", "plain_request", "request_starts", "wire_writes"]
+__all__ = ["FIELDS", "WireWrites", "answer_bytes", "head_bound", "plain_request", "request_starts", "wire_writes"]
 
 log = logging.getLogger("commonroom.worker")
 
@@ -142,6 +142,15 @@ def wire_writes(app: Any, env: Any = os.environ) -> "DirectWrites | None":
     if not isinstance(ingress, DirectWrites) or not ingress.statuses <= _STATUSES:
         return None  # an answer without a body (204, 304) is framed by gunicorn's rules, not answer_bytes'
     return ingress
+
+
+def head_bound(cfg: Any) -> int:
+    """The longest head (bytes) read here under gunicorn's settings ``cfg``: below every line limit of its
+    parser (which answers a longer line itself), and 0 (none) when its field count limit is under
+    :data:`FIELDS`' (a head of all of them would be over it)."""
+    if 0 < cfg.limit_request_fields < len(FIELDS):
+        return 0
+    return min(cfg.limit_request_line or 4094, (cfg.limit_request_field_size or 8190) - 2)
 
 
 def request_starts(direct: "DirectWrites") -> tuple[bytes, ...]:

@@ -39,14 +39,11 @@ oversized clients*):
   with ``Retry-After`` and closed once its headers arrive (or after at
   most 2 s). Later requests on a kept-alive connection are bounded by
   gunicorn's own keep-alive timer (5 s from the previous answer).
-- :class:`BodyGuard`: an ASGI wrapper that gives Falcon an empty first
-  body event (so nothing is read, and no ``100 Continue`` is written,
-  until a resource asks for the body: after authentication and after the
-  ``Content-Length`` check of :func:`commonroom.wire.read_body`), bounds the
-  whole body to ``body_timeout`` seconds from the end of the headers
-  (``408``, connection closed), and never lets the app see a body cut short
-  (a disconnect or a gunicorn wait expiry in the middle of the body aborts
-  the request instead of ending the body early).
+- :class:`commonroom.bodyguard.BodyGuard` (its own module): an ASGI
+  wrapper that reads no body before a resource asks and bounds the whole
+  body to ``body_timeout`` seconds.
+- :class:`commonroom.wirewrites.WireWrites` (its own module, part of the
+  protocol): plain writes answered from the connection's bytes.
 - :meth:`RoomWorker._setup_event_loop`: the worker's servers keep the
   listeners' backlog (:data:`LISTEN_BACKLOG`).
 """
@@ -59,13 +56,12 @@ import os
 import resource
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from gunicorn.asgi import protocol as _protocol
 from gunicorn.workers import gasgi
 
-from .live.guard import Suspended
-from .wirewrites import FIELDS, WireWrites, request_starts, wire_writes
+from .wirewrites import WireWrites, head_bound, request_starts, wire_writes
 
 if TYPE_CHECKING:
     from .http.directwrites import DirectWrites
@@ -147,8 +143,10 @@ class ConnectionLimits:
         )
 
 
-def _envelope(status: int, message: str, details: dict[str, Any], retry: int | None = None,
-              code: str = "limit_exceeded") -> bytes:
+def error_body(status: int, message: str, details: dict[str, Any], retry: int | None = None,
+               code: str = "limit_exceeded") -> bytes:
+    """The seed's error envelope as JSON bytes, for an answer made before any route runs (``status`` unused
+    but for the reader: it is the caller's); ``retry``: ``retry_after_seconds``."""
     from .wire import dumps
 
     body: dict[str, Any] = {"error": code, "message": message, "details": details}
@@ -297,7 +295,7 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
         if limit is not None:
             details["limit"] = limit
         status = status if status in _REASONS else 400
-        self._safe_write(_raw_answer(status, _envelope(status, message[:200], details, code=code)))
+        self._safe_write(_raw_answer(status, error_body(status, message[:200], details, code=code)))
 
     def _room_headers_late(self) -> None:
         self._room_timer = None
@@ -315,12 +313,12 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
             owner = self._room_listener == "owner"
             bound = limits.max_owner_connections if owner else limits.max_connections
             where = "owner port" if owner else "session ingress"
-            body = _envelope(503, f"the room's {where} already holds its maximum of {bound} open connections; "
+            body = error_body(503, f"the room's {where} already holds its maximum of {bound} open connections; "
                                   "try again shortly", {"limit": "connections", "max_connections": bound}, 1)
             self._safe_write(_raw_answer(503, body, retry=1))
         else:
             seconds = limits.header_timeout
-            body = _envelope(408, f"the request headers did not arrive within {seconds:g} s",
+            body = error_body(408, f"the request headers did not arrive within {seconds:g} s",
                              {"limit": "header_timeout", "timeout_seconds": seconds})
             self._safe_write(_raw_answer(408, body))
         self._room_drop()
@@ -338,13 +336,11 @@ class RoomWorker(_ASGIWorker):
         self.room_protocols: set[GuardedProtocol] = set()
         self.room_refused = 0
         self.room_header_timeouts = 0
-        #: the ingress's DirectWrites, answering plain writes from the bytes (set by load_wsgi), and the longest
-        #: head it reads: under every line limit of gunicorn's parser, which answers a longer one
+        #: the ingress's DirectWrites, answering plain writes from the bytes (set by load_wsgi); how the
+        #: request line of a write it may take begins (a first look at every read); the longest head it reads
         self.room_wire: DirectWrites | None = None
-        cfg = self.cfg
-        self.room_head_max = min(cfg.limit_request_line or 4094, (cfg.limit_request_field_size or 8190) - 2)
-        if 0 < cfg.limit_request_fields < len(FIELDS):
-            self.room_head_max = 0  # a head of all the fields read there would be over gunicorn's count
+        self.room_wire_starts: tuple[bytes, ...] = ()
+        self.room_head_max = head_bound(self.cfg)
         #: gasgi's serving task, and whether its heartbeat loop runs (see handle_exit_signal)
         self._room_task: asyncio.Task | None = None
         self._room_beating = False
@@ -357,8 +353,8 @@ class RoomWorker(_ASGIWorker):
         """gasgi's, then the app's ``DirectWrites`` for plain writes on the wire (:func:`wire_writes`)."""
         super().load_wsgi()
         self.room_wire = wire_writes(self.asgi)
-        #: how the request line of a write it may take begins (a cheap first look at every read)
-        self.room_wire_starts = request_starts(self.room_wire) if self.room_wire is not None else ()
+        if self.room_wire is not None:
+            self.room_wire_starts = request_starts(self.room_wire)
 
     async def _serve(self) -> None:
         """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""
@@ -443,102 +439,3 @@ class RoomWorker(_ASGIWorker):
             return create_server(*args, **kwargs)
 
         self.loop.create_server = keeping_backlog
-
-
-class _BodyAborted(BaseException):
-    """Ends a request whose body timed out or was cut short (not an ``Exception``:
-    Falcon's error handlers must not turn it into an answer)."""
-
-
-def _expects_body(scope: dict[str, Any]) -> bool:
-    for name, value in scope.get("headers") or ():
-        lname = name.lower()
-        if lname == b"transfer-encoding":
-            return True
-        if lname == b"content-length":
-            return value.strip() not in (b"0", b"")
-    return False
-
-
-class BodyGuard:
-    """ASGI wrapper: no body read before a resource asks, the whole body within ``timeout`` s."""
-
-    def __init__(self, app: Callable, timeout: float = 30.0):
-        self.app = app
-        self.timeout = timeout
-        self.timeouts = 0  # bodies cut off so far (for the logs and tests)
-
-    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
-                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:  # noqa: D102 - ASGI
-        if scope["type"] != "http" or not _expects_body(scope):
-            await self.app(scope, receive, send)
-            return
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
-        first = True
-        complete = False
-        started = False
-
-        async def guarded_receive() -> dict[str, Any]:
-            nonlocal first, complete
-            if first:
-                # Falcon awaits one event before it runs anything: an empty
-                # one, so the body (and a 100 Continue) waits for a resource.
-                first = False
-                return {"type": "http.request", "body": b"", "more_body": True}
-            if complete:
-                return await receive()  # after the body: disconnect watching
-            remaining = deadline - loop.time()
-            if remaining <= 0:  # past the deadline: receive() is not even asked (no 100 Continue)
-                raise _BodyAborted("timeout")
-            # gunicorn answers at once when the body is buffered (a small body arrives with its
-            # headers): run receive() to its first wait, and arm the deadline's timer only if it waits
-            pending: Any = receive()
-            message: Any = None
-            if asyncio.iscoroutine(pending):  # gunicorn's is; any other awaitable waits as it is
-                try:
-                    pending = Suspended(pending, pending.send(None))
-                except StopIteration as answered:
-                    message, pending = answered.value, None
-            if pending is not None:
-                try:
-                    async with asyncio.timeout(remaining):  # a timer, not wait_for's extra task per body
-                        message = await pending
-                except asyncio.TimeoutError:
-                    raise _BodyAborted("timeout") from None
-            if message["type"] != "http.request":
-                raise _BodyAborted("cut short")  # never a truncated body
-            if not message.get("more_body", False):
-                complete = True
-            return message
-
-        async def tracked_send(message: dict[str, Any]) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                if not complete:
-                    # the body was not read: the server will not keep this
-                    # connection, so the client must not reuse it either
-                    headers = [(k, v) for k, v in message.get("headers") or () if k.lower() != b"connection"]
-                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
-            await send(message)
-
-        try:
-            await self.app(scope, guarded_receive, tracked_send)
-        except _BodyAborted as aborted:
-            self.timeouts += 1
-            log.info("request body %s after %.0f s: %s %s", aborted, self.timeout,
-                     scope.get("method"), scope.get("path"))
-            if started:
-                return
-            seconds = self.timeout
-            body = _envelope(408, f"the request body did not arrive within {seconds:g} s",
-                             {"limit": "body_timeout", "timeout_seconds": seconds})
-            try:
-                await send({"type": "http.response.start", "status": 408,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(body)).encode()),
-                                        (b"connection", b"close")]})
-                await send({"type": "http.response.body", "body": body})
-            except OSError:
-                pass  # the client is gone

@@ -65,7 +65,7 @@ class Suspended:
     Awaiting it resumes the coroutine each time what it waits for is done, in
     the awaiting task (cancelling that task cancels the coroutine), and gives
     what the coroutine returns. Built by :meth:`_Exchange.write_now` and
-    ``commonroom.worker.BodyGuard``.
+    ``commonroom.bodyguard.BodyGuard``.
     """
 
     __slots__ = ("coro", "waiting")

@@ -1,4 +1,4 @@
-"""``commonroom.worker.BodyGuard`` at its deadline, driven in process.
+"""``commonroom.bodyguard.BodyGuard`` at its deadline, driven in process.
 
 The guard steps ``receive()`` by hand and arms its timer only when the body
 is not there yet; these cases pin down that nothing else changed with it:
@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from gunicorn.asgi.protocol import BodyReceiver
 
-from commonroom.worker import BodyGuard
+from commonroom.bodyguard import BodyGuard
 
 SCOPE = {"type": "http", "method": "POST", "path": "/x", "headers": [(b"content-length", b"4")]}
 BODY = {"type": "http.request", "body": b"abcd", "more_body": False}

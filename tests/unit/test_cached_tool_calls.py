@@ -19,7 +19,7 @@ import pytest
 
 from commonroom.http.fastpath import CachedReads
 from commonroom.mcp.fastpath import BODY_BYTES, CachedToolCalls
-from commonroom.worker import BodyGuard
+from commonroom.bodyguard import BodyGuard
 from tests.fakeclock import join
 from tests.ingress import sample_room
 

@@ -20,7 +20,7 @@ import re
 import pytest
 
 from commonroom.http.directwrites import BODY_BYTES
-from commonroom.worker import BodyGuard
+from commonroom.bodyguard import BodyGuard
 from tests.fakeclock import join
 from tests.ingress import sample_room
 

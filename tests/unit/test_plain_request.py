@@ -9,11 +9,12 @@ refuse differently, and about reading exactly what was sent.
 from __future__ import annotations
 
 import pytest
+from gunicorn.config import Config
 
 from commonroom.http.directwrites import DirectWrites, direct_writes
 from commonroom.operations import INGRESS, OPERATIONS
 from commonroom.wire import Rendered
-from commonroom.wirewrites import answer_bytes, plain_request, request_starts
+from commonroom.wirewrites import answer_bytes, head_bound, plain_request, request_starts
 
 BODY = b'{"region":{"lines":[2,2]}}'
 HEAD = b"POST /workspace/leases HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: 26\r\n"
@@ -108,3 +109,13 @@ def test_the_first_look_passes_the_room_s_writes_and_no_read_nor_mcp_call():
     for line in (b"GET /workspace/document HTTP/1.1", b"POST /mcp HTTP/1.1", b"GET /workspace/leases HTTP/1.1",
                  b"POST /workspace/join HTTP/1.1"):
         assert not line.startswith(starts), line
+
+
+def test_the_head_bound_stays_under_gunicorn_s_limits():
+    cfg = Config()
+    assert head_bound(cfg) == 4094  # the request line's limit (the field's is 8190)
+    cfg.set("limit_request_field_size", 200)
+    assert head_bound(cfg) == 198  # a field line and its CRLF within it
+    cfg.set("limit_request_fields", 5)  # fewer fields than a plain write may carry: none read here
+    assert head_bound(cfg) == 0
+    assert plain_request(HEAD + b"\r\n" + BODY, head_bound(cfg)) is None
