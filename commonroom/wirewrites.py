@@ -24,11 +24,11 @@ not take) goes to gunicorn untouched, before anything is counted.
 While an answer is in flight, bytes that arrive are held and handed on
 after it, so answers keep their order; reading goes on up to gunicorn's
 buffer bound (as gunicorn reads on while a request runs), so a client
-that leaves is seen to leave, and nothing it sent behind runs. Afterwards the
-connection is what gunicorn leaves after an answer: the keep-alive timer
+that leaves is seen to leave, and nothing it sent behind runs. Afterwards
+the connection is what gunicorn leaves after an answer: the keep-alive timer
 armed, the worker's request count one more; a worker that is stopping
 closes it after the answer (``Connection: close``), as gunicorn does.
-``COMMONROOM_WIRE_WRITES=0`` turns this off (the bench measures both).
+``COMMONROOM_WIRE_WRITES=0`` turns this off.
 """
 
 from __future__ import annotations
@@ -205,7 +205,8 @@ class WireWrites:
         worker = self.worker
         parser = self._callback_parser
         if (direct is None or not data.startswith(worker.room_wire_starts) or not self._awaiting_request
-                or self._room_partial or self._closed or self._current_request is not None or self._finishing_calls or self._h2c_buffer is not None
+                or self._room_partial or self._closed or self._current_request is not None
+                or self._finishing_calls or self._h2c_buffer is not None
                 or parser.__class__ is not _PythonParser or parser._buffer or not worker.alive
                 or not self._keepalive or worker.nr + 1 >= worker.max_requests):
             return False
@@ -246,7 +247,8 @@ class WireWrites:
                 self._safe_write(answer_bytes(out, close))  # type: ignore[attr-defined]  # gunicorn's
                 flow = self._flow_control
                 if flow is not None and flow.write_paused:
-                    # as gunicorn's send: a client that does not read its answers is not read from meanwhile
+                    # as gunicorn's send: the connection goes on once the client reads (what it sends meanwhile
+                    # is held, up to the buffer's bound)
                     self._room_wire_draining = True
                     try:
                         await flow.drain()

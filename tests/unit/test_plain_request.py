@@ -100,7 +100,8 @@ def test_the_answer_is_gunicorn_s_framing_of_the_rendered_answer():
 
 
 def test_the_first_look_passes_the_room_s_writes_and_no_read_nor_mcp_call():
-    starts = request_starts(DirectWrites(None, None, None, None, direct_writes(OPERATIONS, INGRESS)))  # type: ignore[arg-type]
+    direct = DirectWrites(None, None, None, None, direct_writes(OPERATIONS, INGRESS))  # type: ignore[arg-type]
+    starts = request_starts(direct)
     assert b"POST /workspace/leases" in starts and b"DELETE /workspace/leases/" in starts
     assert b"POST /workspace/boards/" in starts
     for line in (b"POST /workspace/leases HTTP/1.1", b"DELETE /workspace/leases/lease_1 HTTP/1.1",
