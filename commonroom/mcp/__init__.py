@@ -58,10 +58,10 @@ def build_registry(subscriptions: Subscriptions, plugins: str | None = None,
 
 def _ingress_hosts(engine: Any) -> frozenset[str]:
     ingress = engine.ingress() or {}
-    host = str(ingress.get("host") or "").strip().lower()
-    if not host or host in ("0.0.0.0", "::"):
-        return frozenset()
-    return frozenset({f"[{host}]" if ":" in host else host})
+    hosts = [str(ingress.get("host") or "")]
+    hosts += [str(listener.get("address") or "") for listener in (ingress.get("transports") or {}).values()]
+    hosts = [host.strip().lower() for host in hosts]
+    return frozenset(f"[{host}]" if ":" in host else host for host in hosts if host and host not in ("0.0.0.0", "::"))
 
 
 def mcp_routes(engine: Any, hub: Any = None, *, heartbeat_seconds: float = 15.0,
