@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,3 +157,69 @@ class Overlay:
         mounts = "".join(f'mount -t tmpfs -o size=1m,mode=0700 hidden "{folder}" && ' for folder in hide)
         return ["ip", "netns", "exec", self.peer_ns, "unshare", "--mount", "--propagation", "private",
                 "sh", "-c", mounts + 'exec "$@"', "sh", *command]
+
+
+def ensure_ssh() -> None:
+    """``sshd`` and ``ssh``, installed with apt-get first if missing (RuntimeError if they cannot be)."""
+    ensure({"openssh-server": Path("/usr/sbin/sshd"), "openssh-client": Path("/usr/bin/ssh")}, recommends=False)
+
+
+@dataclass
+class SshForward:
+    """An ``sshd`` in the room's namespace on its LAN address and ``ssh -N -L PORT:127.0.0.1:PORT`` from the peer.
+
+    Keys, ``sshd_config`` and ``known_hosts`` live in ``folder`` (the
+    client's key there too, so the peer must see it: not a hidden folder).
+    :meth:`stop` ends both by PID.
+    """
+
+    overlay: Overlay
+    folder: Path
+    sshd_port: int = 2222
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    def start(self, port: int, home: Path, hide: tuple[Path, ...]) -> "SshForward":
+        """Forward the peer's 127.0.0.1:``port`` to the room machine's 127.0.0.1:``port``; wait until it answers."""
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        host_key, user_key = self.folder / "host_ed25519", self.folder / "user_ed25519"
+        for key in (host_key, user_key):
+            _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
+        (self.folder / "authorized_keys").write_text(Path(f"{user_key}.pub").read_text())
+        config = self.folder / "sshd_config"
+        config.write_text("\n".join([
+            f"ListenAddress {self.overlay.room_lan}:{self.sshd_port}", f"HostKey {host_key}",
+            f"AuthorizedKeysFile {self.folder}/authorized_keys", f"PidFile {self.folder}/sshd.pid",
+            "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+            "UsePAM no", "StrictModes no", "AllowTcpForwarding local", "X11Forwarding no", ""]))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+        self.procs.append(subprocess.Popen(self.overlay.room("/usr/sbin/sshd", "-D", "-e", "-f", str(config)),
+                                           stdout=subprocess.DEVNULL, stderr=open(self.folder / "sshd.log", "ab"),
+                                           start_new_session=True))
+        ssh = ["ssh", "-N", "-i", str(user_key), "-p", str(self.sshd_port), "-o", "BatchMode=yes",
+               "-o", f"UserKnownHostsFile={self.folder}/known_hosts", "-o", "StrictHostKeyChecking=accept-new",
+               "-o", "ExitOnForwardFailure=yes", "-L", f"{port}:127.0.0.1:{port}", f"root@{self.overlay.room_lan}"]
+        deadline = time.monotonic() + 20
+        probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=1).close()"
+        while True:
+            if not self.procs[1:] or self.procs[-1].poll() is not None:  # (re)start ssh until sshd listens
+                self.procs[1:] = [subprocess.Popen(self.overlay.peer("env", f"HOME={home}", *ssh, hide=hide),
+                                                   stdout=subprocess.DEVNULL,
+                                                   stderr=open(self.folder / "ssh.log", "ab"),
+                                                   start_new_session=True)]
+            # the forward listens once ssh is authenticated; before that the peer's port refuses
+            if subprocess.run(self.overlay.peer(sys.executable, "-c", probe), capture_output=True).returncode == 0:
+                return self
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the SSH forward did not come up: {(self.folder / 'ssh.log').read_text()}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """End ssh and sshd by PID."""
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)

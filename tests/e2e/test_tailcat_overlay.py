@@ -34,7 +34,7 @@ import pytest
 
 from commonroom import invitation
 from commonroom.errors import EXIT_CODES
-from tests.overlay import Overlay, cannot_make_namespaces, ensure_wireguard
+from tests.overlay import Overlay, SshForward, cannot_make_namespaces, ensure_ssh, ensure_wireguard
 from tests.roomproc import Room, ce_path
 
 TEXT = "# Plan\n\nline one\n\n## Tasks\n\n- first\n"
@@ -323,3 +323,21 @@ class Follower:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
+
+
+def test_ssh_local_forward_carries_a_loopback_invitation_unchanged(net: Net) -> None:
+    """The other way in: ``ssh -N -L PORT:127.0.0.1:PORT host`` over the plain LAN, no tunnel, no plugin."""
+    ensure_ssh()
+    port = int(net.room.state["ingress"]["port"])
+    forward = SshForward(net.overlay, net.folder.parent / "ssh").start(port, net.peer_home,
+                                                                      (net.folder, net.room_home))
+    try:
+        token = net.room_ce("invite", str(net.document), "-p", "carol", "--cap", "read").stdout.strip()
+        assert invitation.decode(token)["transport"]["type"] == "loopback"
+        session = str(net.peer_home / "carol.json")
+        net.peer_ce("join", token, "--session-file", session)
+        assert "line one" in net.peer_ce("read", "--session-file", session).stdout
+    finally:
+        forward.stop()
+    print(f"  over SSH: ssh -N -L {port}:127.0.0.1:{port} root@{net.overlay.room_lan}; "
+          "the loopback invitation joined and read unchanged")
