@@ -18,6 +18,7 @@ is covered by an empty tmpfs, so it has no access to the room's files.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.apt import ensure
+from tests.roomproc import Room, ce_path
 
 WG_ENV = {"WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD": "1"}
 WG_PORT = 51820
@@ -223,3 +225,28 @@ class SshForward:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(5)
+
+
+def serve_tailcat(overlay: Overlay, document: Path, ports: tuple[str, str, str] = ("0", "0", "0"),
+                  env: dict[str, str] | None = None) -> Room:
+    """``ce serve DOCUMENT --transport tailcat --address <room's overlay address>`` in the room's namespace.
+
+    ``ports``: ``--port``, ``--owner-port``, ``--transport-port`` (``"0"``:
+    free ones). Returns once the state file is written (the listeners are
+    bound then: connections wait in their backlog until the worker is up).
+    The room's output goes to ``<document>.serve.log``.
+    """
+    state_file = document.with_name(document.name + ".commonroom.json")
+    log_file = document.with_name(document.name + ".serve.log")
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(overlay.room(
+            ce_path(), "serve", str(document), "--port", ports[0], "--owner-port", ports[1],
+            "--transport", "tailcat", "--address", overlay.room_address, "--transport-port", ports[2]),
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + 30
+    while not state_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"ce serve did not start: {log_file.read_text()}")
+        time.sleep(0.05)
+    return Room(document, proc, json.loads(state_file.read_text()))

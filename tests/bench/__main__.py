@@ -28,6 +28,10 @@ Workloads (each with its anchor measured in the same run):
   down, vs the bare app's gunicorn to its first connection.
 - ``fanout``: observers of ``/workspace/observe`` (:mod:`tests.bench.fanout`,
   which also runs the bare SSE hub anchor).
+- ``tunnel``: reads and lease writes through a userspace WireGuard tunnel
+  between two network namespaces (the ``tailcat`` transport) against the
+  same room over loopback, in turns (:mod:`tests.bench.tunnel`; needs root,
+  else the row says why; the ratio is informational).
 
 Prints one table (workload, ours, anchor, ratio, target) and writes it to
 ``docs/performance.md`` with the machine it ran on.
@@ -307,6 +311,13 @@ def fanout(levels: str, seconds: float) -> list[Row]:
     return rows
 
 
+def tunnel(seconds: float) -> list[Row]:
+    """Reads and lease writes through a WireGuard tunnel vs loopback, same room (tests/bench/tunnel.py)."""
+    from tests.bench import tunnel as bench
+
+    return bench.measure(seconds, doc=read_doc())
+
+
 def machine() -> str:
     """One line describing the machine this ran on."""
     cpu = ""
@@ -345,7 +356,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--quick", action="store_true", help="fewer versions, shorter fan-out")
     parser.add_argument("--before", type=Path, help="an older checkout to serve the reads from too")
-    parser.add_argument("--only", default="reads,mcp,writes,versions,startup,fanout")
+    parser.add_argument("--only", default="reads,mcp,writes,versions,startup,fanout,tunnel")
     parser.add_argument("--fanout-levels", default="1000,10000")
     parser.add_argument("--no-write-docs", action="store_true")
     args = parser.parse_args()
@@ -357,6 +368,7 @@ def main() -> None:
         "versions": lambda: versions(args.quick),
         "startup": startup,
         "fanout": lambda: fanout("1000" if args.quick else args.fanout_levels, 10 if args.quick else 15),
+        "tunnel": lambda: tunnel(args.seconds),
     }
     rows: list[Row] = []
     for name, step in steps.items():

@@ -34,7 +34,7 @@ import pytest
 
 from commonroom import invitation
 from commonroom.errors import EXIT_CODES
-from tests.overlay import Overlay, SshForward, cannot_make_namespaces, ensure_ssh, ensure_wireguard
+from tests.overlay import Overlay, SshForward, cannot_make_namespaces, ensure_ssh, ensure_wireguard, serve_tailcat
 from tests.roomproc import Room, ce_path
 
 TEXT = "# Plan\n\nline one\n\n## Tasks\n\n- first\n"
@@ -78,20 +78,8 @@ class Net:
                                     timeout=60), check)
 
     def serve(self, ports: tuple[str, str, str] = ("0", "0", "0")) -> Room:
-        """Start (or restart, on ``ports``) the room in its namespace; wait for its state file."""
-        state_file = self.document.with_name(self.document.name + ".commonroom.json")
-        log = open(self.folder / "serve.log", "ab")
-        proc = subprocess.Popen(self.overlay.room(
-            ce_path(), "serve", str(self.document), "--port", ports[0], "--owner-port", ports[1],
-            "--transport", "tailcat", "--address", self.overlay.room_address, "--transport-port", ports[2]),
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not state_file.exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"ce serve did not start: {(self.folder / 'serve.log').read_text()}")
-            time.sleep(0.05)
-        self.room = Room(self.document, proc, json.loads(state_file.read_text()))
+        """Start (or restart, on ``ports``) the room in its namespace."""
+        self.room = serve_tailcat(self.overlay, self.document, ports)
         return self.room
 
 
