@@ -276,6 +276,7 @@ class WorkerConfig:
 def build_app(config: WorkerConfig) -> Any:
     """The ASGI app of the room, built inside the worker (after the fork)."""
     from .http.app import RoomASGI
+    from .http.edge import Edge
     from .room import build_room
 
     pin_worker()  # both busy threads on one CPU, before they start (commonroom/affinity.py)
@@ -284,9 +285,9 @@ def build_app(config: WorkerConfig) -> Any:
     # collection first: a full one costs ~50 ms of every start for the few hundred objects of
     # start-up garbage it would find (they stay, frozen)
     gc.freeze()
-    return BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
-                              on_startup=getattr(shutdown, "startup", [])),
-                     config.limits.body_timeout)
+    return Edge(BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
+                                   on_startup=getattr(shutdown, "startup", [])),
+                          config.limits.body_timeout))
 
 
 class RoomApplication(BaseApplication):
