@@ -16,26 +16,22 @@ import json
 import re
 import socket
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
 from commonroom import schemas
 from commonroom.operations import OPERATIONS
-from tests.roomproc import ce, start_room
+from tests.roomproc import ce
 
-SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample.md"
 FOREIGN = ["rebind.example", "rebind.example:80", "127.0.0.2", "localhost.rebind.example", "", "localhost.",
            "[::2]", "127.0.0.1 x", "commonroom.example"]
 SERVED = ["127.0.0.1", "localhost:1", "LOCALHOST", "[::1]:8080", "commonroom", "127.0.0.1:65535"]
 
 
 @pytest.fixture(scope="module")
-def room(tmp_path_factory):
-    r = start_room(tmp_path_factory.mktemp("edges"), SAMPLE)
-    yield r
-    r.stop()
+def room(shared_room):
+    return shared_room
 
 
 @pytest.fixture(scope="module")
