@@ -289,6 +289,8 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             owner_port=owner_port,
             owner_token_hash=tokens.digest(owner_token),
             limits=limits,
+            plugin_listeners=tuple((listener["address"], listener["port"])
+                                   for listener in ingress.get("transports", {}).values()),
         )
         app = RoomApplication(config, [s.fileno() for s in listeners], options)
         try:
@@ -322,11 +324,20 @@ class WorkerConfig:
     owner_port: int
     owner_token_hash: str
     limits: ConnectionLimits = ConnectionLimits()
+    #: each transport plugin's listener: ``(address, port)`` as the worker sees it (the ASGI scope's
+    #: ``server``), the Host rule's names for it being its own address (``commonroom.http.edge``)
+    plugin_listeners: tuple[tuple[str, int], ...] = ()
+
+    def edge_names(self) -> dict[tuple[str, int], frozenset[str]]:
+        """``(address, port)`` → the Host names that plugin listener answers to (its address; ``[v6]``)."""
+        return {(address, port): frozenset({f"[{address}]" if ":" in address else address})
+                for address, port in self.plugin_listeners}
 
 
 def build_app(config: WorkerConfig) -> Any:
     """The ASGI app of the room, built inside the worker (after the fork)."""
     from .http.app import RoomASGI
+    from .http.edge import Edge
     from .room import build_room
 
     pin_worker()  # both busy threads on one CPU, before they start (commonroom/affinity.py)
@@ -335,9 +346,9 @@ def build_app(config: WorkerConfig) -> Any:
     # collection first: a full one costs ~50 ms of every start for the few hundred objects of
     # start-up garbage it would find (they stay, frozen)
     gc.freeze()
-    return BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
-                              on_startup=getattr(shutdown, "startup", [])),
-                     config.limits.body_timeout)
+    return Edge(BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
+                                   on_startup=getattr(shutdown, "startup", [])),
+                          config.limits.body_timeout), config.edge_names())
 
 
 class RoomApplication(BaseApplication):

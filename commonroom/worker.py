@@ -42,8 +42,6 @@ oversized clients*):
 - :class:`commonroom.bodyguard.BodyGuard` (its own module): an ASGI
   wrapper that reads no body before a resource asks and bounds the whole
   body to ``body_timeout`` seconds.
-- :class:`commonroom.wirewrites.WireWrites` (its own module, part of the
-  protocol): plain writes answered from the connection's bytes.
 - :meth:`RoomWorker._setup_event_loop`: the worker's servers keep the
   listeners' backlog (:data:`LISTEN_BACKLOG`).
 """
@@ -56,15 +54,10 @@ import os
 import resource
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from gunicorn.asgi import protocol as _protocol
 from gunicorn.workers import gasgi
-
-from .wirewrites import WireWrites, head_bound, request_starts, wire_writes
-
-if TYPE_CHECKING:
-    from .http.directwrites import DirectWrites
 
 # The stubs (types-gunicorn) do not describe the asgi worker's internals this
 # module builds on; typed as Any, checked by the tests against the pinned gunicorn.
@@ -163,14 +156,15 @@ _PARSER_REFUSALS = {414: ("limit_exceeded", "request_line"), 431: ("limit_exceed
 
 def _raw_answer(status: int, body: bytes, retry: int | None = None) -> bytes:
     extra = f"Retry-After: {retry}\r\n" if retry is not None else ""
+    # nosniff: every answer of the room carries it (commonroom.http.edge, docs/hardening.md)
     head = (f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n")
+            f"Content-Length: {len(body)}\r\n{extra}X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n")
     return head.encode("latin-1") + body
 
 
-class GuardedProtocol(WireWrites, _ASGIProtocol):
-    """gunicorn's HTTP/1 protocol plus a header timeout, a connection bound, and plain writes answered
-    from the bytes (:class:`commonroom.wirewrites.WireWrites`)."""
+class GuardedProtocol(_ASGIProtocol):
+    """gunicorn's HTTP/1 protocol plus a header timeout and a connection bound (every request is parsed
+    by gunicorn's parser: docs/hardening.md, *Who parses*)."""
 
     _room_timer: asyncio.TimerHandle | None = None
     _room_listener: str | None = None
@@ -195,14 +189,10 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
         self._room_refuse = counts[self._room_listener] > bound
         if self._room_refuse:
             worker.room_refused += 1
-        elif not owner:
-            self._room_wire = worker.room_wire
         wait = min(limits.header_timeout, REFUSE_WITHIN_SECONDS) if self._room_refuse else limits.header_timeout
         self._room_timer = worker.loop.call_later(wait, self._room_headers_late)
 
     def data_received(self, data: bytes) -> None:  # noqa: D102 - asyncio
-        if self._room_wire_received(data):
-            return
         if self._current_request is None:
             self._room_partial = True  # bytes of a head: the next request has begun
         super().data_received(data)
@@ -219,7 +209,6 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102 - asyncio
         self._room_cancel_timer()
-        self._room_wire_lost()
         if self._room_listener is not None:
             self.worker.room_connections[self._room_listener] -= 1
             self._room_listener = None
@@ -230,7 +219,7 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
         """At a graceful stop: True when no request is in flight and none has begun (a kept-alive
         connection between requests), False for a connection that has not sent a whole head yet
         (a new one, or half a head), None while a request is in flight."""
-        if self._closed or self._current_request is not None or self._finishing_calls or self._room_wire_task:
+        if self._closed or self._current_request is not None or self._finishing_calls:
             return None
         return self._room_heads > 0 and not self._room_partial
 
@@ -336,11 +325,6 @@ class RoomWorker(_ASGIWorker):
         self.room_protocols: set[GuardedProtocol] = set()
         self.room_refused = 0
         self.room_header_timeouts = 0
-        #: the ingress's DirectWrites, answering plain writes from the bytes (set by load_wsgi); how the
-        #: request line of a write it may take begins (a first look at every read); the longest head it reads
-        self.room_wire: DirectWrites | None = None
-        self.room_wire_starts: tuple[bytes, ...] = ()
-        self.room_head_max = head_bound(self.cfg)
         #: gasgi's serving task, and whether its heartbeat loop runs (see handle_exit_signal)
         self._room_task: asyncio.Task | None = None
         self._room_beating = False
@@ -348,13 +332,6 @@ class RoomWorker(_ASGIWorker):
         # module-level name: this process's servers use the subclass.
         setattr(gasgi, "ASGIProtocol", GuardedProtocol)
         super().init_process()
-
-    def load_wsgi(self) -> None:
-        """gasgi's, then the app's ``DirectWrites`` for plain writes on the wire (:func:`wire_writes`)."""
-        super().load_wsgi()
-        self.room_wire = wire_writes(self.asgi)
-        if self.room_wire is not None:
-            self.room_wire_starts = request_starts(self.room_wire)
 
     async def _serve(self) -> None:
         """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""

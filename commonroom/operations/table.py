@@ -147,7 +147,8 @@ OPERATIONS = Table([
     Operation(
         "proposal_withdraw", "Withdraw your own proposal", "withdraw_proposal", "editing#ProposalIdInput",
         "editing#Proposal", "proposals", args=("proposal_id",), capability="propose",
-        errors=("proposal_not_found", *_STATE), read_only=False,
+        # permission_denied (details.required "author"): a propose holder withdrawing another's proposal
+        errors=("proposal_not_found", "permission_denied", *_STATE), read_only=False,
         http=Http("POST", "/workspace/proposals/{proposal_id}/withdraw"),
         mcp=Mcp("Withdraw a proposal", "Withdraw your own open proposal. Needs propose.")),
     # -- handoffs and tasks ---------------------------------------------------
