@@ -247,6 +247,30 @@ def test_room_ports_unreachable_from_the_other_machine(net: Net) -> None:
     step("the owner port and the loopback ingress are closed from there: " + "; ".join(lines[:-1]))
 
 
+HOST_PROBE = ("import socket, sys\n"
+              "address, port = sys.argv[1], int(sys.argv[2])\n"
+              "for host in sys.argv[3:]:\n"
+              "    with socket.create_connection((address, port), timeout=5) as sock:\n"
+              "        sock.sendall(f'GET /workspace/room HTTP/1.1\\r\\nHost: {host}\\r\\n'\n"
+              "                     'Connection: close\\r\\n\\r\\n'.encode())\n"
+              "        print(host, sock.recv(64).split(b' ')[1].decode())\n")
+
+
+def test_host_rule_names_the_overlay_address_on_its_listener_only(net: Net) -> None:
+    overlay, port = net.overlay, net.tailcat_port
+    names = [f"{overlay.room_address}:{port}", "commonroom", "127.0.0.1", "localhost", "evil.example"]
+    over = subprocess.run(net.peer_command(sys.executable, "-c", HOST_PROBE, overlay.room_address, str(port), *names),
+                          capture_output=True, text=True, timeout=60)
+    assert over.stdout.split() == [names[0], "401", "commonroom", "401", "127.0.0.1", "421", "localhost", "421",
+                                   "evil.example", "421"], over.stdout + over.stderr
+    ingress = str(net.room.state["ingress"]["port"])
+    local = subprocess.run(overlay.room(sys.executable, "-c", HOST_PROBE, "127.0.0.1", ingress,
+                                        "127.0.0.1", overlay.room_address), capture_output=True, text=True, timeout=60)
+    assert local.stdout.split() == ["127.0.0.1", "401", overlay.room_address, "421"], local.stdout + local.stderr
+    step(f"Host {names[0]} and commonroom reach the room on the tailcat listener (401 without a bearer); "
+         f"127.0.0.1, localhost, evil.example are 421 there, and {overlay.room_address} is 421 on loopback")
+
+
 def test_dial_refuses_a_hint_off_the_overlay(net: Net) -> None:
     payload = invitation.decode(net.room_ce("invite", str(net.document), "-p", "lan", "--transport",
                                             "tailcat").stdout.strip())
