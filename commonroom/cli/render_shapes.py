@@ -166,7 +166,9 @@ def status(answer: dict[str, Any]) -> None:
     if answer["running"]:
         ingress = answer.get("ingress") or {}
         where = f"{ingress.get('host', '?')}:{ingress.get('port', '?')}" + (
-            f" and {ingress['socket']}" if ingress.get("socket") else "")
+            f" and {ingress['socket']}" if ingress.get("socket") else "") + "".join(
+            f", {name} {listener.get('address')}:{listener.get('port')}"
+            for name, listener in sorted((ingress.get("transports") or {}).items()))
         ports = f"owner port {answer.get('owner_port')}, ingress {where}"
         line(Text(f"{answer['file']}: running (pid {answer.get('pid')}; {ports})", style="bold green"))
     else:

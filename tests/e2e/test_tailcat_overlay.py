@@ -130,6 +130,8 @@ def test_invitation_carries_the_tailcat_hint(net: Net) -> None:
     loopback = invitation.decode(net.room_ce("invite", str(net.document), "-p", "x").stdout.strip())["transport"]
     assert loopback["type"] == "loopback" and loopback["address"] == "127.0.0.1"
     net.peer_session["token"] = answer["token"]
+    status = net.room_ce("status", str(net.document)).stdout
+    assert f"tailcat {net.overlay.room_address}:{net.tailcat_port}" in status, status
     step(f"ce invite --transport tailcat gave {json.dumps(hint)}")
 
 
