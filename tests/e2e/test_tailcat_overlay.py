@@ -39,7 +39,8 @@ from tests.roomproc import Room, ce_path
 
 TEXT = "# Plan\n\nline one\n\n## Tasks\n\n- first\n"
 CAPS = "read,observe,propose,handoff,message"
-SDK_SCRIPT = Path(__file__).resolve().parents[1] / "overlay_sdk.py"
+ROOT = Path(__file__).resolve().parents[2]
+SDK_SCRIPT = ROOT / "tests" / "overlay_sdk.py"
 
 
 def step(message: str) -> None:
@@ -271,6 +272,30 @@ def test_host_rule_names_the_overlay_address_on_its_listener_only(net: Net) -> N
     assert local.stdout.split() == ["127.0.0.1", "401", overlay.room_address, "421"], local.stdout + local.stderr
     step(f"Host {names[0]} and commonroom reach the room on the tailcat listener (401 without a bearer); "
          f"127.0.0.1, localhost, evil.example are 421 there, and {overlay.room_address} is 421 on loopback")
+
+
+ORIGIN_PROBE = ("import sys\n"
+                "from tests.mcp_wire import Mcp\n"
+                "mcp = Mcp(sys.argv[1], sys.stdin.read().strip())\n"
+                "for origin in sys.argv[2:]:\n"
+                "    headers = {} if origin == '-' else {'Origin': origin}\n"
+                "    print(origin, mcp.post('server/discover', headers=headers).status_code)\n")
+
+
+def test_mcp_origin_rule_unchanged_over_the_tunnel(net: Net) -> None:
+    base = f"http://{net.overlay.room_address}:{net.tailcat_port}"
+    token = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())["token"]
+    origins = ["-", "http://127.0.0.1", "http://localhost:3000", f"http://{net.overlay.room_address}",
+               "https://evil.example"]
+    done = subprocess.run(net.peer_command("env", f"PYTHONPATH={ROOT}", sys.executable, "-c", ORIGIN_PROBE, base,
+                                           *origins), input=token,
+                          capture_output=True, text=True, timeout=60)
+    statuses = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines())
+    assert statuses == {"-": "200", "http://127.0.0.1": "200", "http://localhost:3000": "200",
+                        f"http://{net.overlay.room_address}": "403", "https://evil.example": "403"}, \
+        done.stdout + done.stderr
+    step("/mcp keeps the seed's Origin rule there: none, 127.0.0.1, localhost answered; "
+         f"http://{net.overlay.room_address} and another site 403")
 
 
 def test_dial_refuses_a_hint_off_the_overlay(net: Net) -> None:
