@@ -6,8 +6,14 @@ room runs in the ``room`` network namespace with ``ce serve FILE
 ``wireguard-go`` interface); "the other machine" is processes in the
 ``peer`` namespace with their own ``HOME`` and the room's folders covered by
 an empty tmpfs. Each step prints what it did over the tunnel (``pytest -s``
-shows them). The steps run in this file's order and share the peer's
-session (revoked by the last tunnel step). The SSH local forward (the other
+shows them): the invitation's hint, join and read, a proposal approved on
+the room's side and seen live, ``ce observe`` reconnecting across a room
+restart, a board post, a handoff accepted and completed, ``ce mcp`` driven
+by the official SDK's stdio client, the SDK straight to the overlay
+address, the room's other ports closed from there, the Host and Origin
+rules, a hint off the overlay refused, a revoked session refused. The
+steps run in this file's order and share the peer's session (revoked by
+the last tunnel step). The SSH local forward (the other
 way in) runs over the same two namespaces' veth "LAN", without the tunnel.
 
 Skipped, with the reason printed, only where network namespaces cannot be
