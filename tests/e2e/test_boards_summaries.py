@@ -213,3 +213,11 @@ def test_a_board_beyond_the_bounds_answers_truncated_and_valid_over_http(flow):
     assert discussion["retained"] == 5 * (board_summaries.SUMMARY_ITEMS + 1)
     assert all(discussion[k]["truncated"] for k in ("open_todos", "open_questions", "decisions", "risks", "answers"))
     assert all(item["body_truncated"] for item in discussion["risks"]["items"])
+
+
+def test_the_skill_served_over_mcp_tells_an_agent_when_to_read_them(flow):
+    contents = flow["c"].mcp.result("resources/read", {"uri": "skill://commonroom/SKILL.md"})["contents"]
+    text = contents[0]["text"]
+    for word in ("session_discussion_summary", "session_handoff_summary", "get_session_assignment",
+                 "complete_session_message", "history_lost", "truncated"):
+        assert word in text, word
