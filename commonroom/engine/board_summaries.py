@@ -46,9 +46,10 @@ _EXCERPT = ('m."id", m."board_session_id", m."kind", m."priority", m."status", m
             'm."author_session_id", m."created_at", m."body", m."requires_ack", k."first_acked_at"')
 _FROM = ('FROM "board_message" m LEFT JOIN "board_ack" k '
          'ON k."session_id" = m."board_session_id" AND k."message_id" = m."id" ')
-#: A question nobody replied to (no retained reply, none pruned).
+#: A question nobody replied to (no retained reply, none pruned). A reply is always on its message's
+#: board, so the probe is ``reply_to`` alone: its index (naming the board too, SQLite walked the board's).
 _UNANSWERED = ('m."board_session_id" = ? AND m."kind" = \'question\' AND m."replies_pruned" = 0 AND NOT EXISTS '
-               '(SELECT 1 FROM "board_message" r WHERE r."reply_to" = m."id" AND r."board_session_id" = m."board_session_id")')
+               '(SELECT 1 FROM "board_message" r WHERE r."reply_to" = m."id")')
 #: The handoffs a session created (``owner``) or accepted (``assignee``), with the time of that act.
 _HANDOFFS = ('SELECT \'owner\' AS "role", h."id", h."status", h."created_at", h."updated_at", h."summary", '
              'h."created_at" AS "at" FROM "handoff" h WHERE h."owner_session_id" = ? '
