@@ -75,9 +75,10 @@ def fit(answer: dict[str, Any], lists: tuple[str, ...]) -> bool:
     list's ``truncated`` is then set when it holds fewer than its
     ``total``. True when any item was left off for the byte bound.
     """
-    sizes = {name: [len(jsontext.dumps(item).encode("utf-8")) for item in answer[name]["items"]] for name in lists}
     size = len(jsontext.dumps(answer).encode("utf-8"))
     dropped = False
+    sizes = {name: [len(jsontext.dumps(item).encode("utf-8")) for item in answer[name]["items"]]
+             for name in lists} if size > SUMMARY_BYTES else {}
     while size > SUMMARY_BYTES and any(sizes.values()):
         name = max(reversed(lists), key=lambda n: len(sizes[n]))
         items = sizes[name]
@@ -132,11 +133,13 @@ class SummariesMixin(BoardBase):
         by_kind = dict.fromkeys(KINDS, 0)
         by_status = dict.fromkeys(STATUSES, 0)
         last: str | None = None
+        open_todos = 0
         for kind, status, count, latest in self._rows(
                 'SELECT "kind", "status", COUNT(*), MAX("updated_at") FROM "board_message" '
                 'WHERE "board_session_id" = ? GROUP BY "kind", "status"', (session_id,)):
             by_kind[kind] += count
             by_status[status] += count
+            open_todos += count if (kind, status) == ("todo", "open") else 0
             last = latest if last is None or latest > last else last
         now = parse_rfc3339(self.clock.stamp())
 
@@ -155,8 +158,6 @@ class SummariesMixin(BoardBase):
 
         todos = self._rows(f'SELECT {_EXCERPT} {_FROM} WHERE m."board_session_id" = ? AND m."kind" = \'todo\' '
                            f'AND m."status" = \'open\' ORDER BY {_RANK}, m."seq" LIMIT ?', (session_id, SUMMARY_ITEMS))
-        open_todos = self._scalar('SELECT COUNT(*) FROM "board_message" WHERE "board_session_id" = ? '
-                                  'AND "kind" = \'todo\' AND "status" = \'open\'', (session_id,))
         questions = self._rows(f'SELECT {_EXCERPT} {_FROM} WHERE {_UNANSWERED} ORDER BY {_RANK}, m."seq" LIMIT ?',
                                (session_id, SUMMARY_ITEMS))
         open_questions = self._scalar(f'SELECT COUNT(*) FROM "board_message" m WHERE {_UNANSWERED}', (session_id,))
