@@ -221,3 +221,22 @@ def test_the_skill_served_over_mcp_tells_an_agent_when_to_read_them(flow):
     for word in ("session_discussion_summary", "session_handoff_summary", "get_session_assignment",
                  "complete_session_message", "history_lost", "truncated"):
         assert word in text, word
+
+
+def test_each_summary_call_is_audited_with_metadata_only(flow):
+    import sqlite3
+
+    room, c, w = flow["room"], flow["c"], flow["w"]
+    for operation, target in (("session_discussion_summary", c.id), ("session_handoff_summary", w.id)):
+        assert c.call("http", operation, target)[0] == ""
+    assert flow["b"].call("http", "session_handoff_summary", w.id)[0] == "permission_denied"  # refused by the adapter
+    con = sqlite3.connect(str(room.document.with_name(room.document.name + ".commonroom.db")))
+    try:
+        rows = con.execute("SELECT operation, outcome, session_id, board_session_id, details FROM board_audit "
+                           "WHERE operation LIKE 'session_%_summary' ORDER BY id DESC LIMIT 2").fetchall()
+    finally:
+        con.close()
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [("session_handoff_summary", "ok", c.id, w.id),
+                                                      ("session_discussion_summary", "ok", c.id, c.id)]
+    for row in rows:
+        assert set(json.loads(row[4])) == {"truncated", "history_lost"}  # never a body
