@@ -3,7 +3,8 @@
 ``ce board post BOARD KIND BODY``, ``ce board list BOARD``, ``ce board
 observe BOARD [--token T] [--wait S] [--follow]``, ``ce board assignment
 BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER --key K --fence F``;
-peers: ``ce board peers``, ``ce board peer-post PEER KIND BODY``. Each
+peers: ``ce board peers``, ``ce board peer-post PEER KIND BODY``; the
+summaries: ``ce board summary discussion|handoff SESSION``. Each
 calls the route its operation declares in the operation table.
 ``BOARD`` is the public id of the session whose board it is (``ce board``
 commands default to the stored session's own board with ``-``). A message
@@ -206,3 +207,9 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
     if requires_ack:
         payload["requires_ack"] = True
     show(_run(session_file, "post_peer_message", payload, peer_id=peer), "boards#PeerMessage")
+
+
+# ``ce board summary discussion|handoff`` (commonroom/cli/board_summary.py uses this module's helpers)
+from .board_summary import summary_app  # noqa: E402
+
+board_app.add_typer(summary_app, name="summary")

@@ -294,6 +294,26 @@ OPERATIONS = Table([
                 "with has_more paging; when nothing changed, waits up to wait_seconds (0-30) once "
                 "(wait_outcome updated or timeout). history_lost: reload the board. Needs read.")),
     Operation(
+        "session_discussion_summary", "A bounded summary of a session's board from its retained messages",
+        "session_discussion_summary", "boards#SummaryInput", "boards#DiscussionSummary", "boards",
+        args=("session_id",), capability="read", errors=("not_found",),
+        http=Http("GET", "/workspace/boards/{session_id}/summary"),
+        mcp=Mcp("Summarize a board", "What is on session session_id's board, from its retained messages only: "
+                "counts by kind and status, the open todos (priority, age, requires_ack, ACKed), unanswered "
+                "questions, the latest decisions, risks and answers, the last activity. Bounded: lists carry "
+                "total and truncated, bodies body_truncated; history_lost means retention dropped older "
+                "messages. Browsing, not the executable assignment (get_session_assignment). Needs read.")),
+    Operation(
+        "session_handoff_summary", "What a session did in the room, from stored facts, bounded",
+        "session_handoff_summary", "boards#SummaryInput", "boards#HandoffSummary", "boards",
+        args=("session_id",), capability="read", errors=("not_found",),
+        http=Http("GET", "/workspace/sessions/{session_id}/summary"),
+        mcp=Mcp("Summarize a session's work", "What session session_id did in the room, from the room's facts: "
+                "versions it committed, its proposals (by status), leases it holds, handoffs it created or "
+                "accepted, todos it completed and messages recorded under it (recording_session_id). Bounded "
+                "and truncation-aware like the board summary; no liveness or presence. Background for a worker "
+                "or a coordinator checking a result: re-read what it refers to before acting. Needs read.")),
+    Operation(
         "post_peer_message", "Send a message to a peer (another live session of your participant)",
         "post_peer_message", "boards#PostPeerMessageInput", "boards#PeerMessage", "boards",
         args=("peer_id", "kind", "body", "priority", "tags", "requires_ack"), capability="message",

@@ -229,7 +229,7 @@
   async function refreshAll(manual) {
     if (manual) { $("refresh-state").textContent = "refreshing…"; $("refresh").disabled = true; }
     const results = await Promise.allSettled(Object.entries(loaders).map(([n, f]) => f().catch(failed(n))));
-    if (board.sid && manual) { if (board.healthy) board.refresh().catch(() => {}); else restartBoard(); }
+    if (board.sid && manual) { if (board.healthy) board.refresh().catch(() => {}); else restartBoard(); loadSummaries(board.sid); }
     const bad = results.filter((r) => r.status === "rejected");
     if (manual) {
       $("refresh").disabled = false;
@@ -294,7 +294,7 @@
     } while (cursor && pages < 20);
     return { all, truncated: Boolean(cursor) };
   }
-  function merge(messages) { for (const m of messages) board.messages.set(m.message_id, m); renderBoard(); }
+  function merge(messages) { for (const m of messages) board.messages.set(m.message_id, m); renderBoard(); if (messages.length) summarySoon(); }
   async function boardLoop(gen, sid) {
     let backoff = 1000;
     while (gen === board.gen) {
@@ -328,7 +328,7 @@
   }
   board.refresh = async () => { const snap = await snapshot(board.sid); merge([...snap.all.values()]); };
   function choose(sid) {
-    board.sid = sid; board.messages = new Map(); board.truncated = false; renderBoard();
+    board.sid = sid; board.messages = new Map(); board.truncated = false; renderBoard(); loadSummaries(sid);
     $("compose-send").disabled = !sid; restartBoard();
     const select = $("session-select"); if (select.value !== sid) { $("session-search").value = ""; renderPicker(); select.value = sid; }
     $("board-sid").textContent = sid;
@@ -357,6 +357,63 @@
       text: `${s.session.participant.name} · ${s.session.id} · ${s.open_messages} open${s.last_activity_at ? " · active " + relative(s.last_activity_at) : ""}` })));
     if (keep && hits.some((s) => s.session.id === keep)) select.value = keep;
     $("picker-count").textContent = `${hits.length} of ${sessions.length} sessions`;
+  }
+
+  // -- the two summaries of the chosen session (session_discussion_summary, session_handoff_summary) ---------
+  // Stored facts only, as the room answers them: counts, the lists' "N more not shown", history lost.
+  let summaryTimer = null, summaryGen = 0;
+  function summarySoon() { clearTimeout(summaryTimer); summaryTimer = setTimeout(() => loadSummaries(board.sid), 300); }
+  const leftOff = (list) => (list.truncated ? ` (${list.total - list.items.length} more not shown)` : "");
+  const cutText = (text, cut) => (cut ? `${text}…` : text);
+  function flags(s) {
+    return [s.history_lost ? el("span", { class: "badge prio high", text: "history lost", title: "retention dropped older messages: counts cover what is retained" }) : null,
+      s.truncated ? el("span", { class: "badge", text: "truncated" }) : null];
+  }
+  function renderDiscussion(s) {
+    const kinds = Object.entries(s.by_kind).filter(([, n]) => n).map(([k, n]) => `${k} ${n}`).join(", ") || "no messages";
+    const latest = [["decision", s.decisions], ["risk", s.risks], ["answer", s.answers]].filter(([, l]) => l.items.length)
+      .map(([k, l]) => el("li", { "data-kind": k }, el("span", { class: `badge ${k}`, text: `latest ${k}` }), " ",
+        cutText(l.items[0].body, l.items[0].body_truncated), el("span", { class: "muted", text: ` (${plural(l.total, k)})` })));
+    $("summary-discussion").replaceChildren(
+      el("h3", { text: "Discussion" }, " ", ...flags(s)),
+      el("div", { class: "facts", "data-facts": "discussion" }, `${plural(s.retained, "retained message")}: ${kinds}; ${s.by_status.open} open, ${s.by_status.resolved} resolved · last activity `, when(s.last_activity_at)),
+      el("ul", {},
+        el("li", { "data-list": "open_todos" }, el("strong", { text: plural(s.open_todos.total, "open todo") }), leftOff(s.open_todos)),
+        ...s.open_todos.items.map((t) => el("li", { class: "todo", "data-id": t.message_id },
+          el("span", { class: `badge prio ${t.priority}`, text: t.priority }), " ",
+          t.requires_ack ? el("span", { class: "badge ack", text: t.acked ? "ACKed" : "ACK waiting" }) : null, " ",
+          cutText(t.body, t.body_truncated), " ", when(t.created_at))),
+        el("li", { "data-list": "open_questions" }, el("strong", { text: plural(s.open_questions.total, "unanswered question") }), leftOff(s.open_questions)),
+        ...s.open_questions.items.map((q) => el("li", { class: "question", "data-id": q.message_id }, cutText(q.body, q.body_truncated), " ", when(q.created_at))),
+        ...latest));
+  }
+  function renderHandoff(h) {
+    const p = h.proposals.by_status;
+    const facts = [plural(h.versions.total, "version") + " committed",
+      `${plural(h.proposals.total, "proposal")} (${p.open} open, ${p.approved} approved, ${p.rejected} rejected)`,
+      plural(h.leases.total, "lease") + " held", plural(h.handoffs.total, "handoff"),
+      plural(h.completed_todos.total, "todo") + " completed", plural(h.messages.total, "message") + " recorded under it"];
+    $("summary-handoff").replaceChildren(
+      el("h3", { text: `What this session did (${h.session.participant.name})` }, " ", ...flags(h)),
+      el("div", { class: "facts", "data-facts": "handoff" }, `${facts.join(" · ")} · last activity `, when(h.last_activity_at)),
+      el("ul", {},
+        ...h.completed_todos.items.map((t) => el("li", { class: "completed", "data-id": t.todo_message_id },
+          `completed ${t.todo_message_id} on ${t.session_id} with ${t.answer_message_id} `, when(t.resolved_at))),
+        h.completed_todos.truncated ? el("li", { class: "muted", text: leftOff(h.completed_todos) }) : null,
+        ...h.versions.items.slice(0, 3).map((v) => el("li", {}, `v${v.number} `, cutText(v.summary, v.summary_truncated), " ", when(v.created_at)))));
+  }
+  async function loadSummaries(sid) {
+    const gen = ++summaryGen;
+    if (!sid) { $("board-summary").hidden = true; return; }
+    try {
+      const [discussion, handoff] = await Promise.all([api("GET", `/workspace/boards/${enc(sid)}/summary`, undefined, true),
+        api("GET", `/workspace/sessions/${enc(sid)}/summary`, undefined, true)]);
+      if (gen !== summaryGen || sid !== board.sid) return;
+      renderDiscussion(discussion); renderHandoff(handoff);
+      $("board-summary").hidden = false; $("board-summary").title = `read ${new Date().toLocaleTimeString()}`;
+    } catch (e) {
+      if (gen === summaryGen) $("board-summary").title = `summaries not refreshed: ${e.message} (showing the last good ones)`;
+    }
   }
 
   // -- the Human Join composer: post_session_message as the operator ------------------------
