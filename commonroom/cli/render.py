@@ -212,36 +212,59 @@ def diff(text: str, stderr: bool = False) -> None:
 
 # -- errors ----------------------------------------------------------------------
 
-#: What to do next, by error code (the message says what happened).
-NEXT: dict[str, str] = {
-    "unauthorized": "join again with a fresh invitation (ce join TOKEN)",
+#: What to do next, by error code (the message says what happened): the one step that can work, or ``None``
+#: where the message itself says what to fix (a bad argument) or no step of the caller's can help.
+#: Every code of :data:`commonroom.errors.STATUS` has an entry (tests/unit/test_cli_hints.py).
+NEXT: dict[str, str | None] = {
+    "unauthorized": "join again with a fresh invitation (ce join TOKEN --session-file FILE)",
     "session_expired": "ask the room's operator for a new invitation, then ce join it",
-    "permission_denied": "ask the room's operator for an invitation with that capability",
+    "permission_denied": None,  # worded from details.required (:func:`next_step`); else no capability helps
     "invitation_expired": "ask the room's operator for a new invitation",
     "invitation_revoked": "ask the room's operator for a new invitation",
-    "invitation_redeemed": "an invitation admits once: ask for a new one",
-    "unsupported_version": "upgrade ce, or ask for an invitation this version understands",
-    "lease_conflict": "wait until that lease is released or expires (ce lease list), then retry",
+    "invitation_redeemed": "an invitation admits once: ask the room's operator for a new one",
+    "unsupported_version": "install the commonroom version the room runs (ce --version prints yours)",
+    "stale_version": None,  # worded from current_version (:func:`next_step`)
+    "lease_conflict": "wait until that lease is released or expires (ce leases FILE), then retry",
     "proposal_not_found": "list the proposals with ce proposals FILE",
     "proposal_conflict": "the proposal was already decided: see ce proposals FILE",
     "invalid_region": "check --heading / --lines against the document (ce read); a heading path is one "
                       "--heading per title, outermost first (--heading 'Release plan' --heading Goals)",
     "version_not_found": "list the versions with ce versions FILE",
     "transport_unavailable": "check that the room is running (ce status FILE) and retry",
-    "invalid_request": "check the command's arguments (--help) and the record's current status",
+    "limit_exceeded": None,  # worded from retry_after_seconds (:func:`next_step`); a body too large: shorten it
+    "invalid_request": None,  # the message names the argument or the state at fault
     "not_found": "check the id (the list commands print them)",
+    "method_not_allowed": None,  # only ce call reaches it: the message names the methods the route serves
+    "handoff_not_found": "list the handoffs with ce handoffs FILE",
+    "handoff_conflict": "see the handoff's current status with ce handoff FILE ID",
+    "idempotency_mismatch": "give a new --idempotency-key for a different request",
+    "message_not_found": "list the board's messages with ce board list BOARD",
+    "peer_not_found": "list your peers with ce board peers",
+    "assignment_stale": "read the todo again (ce board assignment BOARD MESSAGE) and complete it with its new fence",
+    "assignment_history_lost": "read the todo again (ce board assignment BOARD MESSAGE) and complete it with "
+                               "its new fence",
+    "assignment_too_large": None,  # the todo and its replies exceed what one answer carries: nothing to retry
+    "completion_mismatch": "give a new --key for a different answer",
+    "completion_persistence_uncertain": "run the exact same command again",
+    "storage_unavailable": "the room's operator frees disk space or restores the files beside the document; "
+                           "then retry",
 }
 
 
-def _next_step(envelope: dict[str, Any]) -> str:
+def next_step(envelope: dict[str, Any]) -> str:
+    """The ``next:`` hint of an error envelope: :data:`NEXT`, or worded from its recovery fields; ``""`` for none."""
     code = envelope.get("error", "")
     if code == "stale_version":
         head = envelope.get("current_version")
         option = "--expected" if "expected_version" in envelope else "--base"
         return f"the head is now v{head}: rebase your text on it and rerun with {option} {head}"
-    if code == "limit_exceeded" and envelope.get("retry_after_seconds") is not None:
-        return f"retry after {envelope['retry_after_seconds']} s"
-    return NEXT.get(code, "")
+    if code == "limit_exceeded":
+        seconds = envelope.get("retry_after_seconds")
+        return f"retry after {seconds} s" if seconds is not None else ""
+    if code == "permission_denied":
+        required = (envelope.get("details") or {}).get("required")
+        return f"ask the room's operator for an invitation with the {required!r} capability" if required else ""
+    return NEXT.get(code) or ""
 
 
 def error(err: CommonroomError) -> None:
@@ -253,7 +276,7 @@ def error(err: CommonroomError) -> None:
     if envelope.get("error") == "stale_version" and envelope.get("diff"):
         diff(envelope["diff"], stderr=True)
     message = " ".join(str(envelope.get("message", "")).split())
-    step = _next_step(envelope)
+    step = next_step(envelope)
     from rich.text import Text
 
     text = Text(f"ce: {envelope.get('error')}: ", style="bold red")

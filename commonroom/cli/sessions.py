@@ -38,7 +38,7 @@ def load_session(path: Path | None) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
-        raise InvalidRequest(f"no session at {path}; run ce join TOKEN first",
+        raise InvalidRequest(f"no session at {path}; join first: ce join TOKEN --session-file {path}",
                              details={"session_file": str(path)}) from None
     except (OSError, ValueError) as exc:
         raise InvalidRequest(f"cannot read the session file {path}: {exc}",
