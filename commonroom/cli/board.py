@@ -36,6 +36,9 @@ MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a 
                                            "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
 PriorityOpt = Annotated[Optional[str], typer.Option(help="low, normal, high or urgent.")]
+KindArg = Annotated[str, typer.Argument(help="The message's kind: note, proposal, question, answer, decision, "
+                                        "risk, progress, guidance or todo (a todo is work someone completes).")]
+BodyArg = Annotated[str, typer.Argument(help="The message text (markdown; at most 16 KiB of UTF-8).")]
 RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
                                                      help="One of your own sessions to record as author_session_id.")]
 
@@ -69,9 +72,11 @@ def _run(session_file: Path | None, operation: str, body: Any = None, query: dic
 
 @board_app.command("post")
 @handled
-def post_command(board: BoardArg, kind: str, body: str, priority: PriorityOpt = None, tag: TagsOpt = None,
+def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: PriorityOpt = None, tag: TagsOpt = None,
                  reply_to: Annotated[Optional[str], typer.Option(help="A message of the same board.")] = None,
-                 requires_ack: Annotated[bool, typer.Option("--requires-ack")] = False,
+                 requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Ask the board's session to "
+                                                            "acknowledge it: repeated on that session's MCP tool results "
+                                                            "until it ACKs (ce board list shows when it did).")] = False,
                  recording_session: RecordingOpt = None, session_file: SessionOpt = None) -> None:
     """Post a message (note, proposal, question, answer, decision, risk, progress, guidance, todo)."""
     payload: dict[str, Any] = {"kind": kind, "body": body}

@@ -19,9 +19,7 @@ from importlib import import_module
 from typing import Annotated, Any, Optional
 
 import typer
-from typer.core import TyperGroup
-
-from .usage import CeTyper
+from .usage import CeGroupBase, CeTyper
 
 #: Every command of ``ce``, in ``ce --help`` order, and the module of
 #: :mod:`commonroom.cli` that declares it: as ``NAME_command`` (``-`` read as
@@ -83,7 +81,7 @@ class LazyCommands(MutableMapping[str, Any]):
         return len(self._commands)
 
 
-class CeGroup(TyperGroup):
+class CeGroup(CeGroupBase):
     """The root group of ``ce``: :data:`COMMANDS`, each built when looked up."""
 
     def __init__(self, **attrs: Any) -> None:

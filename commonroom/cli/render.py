@@ -9,14 +9,17 @@ with Rich: tables for pages, one line for an outcome, the markdown itself
 for a document. Shapes without a renderer print as a two-column table.
 
 Colour and terminal rendering only when stdout is a terminal (Rich's
-:class:`~rich.console.Console` detects it, and honours ``NO_COLOR``);
-piped output has no escape codes. Errors are one line on stderr (code,
+:class:`~rich.console.Console` detects it); with ``NO_COLOR`` set and on
+piped output there is no escape sequence at all, and tables carry no
+trailing spaces. Errors are one line on stderr (code,
 message, what to do next); with ``--json`` the error envelope, as before.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from contextvars import ContextVar
 from datetime import datetime, timezone
@@ -49,15 +52,39 @@ def renders(shape: str) -> Callable[[Renderer], Renderer]:
     return register
 
 
+def plain() -> bool:
+    """True when ``NO_COLOR`` is set (and not empty): no escape sequence at all, not even bold (no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def console(stderr: bool = False) -> Console:
-    """A Rich console on the current stdout (or stderr); wide and plain when it is not a terminal."""
+    """A Rich console on the current stdout (or stderr); wide and plain when it is not a terminal.
+
+    With ``NO_COLOR`` it has no colour system, so it writes no escape
+    sequence at all (Rich's own ``NO_COLOR`` support drops colours but keeps
+    bold, dim and underline).
+    """
     from rich.console import Console
 
     file = sys.stderr if stderr else sys.stdout
-    out = Console(file=file, highlight=False, soft_wrap=False)
+    bare: dict[str, Any] = {"color_system": None} if plain() else {}
+    out = Console(file=file, highlight=False, soft_wrap=False, **bare)
     if not out.is_terminal:
-        out = Console(file=file, highlight=False, soft_wrap=False, width=PIPE_WIDTH, no_color=True)
+        out = Console(file=file, highlight=False, soft_wrap=False, width=PIPE_WIDTH, no_color=True, color_system=None)
     return out
+
+
+#: Spaces at the end of a line, before any style resets that follow them.
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+def print_grid(grid: Any) -> None:
+    """Print a Rich table on stdout without the spaces Rich pads its last column with."""
+    out = console()
+    with out.capture() as captured:
+        out.print(grid)
+    sys.stdout.write(_TRAILING.sub(r"\1", captured.get()))
+    sys.stdout.flush()
 
 
 def emit_json(value: Any) -> None:
@@ -151,7 +178,7 @@ def table(rows: Iterable[dict[str, Any]], columns: list[tuple[str, Callable[[dic
             grid.add_column(header, no_wrap=header != "summary", overflow="fold")
         for row in rows:
             grid.add_row(*(Text(str(cell(row) if cell(row) is not None else "-")) for _, cell in columns))
-        console().print(grid)
+        print_grid(grid)
     more(next_cursor)
 
 
@@ -177,7 +204,7 @@ def fields(answer: Any) -> None:
     for key, value in answer.items():
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         grid.add_row(key, Text(shown))
-    console().print(grid)
+    print_grid(grid)
 
 
 def markdown(text: str) -> None:

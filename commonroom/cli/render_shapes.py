@@ -240,11 +240,19 @@ def handoff_events(answer: dict[str, Any]) -> None:
 # -- boards ----------------------------------------------------------------------------------
 
 
+def ack(message: dict[str, Any]) -> str:
+    """A message's ACK state: ``acked 5m ago``, ``not acked`` (asked, not yet), ``-`` (no ACK asked)."""
+    if message.get("first_acked_at"):
+        return f"acked {when(message['first_acked_at'])}"
+    return "not acked" if message.get("requires_ack") else "-"
+
+
 @renders("boards#Message")
 def message(answer: dict[str, Any]) -> None:
-    """``note m_… (normal, open) by alice: body``."""
-    line(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}) "
-         f"by {_name(answer.get('author'))}: {answer.get('body', '')}")
+    """``note m_… (normal, open, not acked) by alice: body``."""
+    state = ack(answer)
+    line(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}"
+         f"{'' if state == '-' else ', ' + state}) by {_name(answer.get('author'))}: {answer.get('body', '')}")
 
 
 def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:
@@ -255,6 +263,7 @@ def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:
         ("priority", lambda m: m.get("priority")),
         ("who", lambda m: _name(m.get("author"))),
         ("when", lambda m: when(m.get("created_at"))),
+        ("ack", ack),
         ("summary", lambda m: m.get("body") or ""),
     ], "no messages", next_cursor)
 
