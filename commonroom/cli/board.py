@@ -44,9 +44,13 @@ RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
 
 
 def _board(session_file: Path | None, board: str) -> str:
-    if board == "-":
-        return str(load_session(session_file)["session_id"])
-    return board
+    """The board's session id: ``-`` and a start of it are the stored session's own, else as given
+    (``ce sessions FILE`` prints whole session ids)."""
+    own = str(load_session(session_file).get("session_id") or "")
+    text = ids.bare(board)
+    if board == "-" or (own and len(text) > len("s_") and own.startswith(text)):
+        return own
+    return text or board
 
 
 def _route(operation: str, **params: str) -> tuple[str, str]:

@@ -96,8 +96,8 @@ def participants_command(file: Annotated[Path, typer.Argument(help="The room's m
 @handled
 def diff_command(
     file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
-    a: Annotated[int, typer.Argument(help="From version.")],
-    b: Annotated[Optional[int], typer.Argument(help="To version (default: the head).")] = None,
+    a: Annotated[int, typer.Argument(help="From version (v2 or 2).", parser=ids.version)],
+    b: Annotated[Optional[int], typer.Argument(help="To version, v3 or 3 (default: the head).", parser=ids.version)] = None,
 ) -> None:
     """Print the unified diff between two versions (coloured on a terminal)."""
     engine = _local(file)
@@ -178,7 +178,7 @@ def _text(text: str | None, text_file: Path | None) -> str:
 
 @handled
 def propose_command(
-    base: Annotated[int, typer.Option("--base", help="The version the change is based on.")],
+    base: Annotated[int, typer.Option("--base", help="The version the change is based on (v1 or 1).", parser=ids.version)],
     heading: HeadingOpt = None,
     lines: LinesOpt = None,
     text: Annotated[Optional[str], typer.Option(help="Replacement text (else --text-file, else stdin).")] = None,
@@ -218,7 +218,8 @@ def withdraw_command(proposal_id: ProposalArg, session_file: SessionOpt = None) 
 
 @handled
 def write_command(
-    expected: Annotated[int, typer.Option("--expected", help="The version you edited (the head).")],
+    expected: Annotated[int, typer.Option("--expected", help="The version you edited, the head (v2 or 2).",
+                                          parser=ids.version)],
     heading: HeadingOpt = None,
     lines: LinesOpt = None,
     text: Annotated[Optional[str], typer.Option(help="New text (else --text-file, else stdin).")] = None,

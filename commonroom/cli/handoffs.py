@@ -36,9 +36,10 @@ from .render import show
 
 FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]
 IdArg = Annotated[str, typer.Argument(help="The handoff id (ho_…), or a unique start of it as the tables print it.")]
-TaskArg = Annotated[str, typer.Argument(help="The task id (task_…).")]
-ParticipantOpt = Annotated[str, typer.Option("--participant", help="Whose view: the task's owner, its assignee, "
-                                             "or a participant with approve (required: a task id is not authorization).")]
+TaskArg = Annotated[str, typer.Argument(help="The task id (task_…), or a unique start of it.")]
+ParticipantOpt = Annotated[str, typer.Option("--participant", help="Whose view, a name or a participant id as "
+                                             "ce participants prints it: the task's owner, its assignee, or a "
+                                             "participant with approve (required: a task id is not authorization).")]
 
 
 def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
@@ -90,14 +91,15 @@ def handoff_events_command(file: FileArg, handoff_id: IdArg, limit: LimitOpt = 5
 @handled
 def task_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
     """Show a task as --participant may see it (handoff_not_found for anyone else)."""
-    show(operator_read(file, "task_get", {"task_id": task_id, "participant": participant}), "handoffs#Task")
+    values = {"task_id": ids.operator_task(file, task_id), "participant": ids.operator_participant(file, participant)}
+    show(operator_read(file, "task_get", values), "handoffs#Task")
 
 
 @handled
 def task_cancel_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
     """Cancel a task as --participant (a terminal task stays as it was)."""
-    body = {"task_id": task_id, "participant": participant}
     document = require_document(file)
+    body = {"task_id": ids.operator_task(file, task_id), "participant": ids.operator_participant(file, participant)}
     show(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)),
          "handoffs#Task")
 
@@ -111,7 +113,8 @@ def handoff_create_command(
     constraints: Annotated[Optional[str], typer.Option(help="Conditions the work must meet (8,000).")] = None,
     artifact: Annotated[Optional[list[str]], typer.Option("--artifact", help="An artifact URI (repeatable); "
                                                           "stored, never fetched.")] = None,
-    assignee: Annotated[Optional[str], typer.Option(help="The participant who alone may accept.")] = None,
+    assignee: Annotated[Optional[str], typer.Option(help="The participant who alone may accept: a name, or an "
+                                                    "id as ce participants prints it.")] = None,
     idempotency_key: Annotated[Optional[str], typer.Option("--idempotency-key", help="Retries with the same "
                                                            "key return the same handoff.")] = None,
     session_file: SessionOpt = None,
@@ -123,7 +126,7 @@ def handoff_create_command(
     if artifact:
         body["artifacts"] = [{"uri": uri} for uri in artifact]
     if assignee is not None:
-        body["assignee"] = assignee
+        body["assignee"] = ids.participant(session_file, assignee, "assignee")
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
     show(session_call(session_file, "POST", "/workspace/handoffs", body), "handoffs#HandoffAndTask")

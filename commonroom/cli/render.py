@@ -163,6 +163,10 @@ def place(region: Any, lines: Any) -> str:
     return where or "the whole document"
 
 
+#: Columns of a table whose text wraps (the others keep one line) when the table is wider than the terminal.
+WRAPPED = frozenset({"summary", "capabilities"})
+
+
 def table(rows: Iterable[dict[str, Any]], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]],
           empty: str, next_cursor: Any = None) -> None:
     """A Rich table of ``rows`` (``columns``: header, cell of a row), then the next-page hint."""
@@ -175,7 +179,7 @@ def table(rows: Iterable[dict[str, Any]], columns: list[tuple[str, Callable[[dic
     else:
         grid = Table(box=None, header_style="bold", pad_edge=False)
         for header, _ in columns:
-            grid.add_column(header, no_wrap=header != "summary", overflow="fold")
+            grid.add_column(header, no_wrap=header not in WRAPPED, overflow="fold")
         for row in rows:
             grid.add_row(*(Text(str(cell(row) if cell(row) is not None else "-")) for _, cell in columns))
         print_grid(grid)

@@ -131,9 +131,14 @@ def participants(answer: dict[str, Any]) -> None:
 
 @renders("owner#SessionsPage")
 def sessions(answer: dict[str, Any]) -> None:
-    """Live sessions, oldest first, with their boards' retained messages."""
+    """Live sessions, oldest first, with their boards' retained messages.
+
+    The whole session id: it names the session's board in ``ce board …``,
+    run with a participant's session, which cannot list the room's sessions
+    to resolve a start of one.
+    """
     table(answer["sessions"], [
-        ("session", lambda s: short(s["session"]["id"])),
+        ("session", lambda s: s["session"]["id"]),
         ("who", lambda s: _name(s["session"].get("participant"))),
         ("capabilities", lambda s: ", ".join(s["session"].get("capabilities") or [])),
         ("expires", lambda s: when(s["session"].get("expires_at"))),
