@@ -17,14 +17,13 @@ import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
-from urllib.parse import quote, urlencode
 
 import typer
 
 from . import ids
 from .common import handled
 from .options import SessionOpt
-from .sessions import load_session, session_call
+from .sessions import load_session, operation_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 
@@ -53,25 +52,10 @@ def _board(session_file: Path | None, board: str) -> str:
     return text or board
 
 
-def _route(operation: str, **params: str) -> tuple[str, str]:
-    """The method and path ``operation`` declares in the operation table, its path parameters filled."""
-    from ..operations import OPERATIONS  # the table imports the engine: only when a board command runs
-
-    http = OPERATIONS[operation].http
-    assert http is not None
-    path = http.path
-    for name, value in params.items():
-        path = path.replace("{" + name + "}", quote(value, safe=""))
-    return http.method, path
-
-
 def _run(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
          timeout: float = 60.0, **params: str) -> Any:
     """Call ``operation``'s route with the stored session."""
-    method, path = _route(operation, **params)
-    if query:
-        path += "?" + urlencode(query)
-    return session_call(session_file, method, path, body, timeout=timeout)
+    return operation_call(session_file, operation, body, query, timeout, **params)
 
 
 @board_app.command("post")

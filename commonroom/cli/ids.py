@@ -17,18 +17,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
-from urllib.parse import quote, urlencode
 
 from ..errors import CommonroomError, InvalidRequest, NotFound
 from .common import operator_read
-from .sessions import session_call
+from .sessions import operation_call
 
 #: An id as the room mints it (:func:`commonroom.tokens.new_id`).
 FULL_ID = re.compile(r"[a-z]+_[0-9a-f]{24}")
 #: A task id as the room mints it (:func:`commonroom.tokens.new_secret`: 43 URL-safe characters, case matters).
 FULL_TASK_ID = re.compile(r"task_[A-Za-z0-9_-]{43}")
 #: A participant id, or a start of one as the tables print it (``p_f47a72b1…``).
-PARTICIPANT_ID = re.compile(r"p_[0-9a-f]{1,24}(…|\.\.\.)?")
+PARTICIPANT_ID = re.compile(r"p_[0-9a-f]{0,24}(…|\.\.\.)?")
 #: A version as the tables print it (``v2``) or its number (``2``).
 VERSION = re.compile(r"[vV]?([0-9]{1,12})")
 #: Most pages one resolution reads (200 items each).
@@ -93,17 +92,9 @@ def resolve(given: str, pages: Pages, what: str, parameter: str, full: re.Patter
 
 def session_listing(session_file: Path | None, operation: str, **params: str) -> Callable[[Any], dict[str, Any]]:
     """``cursor -> page``: ``operation``'s listing (its route in the operation table) with the stored session."""
-    from ..operations import OPERATIONS  # the table imports the engine: only when a prefix is resolved
-
-    http = OPERATIONS[operation].http
-    assert http is not None
-    path = http.path
-    for name, value in params.items():
-        path = path.replace("{" + name + "}", quote(value, safe=""))
-
     def page(cursor: Any) -> dict[str, Any]:
         query = {"limit": "200", **({"cursor": cursor} if cursor else {})}
-        return session_call(session_file, http.method, f"{path}?{urlencode(query)}")  # type: ignore[no-any-return]
+        return operation_call(session_file, operation, query=query, **params)  # type: ignore[no-any-return]
 
     return page
 

@@ -31,7 +31,7 @@ COMMANDS: dict[str, str] = {
     "diff": "editing", "read": "editing", "propose": "editing", "approve": "editing", "reject": "editing",
     "withdraw": "editing", "write": "editing",
     "handoffs": "handoffs", "handoff": "handoffs", "handoff-events": "handoffs", "task": "handoffs",
-    "task-cancel": "handoffs", "handoff-create": "handoffs", "handoff-accept": "handoffs",
+    "task-cancel": "handoffs", "task-answer": "handoffs", "handoff-create": "handoffs", "handoff-accept": "handoffs",
     "handoff-request-input": "handoffs", "handoff-complete": "handoffs", "handoff-approve": "handoffs",
     "handoff-reject": "handoffs", "handoff-cancel": "handoffs",
     "invitation": "access", "lease": "editing", "board": "board",

@@ -78,9 +78,11 @@ def console(stderr: bool = False) -> Console:
 _TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
 
 
-def print_grid(grid: Any) -> None:
-    """Print a Rich table on stdout without the spaces Rich pads its last column with."""
+def print_grid(grid: Any, width: int | None = None) -> None:
+    """Print a Rich table on stdout (at most ``width`` columns) without the spaces Rich pads its last column with."""
     out = console()
+    if width is not None:
+        out.width = min(out.width, width)
     with out.capture() as captured:
         out.print(grid)
     sys.stdout.write(_TRAILING.sub(r"\1", captured.get()))
@@ -168,8 +170,9 @@ WRAPPED = frozenset({"summary", "capabilities"})
 
 
 def table(rows: Iterable[dict[str, Any]], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]],
-          empty: str, next_cursor: Any = None) -> None:
-    """A Rich table of ``rows`` (``columns``: header, cell of a row), then the next-page hint."""
+          empty: str, next_cursor: Any = None, width: int | None = None) -> None:
+    """A Rich table of ``rows`` (``columns``: header, cell of a row; at most ``width`` columns wide, the
+    :data:`WRAPPED` ones wrapping), then the next-page hint."""
     from rich.table import Table
     from rich.text import Text
 
@@ -182,7 +185,7 @@ def table(rows: Iterable[dict[str, Any]], columns: list[tuple[str, Callable[[dic
             grid.add_column(header, no_wrap=header not in WRAPPED, overflow="fold")
         for row in rows:
             grid.add_row(*(Text(str(cell(row) if cell(row) is not None else "-")) for _, cell in columns))
-        print_grid(grid)
+        print_grid(grid, width)
     more(next_cursor)
 
 
@@ -209,6 +212,27 @@ def fields(answer: Any) -> None:
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         grid.add_row(key, Text(shown))
     print_grid(grid)
+
+
+#: Columns a detail view (:func:`detail`) takes at most, on a terminal or piped.
+DETAIL_WIDTH = 100
+
+
+def detail(title: str | Text, rows: Iterable[tuple[str, Any]]) -> None:
+    """A record for people: its title line, then ``label  value`` rows (values wrapped, multi-line text kept),
+    at most :data:`DETAIL_WIDTH` columns; rows whose value is None or empty are left out."""
+    from rich.table import Table
+    from rich.text import Text
+
+    line(title)
+    grid = Table(box=None, show_header=False, pad_edge=False, width=None)
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        if value is None or value == "" or value == []:
+            continue
+        grid.add_row(label, value if isinstance(value, Text) else Text(str(value)))
+    print_grid(grid, DETAIL_WIDTH)
 
 
 def markdown(text: str) -> None:
