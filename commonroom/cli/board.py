@@ -59,7 +59,7 @@ def _run(session_file: Path | None, operation: str, body: Any = None, query: dic
 
 
 @board_app.command("post")
-@handled
+@handled(made="message_id")
 def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: PriorityOpt = None, tag: TagsOpt = None,
                  reply_to: Annotated[Optional[str], typer.Option(help="A message of the same board.")] = None,
                  requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Ask the board's session to "
@@ -185,7 +185,7 @@ def peers_command(session_file: SessionOpt = None) -> None:
 
 
 @board_app.command("peer-post")
-@handled
+@handled(made="message_id")
 def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (peer_…), from ce board peers.")],
                       kind: str, body: str, priority: PriorityOpt = None, tag: TagsOpt = None,
                       requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Repeat it on the peer's "

@@ -169,7 +169,7 @@ def task_answer_command(
          "handoffs#Task")
 
 
-@handled
+@handled(made="handoff.id")
 def handoff_create_command(
     summary: Annotated[str, typer.Option(help="What is asked (at most 2,000 characters).")],
     constraints: Annotated[Optional[str], typer.Option(help="Conditions the work must meet (8,000).")] = None,

@@ -35,6 +35,9 @@ from ..errors import CommonroomError
 #: True while the running command was given ``--json``.
 JSON_OUTPUT: ContextVar[bool] = ContextVar("ce_json_output", default=False)
 
+#: Where the answer holds the id of what the command made (``handoff.id``), while ``--id-only`` is given.
+MADE: ContextVar[str | None] = ContextVar("ce_made", default=None)
+
 Renderer = Callable[[Any], None]
 _RENDERERS: dict[str, Renderer] = {}
 
@@ -96,7 +99,16 @@ def emit_json(value: Any) -> None:
 
 
 def show(answer: Any, shape: str) -> None:
-    """Print ``answer`` (of schema ``shape``): JSON with ``--json``, else its readable form."""
+    """Print ``answer`` (of schema ``shape``): the new id alone with ``--id-only`` (:data:`MADE`), JSON with
+    ``--json``, else its readable form."""
+    made = MADE.get()
+    if made is not None:
+        value: Any = answer
+        for part in made.split("."):
+            value = value[part]
+        sys.stdout.write(f"{value}\n")
+        sys.stdout.flush()
+        return
     if JSON_OUTPUT.get():
         emit_json(answer)
         return
