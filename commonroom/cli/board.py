@@ -21,7 +21,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from . import ids
+from ..errors import TransportUnavailable
 from .common import handled
+from .outage import Outage, status_line
 from .options import SessionOpt
 from .sessions import load_session, operation_call
 from .render import JSON_OUTPUT, show
@@ -144,7 +146,8 @@ def observe_command(board: BoardArg,
     seconds (30 when 0) forever, printing each changed message as one line
     (with --json: one JSON line) and draining has_more before the next wait;
     history_lost is said (with --json: {"history_lost": true, ...}) and
-    following continues from the new token.
+    following continues from the new token. When the room goes away it says
+    so on stderr, reconnects with backoff and says when the room is back.
     """
     board_id = _board(session_file, board)
 
@@ -159,9 +162,22 @@ def observe_command(board: BoardArg,
         show(once(token, wait), "boards#Observation")
         return
     seconds = wait or 30
-    current = token or once(None, 0)["observation_token"]
+    outage = Outage(status_line("ce board observe"))
+
+    def following(after: str | None, seconds: int) -> Any:
+        """One long-poll; while the room is away, say so once and retry with backoff until it is back."""
+        while True:
+            try:
+                page = once(after, seconds)
+            except TransportUnavailable as exc:
+                outage.lost(exc.message, f"following board {board_id} on")
+                continue
+            outage.back(f"following board {board_id} on")
+            return page
+
+    current = token or following(None, 0)["observation_token"]
     while True:
-        page = once(current, seconds)
+        page = following(current, seconds)
         if not JSON_OUTPUT.get():  # one readable line per changed message
             if page["history_lost"]:
                 print(f"history lost on board {board_id}: some changes were dropped; following on", flush=True)
