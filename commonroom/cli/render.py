@@ -329,8 +329,11 @@ def next_step(envelope: dict[str, Any]) -> str:
         seconds = envelope.get("retry_after_seconds")
         return f"retry after {seconds} s" if seconds is not None else ""
     if code == "permission_denied":
-        required = (envelope.get("details") or {}).get("required")
-        return f"ask the room's operator for an invitation with the {required!r} capability" if required else ""
+        from ..protocol import CAPABILITIES
+
+        required = (envelope.get("details") or {}).get("required")  # also "assignee": then no capability helps
+        return (f"ask the room's operator for an invitation with the {required!r} capability"
+                if required in CAPABILITIES else "")
     return NEXT.get(code) or ""
 
 

@@ -71,7 +71,8 @@ def test_each_codes_hint(code: str):
 def test_hints_worded_from_the_envelope():
     assert next_step({"error": "permission_denied", "details": {"required": "approve"}}) == \
         "ask the room's operator for an invitation with the 'approve' capability"
-    # a wrong assignee: no capability helps, so nothing is suggested
+    # a wrong assignee (or another owner's proposal): no capability helps, so nothing is suggested
     assert next_step({"error": "permission_denied", "details": {}}) == ""
+    assert next_step({"error": "permission_denied", "details": {"required": "assignee"}}) == ""
     assert next_step({"error": "limit_exceeded", "retry_after_seconds": 3}) == "retry after 3 s"
     assert next_step({"error": "stale_version", "current_version": 4, "expected_version": 3}).endswith("--expected 4")
