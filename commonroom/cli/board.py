@@ -57,7 +57,7 @@ def _board(session_file: Path | None, board: str) -> str:
 def _run(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
          timeout: float = 60.0, **params: str) -> Any:
     """Call ``operation``'s route with the stored session."""
-    return operation_call(session_file, operation, body, query, timeout, **params)
+    return operation_call(session_file, operation, body, query, timeout=timeout, **params)
 
 
 @board_app.command("post")

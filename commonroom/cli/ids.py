@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
+from urllib.parse import urlencode
 
 from ..errors import CommonroomError, InvalidRequest, NotFound
 from .common import operator_read
-from .sessions import operation_call
+from .sessions import operation_route, session_call
 
 #: An id as the room mints it (:func:`commonroom.tokens.new_id`).
 FULL_ID = re.compile(r"[a-z]+_[0-9a-f]{24}")
@@ -92,16 +93,19 @@ def resolve(given: str, pages: Pages, what: str, parameter: str, full: re.Patter
 
 def session_listing(session_file: Path | None, operation: str, **params: str) -> Callable[[Any], dict[str, Any]]:
     """``cursor -> page``: ``operation``'s listing (its route in the operation table) with the stored session."""
+    method, path = operation_route(operation, **params)
+
     def page(cursor: Any) -> dict[str, Any]:
         query = {"limit": "200", **({"cursor": cursor} if cursor else {})}
-        return operation_call(session_file, operation, query=query, **params)  # type: ignore[no-any-return]
+        answer: dict[str, Any] = session_call(session_file, method, f"{path}?{urlencode(query)}")
+        return answer
 
     return page
 
 
 def operator_listing(file: Path, operation: str) -> Callable[[Any], dict[str, Any]]:
     """``cursor -> page``: ``operation``'s listing read by the local operator from the sidecar."""
-    return lambda cursor: operator_read(file, operation, {"limit": 200, "cursor": cursor})  # type: ignore[no-any-return]
+    return lambda cursor: operator_read(file, operation, {"limit": 200, "cursor": cursor})
 
 
 def _ids(listing: Callable[[Any], dict[str, Any]], items: str, key: str) -> Pages:

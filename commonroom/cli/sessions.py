@@ -71,7 +71,7 @@ def operation_route(operation: str, **params: str) -> tuple[str, str]:
 
 
 def operation_call(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
-                   timeout: float = 60.0, **params: str) -> Any:
+                   *, timeout: float = 60.0, **params: str) -> Any:
     """Call ``operation``'s route (:func:`operation_route`) with the stored session: the answer's JSON."""
     from urllib.parse import urlencode
 
