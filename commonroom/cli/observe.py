@@ -248,11 +248,16 @@ class Follower:
         return f"resuming after #{self.last}" if self.last is not None else "with new events only"
 
 
+def event_id(text: str) -> int:
+    """An event id as ``ce observe`` prints it (``#42``) or its number: the parser of ``--since``."""
+    return int(text.strip().removeprefix("#"))
+
+
 @handled
 def observe_command(
     session_file: Annotated[Optional[Path], typer.Option(help="The session to use (needs observe).")] = None,
-    since: Annotated[Optional[int], typer.Option(help="Replay the events after this id first (still in the ring).",
-                                                 min=0)] = None,
+    since: Annotated[Optional[int], typer.Option(help="Replay the events after this id first (still in the ring); "
+                                                 "42 or #42 as the lines print it.", min=0, parser=event_id)] = None,
 ) -> None:
     """Follow the room's events, one line each (time, who, what); reconnects and resumes by itself.
 
