@@ -32,7 +32,8 @@ from .usage import CeTyper
 board_app = CeTyper(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True, rich_markup_mode=None)
 
-BoardArg = Annotated[str, typer.Argument(help="The board: a session's public id, or - for your own session.")]
+BoardArg = Annotated[str, typer.Argument(help="The board: a session id as ce sessions prints it, or - for your "
+                                         "own session.")]
 MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a unique start of it as the tables "
                                            "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
@@ -175,6 +176,14 @@ def observe_command(board: BoardArg,
             outage.back(f"following board {board_id} on")
             return page
 
+    try:
+        _follow(following, token, seconds, board_id)
+    except KeyboardInterrupt:  # Ctrl-C ends following, as for ce observe
+        raise typer.Exit(0) from None
+
+
+def _follow(following: Any, token: str | None, seconds: int, board_id: str) -> None:
+    """The --follow loop: each changed message as one line (JSON with --json), for ever."""
     current = token or following(None, 0)["observation_token"]
     while True:
         page = following(current, seconds)

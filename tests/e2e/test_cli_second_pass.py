@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import re
+import signal
 import subprocess
 import threading
 from pathlib import Path
@@ -189,6 +190,8 @@ def test_board_observe_follow_says_when_the_room_went_away_and_came_back(tmp_pat
         ok("board", "post", "-", "note", "after the restart", "--session-file", str(session))
         assert wait_until(lambda: any("after the restart" in line for line in out), 15), (out, err)
         assert follower.poll() is None
+        follower.send_signal(signal.SIGINT)  # Ctrl-C ends following with 0, as for ce observe
+        assert follower.wait(10) == 0 and not any("Traceback" in e for e in err), err
     finally:
         if follower:
             follower.terminate()
