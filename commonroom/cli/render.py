@@ -303,7 +303,7 @@ NEXT: dict[str, str | None] = {
     "not_found": "check the id (the list commands print them)",
     "method_not_allowed": None,  # only ce call reaches it: the message names the methods the route serves
     "handoff_not_found": "list the handoffs with ce handoffs FILE",
-    "handoff_conflict": "see the handoff's current status with ce handoff FILE ID",
+    "handoff_conflict": None,  # the message names the handoff's status and what the transition needs
     "idempotency_mismatch": "give a new --idempotency-key for a different request",
     "message_not_found": "list the board's messages with ce board list BOARD",
     "peer_not_found": "list your peers with ce board peers",

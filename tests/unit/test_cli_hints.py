@@ -37,7 +37,7 @@ EXPECTED: dict[str, str] = {
     "not_found": "check the id",
     "method_not_allowed": "",
     "handoff_not_found": "ce handoffs FILE",
-    "handoff_conflict": "ce handoff FILE ID",
+    "handoff_conflict": "",
     "idempotency_mismatch": "--idempotency-key",
     "message_not_found": "ce board list BOARD",
     "peer_not_found": "ce board peers",
