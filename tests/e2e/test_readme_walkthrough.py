@@ -1,10 +1,12 @@
 """The README's *Try it* walk-through runs verbatim (issue 36, point 2).
 
-The commands are read from README.md itself (the first ``sh`` block under
-``## Try it``) and run by bash, as they stand, in a fresh checkout-like
-folder (the README and ``examples/`` copied, ``.venv`` the running
-interpreter's environment, ``sample.md`` made by the set-up command's own
-copy step) while a real room serves ``sample.md`` there. Every line of the
+A fresh clone of this checkout (``git clone``: what is committed; where
+there is no git, the README and ``examples/`` copied) gets ``.venv`` as
+the running interpreter's environment (the set-up's install, already
+done) and ``sample.md`` from the set-up command's own copy step; a real
+room serves ``sample.md`` there. The commands are read from the clone's
+README.md itself (the first ``sh`` block under ``## Try it``) and run by
+bash, as they stand. Every line of the
 README's *What you see* block is then found in what they printed, with ids
 and relative times masked.
 """
@@ -40,19 +42,21 @@ def _masked(text: str) -> str:
 
 
 def test_the_readme_walkthrough_runs_verbatim(tmp_path: Path):
-    readme = README.read_text("utf-8")
+    checkout = tmp_path / "commonroom"
+    cloned = shutil.which("git") is not None and subprocess.run(
+        ["git", "clone", "--quiet", str(ROOT), str(checkout)], capture_output=True).returncode == 0
+    if not cloned:  # not a git checkout (an unpacked sdist): the files the walk-through reads
+        checkout.mkdir(exist_ok=True)
+        shutil.copy(README, checkout / "README.md")
+        shutil.copytree(ROOT / "examples", checkout / "examples")
+    (checkout / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    readme = (checkout / "README.md").read_text("utf-8")
     setup = _block(readme, "## Set up", "sh").strip()
     walk = _block(readme, "## Try it", "sh")
     seen = _block(readme, "What you see", "text")
-
-    checkout = tmp_path / "commonroom"
-    checkout.mkdir()
-    shutil.copy(README, checkout / "README.md")
-    shutil.copytree(ROOT / "examples", checkout / "examples")
-    (checkout / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
     copy_step = next(part for part in setup.split(" && ") if "examples/sample.md" in part)
     subprocess.run(["bash", "-c", copy_step], cwd=checkout, check=True)  # the set-up's own copy of the sample
-    assert (checkout / "sample.md").read_bytes() == (ROOT / "examples" / "sample.md").read_bytes()
+    assert (checkout / "sample.md").read_bytes() == (checkout / "examples" / "sample.md").read_bytes()
 
     room = start_room(checkout, name="sample.md")  # the set-up's `ce serve sample.md`, on free ports
     try:
