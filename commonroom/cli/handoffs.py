@@ -15,8 +15,9 @@ scripts: ``ce task-answer`` (the owner answers a task's input request),
 ``ce handoff-request-input``, ``ce handoff-complete``,
 ``ce handoff-approve``, ``ce handoff-reject``, ``ce handoff-cancel``.
 Each calls the route its operation declares; nothing here decides. A
-handoff id may be given as the tables print it, a unique start of it
-(:mod:`commonroom.cli.ids`).
+handoff or task id may be given as the tables print it, a unique start of
+it, and a participant (``--participant``, ``--assignee``) by name or by the
+id ``ce participants`` prints (:mod:`commonroom.cli.ids`).
 """
 
 from __future__ import annotations

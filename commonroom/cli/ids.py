@@ -9,7 +9,11 @@ serves to this caller (every page): one match is that id; several are
 ``invalid_request`` naming them; none (or a listing the caller may not
 read) sends the text unchanged, so the room answers its own not-found
 error, as for any unknown id. A full id (``<prefix>_`` and 24 hex digits)
-is sent as it is, without a listing. docs/decisions.md, *Short ids*.
+is sent as it is, without a listing. Every kind a command prints is taken
+back: proposals, leases, handoffs, board messages, live sessions (``ce
+revoke``), tasks (case kept: :data:`FULL_TASK_ID`), participants where a
+command takes a name (:func:`participant`: the id resolved to the name) and
+versions (``v2``, :func:`version`). docs/decisions.md, *Short ids*.
 """
 
 from __future__ import annotations

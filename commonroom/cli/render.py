@@ -237,7 +237,7 @@ def detail(title: str | Text, rows: Iterable[tuple[str, Any]]) -> None:
     from rich.text import Text
 
     line(title)
-    grid = Table(box=None, show_header=False, pad_edge=False, width=None)
+    grid = Table(box=None, show_header=False, pad_edge=False)
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     for label, value in rows:
