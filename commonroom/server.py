@@ -13,6 +13,7 @@ same file fails at once, naming the first.
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import logging
@@ -30,8 +31,9 @@ from gunicorn.app.base import BaseApplication
 from . import tokens
 from .affinity import cpu_choice, pin_worker
 from .clock import Clock
-from .roomfiles import PRIVATE_UMASK, RoomFiles, write_private
+from .roomfiles import PRIVATE_UMASK, RoomFiles, room_on_port, write_private
 from .bodyguard import BodyGuard
+from .cli.entry import running_ce
 from .worker import LISTEN_BACKLOG, ConnectionLimits, RoomWorker
 
 log = logging.getLogger("commonroom.server")
@@ -118,10 +120,25 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{_port_taken(port, exc)}") from None
     sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
+
+
+def _port_taken(port: int, exc: OSError) -> str:
+    """For a port in use: who holds it (the room on FILE, or a pid) and how to choose other ports."""
+    if exc.errno != errno.EADDRINUSE:
+        return ""
+    holder = room_on_port(port)
+    if holder is None:
+        who = ""
+    elif holder[0] is not None:
+        who = f" (the room on {holder[0]} holds it, pid {holder[1]})"
+    else:
+        who = f" (process {holder[1]} holds it)"
+    return (f"{who}; choose other ports with --port N --owner-port N, or let the system pick free ones "
+            "with --port 0 --owner-port 0")
 
 
 def _listen_unix(path: Path) -> socket.socket:
@@ -278,10 +295,13 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         print(f"  session ingress: http://{ingress['host']}:{ingress['port']}", file=out)
         if options.socket:
             print(f"  local socket:    {files.socket}", file=out)
+        ce = running_ce()  # the commands as they run from any directory, ce on PATH or not
         for name, listener in ingress.get("transports", {}).items():
             print(f"  {name} ingress:{' ' * max(1, 8 - len(name))}{url(listener['address'], listener['port'])}"
-                  f"  (ce invite {files.document} --transport {name} ...)", file=out)
-        print(f"  invite someone:  ce invite {files.document} --participant NAME --cap read,observe,propose", file=out)
+                  f"  ({ce} invite {files.document} --transport {name} ...)", file=out)
+        print(f"  invite someone:  {ce} invite {files.document} --participant NAME --cap read,observe,propose",
+              file=out)
+        print(f"  open the console: {ce} console {files.document}", file=out)
         out.flush()
 
         config = WorkerConfig(

@@ -110,7 +110,7 @@ def test_the_console_follows_a_real_room(room, chromium, tmp_path):
 
         # 2. choose alice's session through the search box: its board loads (baseline, then snapshot)
         page.fill("#session-search", "alice")
-        page.select_option("#session-select", sid)
+        page.click(f"#session-list [data-sid='{sid}']")
         page.wait_for_selector("#board-state.good")
         page.wait_for_selector("#board li.msg >> text=first pass done")
         # 3. a message posted over MCP appears without a reload; it renders as text
