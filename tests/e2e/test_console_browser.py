@@ -208,7 +208,7 @@ def test_the_board_panel_shows_both_summaries(room, chromium, tmp_path):
         page.wait_for_selector("#live.good")
         # the coordinator's board: one open todo left (the urgent one was completed), the latest decision
         page.fill("#session-search", "coordinator")
-        page.select_option("#session-select", c_id)
+        page.click(f"#session-list [data-sid='{c_id}']")
         facts = page.locator("#summary-discussion [data-facts=discussion]")
         expect(facts).to_contain_text("4 retained messages")
         expect(page.locator("#summary-discussion [data-list=open_todos]")).to_have_text("1 open todo")
@@ -224,7 +224,7 @@ def test_the_board_panel_shows_both_summaries(room, chromium, tmp_path):
         assert_not_injected(page, "#board-summary")
         # the worker's session: the completion recorded under it and the lease it holds
         page.fill("#session-search", "worker")
-        page.select_option("#session-select", w_id)
+        page.click(f"#session-list [data-sid='{w_id}']")
         handoff = page.locator("#summary-handoff [data-facts=handoff]")
         expect(handoff).to_contain_text("1 todo completed")
         expect(handoff).to_contain_text("1 lease held")
