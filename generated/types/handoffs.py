@@ -164,6 +164,17 @@ class HandoffEventsPage(TypedDict, closed=True):
     next_cursor: common.Cursor
 
 
+class Result(TypedDict):
+    """
+    completed only: the core CallToolResult (resultType complete), valid against the official schema.
+    """
+
+    content: list[Any]
+    isError: NotRequired[bool]
+    structuredContent: NotRequired[dict[str, Any]]
+    resultType: Literal['complete']
+
+
 class Error(TypedDict):
     """
     failed only: the JSON-RPC error object.
@@ -200,9 +211,9 @@ class Task(TypedDict, closed=True):
     """
     Answers received so far: key → answer (for the assignee).
     """
-    result: NotRequired[dict[str, Any]]
+    result: NotRequired[Result]
     """
-    completed only: the CallToolResult.
+    completed only: the core CallToolResult (resultType complete), valid against the official schema.
     """
     error: NotRequired[Error]
     """
