@@ -202,7 +202,11 @@ def test_task_cancel_keeps_a_terminal_status_and_cancels_the_handoff(engine, peo
     assert engine.task_cancel(owner, completed["taskId"]) == completed
     live = engine.create_handoff(owner, "live")
     engine.accept_handoff(worker, live["handoff"]["id"])
-    assert engine.task_cancel(worker, live["task"]["taskId"])["status"] == "cancelled"
+    with pytest.raises(PermissionDenied) as refused:  # the assignee sees the task but may not cancel it
+        engine.task_cancel(worker, live["task"]["taskId"])
+    assert refused.value.details == {"required": "owner or approve", "task_id": live["task"]["taskId"]}
+    assert engine.task_get(worker, live["task"]["taskId"])["status"] == "working"
+    assert engine.task_cancel(owner, live["task"]["taskId"])["status"] == "cancelled"
     assert engine.handoff(owner, live["handoff"]["id"])["status"] == "cancelled"
     with pytest.raises(HandoffConflict):  # a late completion of a cancelled task
         engine.complete_handoff(worker, live["handoff"]["id"], "late")
@@ -213,14 +217,17 @@ def test_task_update_edges(engine, people):
     created = engine.create_handoff(owner, "x")
     h, task_id = created["handoff"]["id"], created["task"]["taskId"]
     engine.accept_handoff(worker, h)
-    with pytest.raises(InvalidRequest) as refused:
-        engine.task_update(owner, task_id, {"input_1": {}})
-    assert refused.value.details["reason"] == "not_input_required"
+    before = engine.handoff_events(owner, h)["events"]
+    # nothing outstanding to answer (a working task, unknown keys): acknowledged, nothing changes or is emitted
+    assert engine.task_update(owner, task_id, {"input_1": {}}) == engine.task_get(owner, task_id)
+    assert engine.task_get(owner, task_id)["status"] == "working"
     engine.request_handoff_input(worker, h, "a?")
     engine.request_handoff_input(worker, h, "b?")
-    with pytest.raises(InvalidRequest) as refused:
-        engine.task_update(owner, task_id, {"nope": {}})
-    assert refused.value.details["reason"] == "no_matching_request"
+    waiting = engine.task_get(owner, task_id)
+    assert engine.task_update(owner, task_id, {"nope": {}}) == waiting  # never restarts the work
+    assert len(engine.handoff_events(owner, h)["events"]) == len(before) + 2  # the two requests only
+    with pytest.raises(InvalidRequest):  # malformed in itself: still 400
+        engine.task_update(owner, task_id, ["input_1"])  # type: ignore[arg-type]
     partial = engine.task_update(owner, task_id, {"input_1": {"action": "accept"}, "nope": 1})
     assert partial["status"] == "input_required" and list(partial["inputRequests"]) == ["input_2"]
     assert engine.task_update(owner, task_id, {"input_2": {"action": "decline"}})["status"] == "working"
