@@ -17,6 +17,7 @@ from commonroom.errors import (HandoffConflict, HandoffNotFound, IdempotencyMism
                                LimitExceeded, PermissionDenied)
 from commonroom.store import db as store_db
 from tests.fakeclock import join, open_engine
+from tests.mcp_schema import check
 
 TEXT = "# Plan\n\n## Goals\n\n- ship\n"
 WORKER = ["read", "handoff"]
@@ -343,6 +344,7 @@ def test_the_ttl_sweep_fails_stale_tasks_and_deletes_old_terminal_ones(engine, p
     engine.accept_handoff(worker, done["handoff"]["id"])
     clock.advance(3600)
     engine.complete_handoff(worker, done["handoff"]["id"], "kept")
+    check("CallToolResult", engine.task_get(owner, done["task"]["taskId"])["result"])  # the core shape, resultType included
     clock.advance(24 * 3600 - 3600 - 1)
     assert engine.sweep_tasks() == {"expired": 0, "deleted": 0}  # inside the TTL nothing moves
     clock.advance(1)
@@ -354,9 +356,9 @@ def test_the_ttl_sweep_fails_stale_tasks_and_deletes_old_terminal_ones(engine, p
     assert engine.sweep_tasks() == {"expired": 0, "deleted": 0}  # idempotent
     clock.advance(3600)
     assert engine.sweep_tasks() == {"expired": 0, "deleted": 1}
-    with pytest.raises(HandoffNotFound):
+    with pytest.raises(HandoffNotFound):  # the row expired: no task result is served any more (tasks/get: -32602)
         engine.task_get(owner, done["task"]["taskId"])
-    assert engine.handoff(owner, done["handoff"]["id"])["result"] == "kept"
+    assert engine.handoff(owner, done["handoff"]["id"])["result"] == "kept"  # the handoff keeps the text
 
 
 def test_tasks_survive_reopening(tmp_path, clock):
