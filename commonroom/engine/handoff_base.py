@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from generated.types.handoffs import Handoff as HandoffWire
 from generated.types.handoffs import HandoffAndTask, HandoffStatus, TaskStatus
+from generated.types.handoffs import Result as TaskResult
 from generated.types.handoffs import Task as TaskWire
 
 from ..errors import HandoffConflict, HandoffNotFound, LimitExceeded, PermissionDenied
@@ -108,7 +109,7 @@ class HandoffBase(EngineBase):
         if row.status == "completed" and row.result is not None:
             # the core CallToolResult: resultType is required there (a client such as the official
             # TypeScript ext-tasks decodes it as one); rows stored before it was kept get it here
-            task["result"] = {**row.result, "resultType": "complete"}
+            task["result"] = cast("TaskResult", {**row.result, "resultType": "complete"})
         if row.status == "failed" and row.error is not None:
             task["error"] = row.error
         return task
