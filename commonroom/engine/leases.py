@@ -294,7 +294,7 @@ class LeasesMixin(EngineBase):
             raise NotFound("no such lease held by this session", details={"lease_id": lease_id})
         if row.released_at or row.expired_at or row.expires_at <= now:
             status = "released" if row.released_at else "expired"
-            raise LeaseConflict(f"lease {lease_id} is {status}, no longer active",
+            raise LeaseConflict(f"the lease is {status}, no longer active",
                                 details={"lease_id": lease_id, "status": status, "reason": "not_active",
                                          "allowed_from": ["active"]}, lease_id=lease_id)
         return row

@@ -169,7 +169,7 @@ class Result(TypedDict):
     completed only: the core CallToolResult (resultType complete), valid against the official schema.
     """
 
-    content: list[Any]
+    content: list[dict[str, Any]]
     isError: NotRequired[bool]
     structuredContent: NotRequired[dict[str, Any]]
     resultType: Literal['complete']
