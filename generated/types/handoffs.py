@@ -76,13 +76,22 @@ class HandoffCompleteInput(TypedDict, closed=True):
     """
 
 
+class RequestedSchema(TypedDict):
+    """
+    An elicitation form schema (type object, flat primitive properties); default: one required string property answer.
+    """
+
+    type: Literal['object']
+    properties: dict[str, Any]
+
+
 class HandoffRequestInputInput(TypedDict, closed=True):
     handoff_id: str
     message: str
     """
     The question for the handoff's owner.
     """
-    requested_schema: NotRequired[dict[str, Any]]
+    requested_schema: NotRequired[RequestedSchema]
     """
     An elicitation form schema (type object, flat primitive properties); default: one required string property answer.
     """
