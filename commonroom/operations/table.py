@@ -237,7 +237,7 @@ OPERATIONS = Table([
         errors=("handoff_not_found", "invalid_request"), read_only=False,
         http=Http("POST", "/workspace/task/update")),
     Operation(
-        "task_cancel", "Cancel a task (a terminal one stays as it was)", "task_cancel", "handoffs#TaskInput",
+        "task_cancel", "Cancel a task (its owner or approve; a terminal one stays as it was)", "task_cancel", "handoffs#TaskInput",
         "handoffs#Task", "handoffs", args=("task_id", "participant"), errors=("handoff_not_found", "permission_denied"),
         read_only=False, http=Http("POST", "/workspace/task/cancel")),
     # -- boards (seed collaboration-board.txt) ------------------------------
