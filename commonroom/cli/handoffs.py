@@ -7,7 +7,9 @@ the writer lock): ``ce handoffs FILE``, ``ce handoff FILE ID``,
 ``ce task-cancel FILE ID --participant NAME``. A task id is not
 authorization: ``--participant`` names whose view the visibility rule is
 checked for (the task's owner, its assignee, or a participant holding
-``approve`` in a live session).
+``approve`` in a live session); cancelling follows the one cancel rule
+(the owner or ``approve``: the assignee sees the task but may not cancel
+it).
 
 Participant commands over the stored session (the byte client), for
 scripts: ``ce task-answer`` (the owner answers a task's input request),
@@ -123,7 +125,7 @@ def task_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -
 
 @handled
 def task_cancel_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
-    """Cancel a task as --participant (a terminal task stays as it was)."""
+    """Cancel a task as --participant: its owner or a holder of approve (a terminal task stays as it was)."""
     document = require_document(file)
     body = {"task_id": ids.operator_task(file, task_id), "participant": ids.operator_participant(file, participant)}
     show(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)),
