@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from http import HTTPStatus
 import os
 import resource
 import sys
@@ -148,17 +149,25 @@ def error_body(status: int, message: str, details: dict[str, Any], retry: int | 
     return dumps(body)
 
 
-_REASONS = {400: "Bad Request", 408: "Request Timeout", 414: "URI Too Long",
-            431: "Request Header Fields Too Large", 501: "Not Implemented", 503: "Service Unavailable"}
 #: gunicorn's own refusals (before the app runs), as the catalogue's codes.
 _PARSER_REFUSALS = {414: ("limit_exceeded", "request_line"), 431: ("limit_exceeded", "request_headers")}
 
 
-def _raw_answer(status: int, body: bytes, retry: int | None = None) -> bytes:
-    extra = f"Retry-After: {retry}\r\n" if retry is not None else ""
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+def _raw_answer(status: int, body: bytes, retry: int | None = None,
+                extra: tuple[tuple[str, str], ...] | list[tuple[str, str]] = ()) -> bytes:
+    lines = "".join(f"{name}: {value}\r\n" for name, value in extra)
+    if retry is not None:
+        lines += f"Retry-After: {retry}\r\n"
     # nosniff: every answer of the room carries it (commonroom.http.edge, docs/hardening.md)
-    head = (f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n{extra}X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n")
+    head = (f"HTTP/1.1 {status} {_reason(status)}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{lines}X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n")
     return head.encode("latin-1") + body
 
 
@@ -278,13 +287,21 @@ class GuardedProtocol(_ASGIProtocol):
             self._safe_write(memoryview(body)[sent - len(head):])
 
     def _send_error_response(self, status: int, message: str, extra_headers: Any = ()) -> None:
-        """gunicorn's parser refusals (400, 414, 431, 501) as the room's JSON error envelope."""
-        code, limit = _PARSER_REFUSALS.get(status, ("invalid_request", None))
-        details: dict[str, Any] = {"reason": message[:200]}
-        if limit is not None:
-            details["limit"] = limit
-        status = status if status in _REASONS else 400
-        self._safe_write(_raw_answer(status, error_body(status, message[:200], details, code=code)))
+        """gunicorn's own answers made before or instead of the app (400, 414, 431, 426, 501, 500, ...), with
+        their status and extra headers, as the room's JSON error envelope (a 5xx: the room's 500 body)."""
+        if status >= 500 and status != 503:
+            from .wire import INTERNAL_ERROR
+
+            body = INTERNAL_ERROR
+        else:
+            code, limit = _PARSER_REFUSALS.get(status, ("invalid_request", None))
+            details: dict[str, Any] = {"reason": message[:200]}
+            if limit is not None:
+                details["limit"] = limit
+            body = error_body(status, message[:200], details, code=code)
+        extra = [(str(name), str(value)) for name, value in extra_headers or ()
+                 if str(name).lower() not in ("content-type", "content-length", "connection")]
+        self._safe_write(_raw_answer(status, body, extra=extra))
 
     def _room_headers_late(self) -> None:
         self._room_timer = None

@@ -26,7 +26,10 @@ def serve_command(
         help="The plugin ingress's port (default: the same number as --port).")] = None,
     log_level: Annotated[str, typer.Option(help="gunicorn log level.")] = "warning",
 ) -> None:
-    """Start the room on FILE: one process, two listeners (three with --transport), until Ctrl-C."""
+    """Start the room on FILE: one process, two listeners, until Ctrl-C.
+
+    With --transport, a third: the session ingress a transport plugin names (tailcat: an encrypted overlay).
+    """
     from ..memory import use_system_malloc
 
     use_system_malloc()  # re-executes under PYTHONMALLOC=malloc unless it is set (commonroom/memory.py)

@@ -22,11 +22,11 @@ import pytest
 
 from commonroom import schemas
 from commonroom.operations import OPERATIONS
-from tests.roomproc import ce
+from tests.roomproc import ce, start_room
 
 FOREIGN = ["rebind.example", "rebind.example:80", "127.0.0.2", "localhost.rebind.example", "", "localhost.",
-           "[::2]", "127.0.0.1 x", "commonroom.example"]
-SERVED = ["127.0.0.1", "localhost:1", "LOCALHOST", "[::1]:8080", "commonroom", "127.0.0.1:65535"]
+           "[::2]", "127.0.0.1 x", "commonroom.example", "[::1]:8080", "localhost:\u00b2".encode("utf-8")]
+SERVED = ["127.0.0.1", "localhost:1", "LOCALHOST", "commonroom", "127.0.0.1:65535"]
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +81,14 @@ def created(room, bearer) -> tuple[list, list]:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "a"])
 def test_a_write_inside_a_pipelined_head_is_header_lines_not_a_request(room, bearer, host):
-    """Issue 34's reproduction: 200 (or 421 for its foreign Host) for the GET, then 400; nothing created."""
+    """Issue 34's reproduction: 200 for the GET, then 400 (with its foreign Host ``a``: 421, and the connection
+    closes there); nothing created either way."""
     body = json.dumps({"base_version": 1, "text": "x\n", "summary": "SMUGGLED"}).encode()
     answer = exchange(port(room.ingress),
                       f"GET /workspace/room HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {bearer}\r\n\r\n"
                       "POST /workspace/leases HTTP/1.1\r\n".encode(),
                       write_head("/workspace/proposals", bearer, body, host))
-    assert statuses(answer) == [200 if host == "127.0.0.1" else 421, 400], answer
+    assert statuses(answer) == ([200, 400] if host == "127.0.0.1" else [421]), answer
     assert b"SMUGGLED" not in answer and b" 201 " not in answer
     assert created(room, bearer) == ([], [])
 
@@ -182,6 +183,57 @@ def test_a_console_login_refused_for_its_host_keeps_its_code(room):
     assert refused.status_code == 421 and "set-cookie" not in refused.headers
     answer = httpx.get(url)  # the code still works, once
     assert answer.status_code == 303 and "set-cookie" in answer.headers
+
+
+@pytest.mark.parametrize("first,status", [
+    ("GET /workspace/room HTTP/1.1\r\nHost: rebind.example\r\n\r\n", 421),
+    ("GET /workspace%2Froom HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400),
+    ("POST /workspace/leases HTTP/1.1\r\nHost: rebind.example\r\nContent-Length: 2\r\n\r\n{}", 421),
+    ("POST /workspace/leases HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}", 401),
+])
+def test_an_answer_that_says_close_closes_and_nothing_behind_it_runs(room, bearer, first, status):
+    """A refusal (or any answer) announcing ``Connection: close`` closes: a write pipelined behind it never runs."""
+    lease = json.dumps({"region": {"lines": [6, 6]}, "ttl_seconds": 60}).encode()
+    with socket.create_connection(("127.0.0.1", port(room.ingress))) as sock:
+        sock.sendall(first.encode() + write_head("/workspace/leases", bearer, lease))
+        sock.settimeout(5)
+        out = b""
+        while chunk := sock.recv(65536):  # ends at the room's close, not at the timeout
+            out += chunk
+    assert statuses(out) == [status], out
+    assert b"connection: close" in out.lower()
+    assert created(room, bearer) == ([], [])
+
+
+def test_the_room_serves_no_websocket(room):
+    """A handshake is refused on both listeners, whatever its path (no route, no error handler runs)."""
+    log = room.document.with_name(room.document.name + ".serve.log")
+    before = log.read_text() if log.exists() else ""
+    for base, path in ((room.ingress, "/workspace/room"), (room.owner, "/console"), (room.ingress, "/a%2Fb")):
+        answer = exchange(port(base), f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                                      "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n".encode())
+        assert statuses(answer) == [403], answer
+    old = exchange(port(room.ingress), b"GET /workspace/room HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                                       b"Connection: Upgrade\r\nSec-WebSocket-Version: 8\r\n"
+                                       b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    assert statuses(old) == [426] and b"Sec-WebSocket-Version: 13" in old and b"nosniff" in old, old
+    after = log.read_text() if log.exists() else ""
+    assert "Traceback" not in after[len(before):]
+
+
+def test_a_room_on_another_loopback_address_answers_to_it(tmp_path):
+    """Names are where bound: a room on 127.0.0.2 answers to 127.0.0.2 (the URL it prints), not to 127.0.0.1."""
+    other = start_room(tmp_path, text="# other\n", args=("--host", "127.0.0.2"))
+    try:
+        ingress = other.ingress
+        assert other.state["ingress"]["host"] == "127.0.0.2" and "127.0.0.2" in ingress
+        assert httpx.get(ingress + "/workspace/room").status_code == 401
+        assert httpx.get(ingress + "/workspace/room", headers={"Host": "localhost"}).status_code == 401
+        assert httpx.get(ingress + "/workspace/room", headers={"Host": "127.0.0.1"}).status_code == 421
+        assert httpx.post(ingress + "/mcp", content=b"{}").status_code == 401
+    finally:
+        other.stop()
 
 
 # -- 3. paths as sent ----------------------------------------------------------------
