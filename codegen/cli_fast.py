@@ -1,4 +1,4 @@
-"""Store the options of ``ce read`` into ``commonroom/cli/fast.json`` (issue 13, point 6).
+"""Store the options of ``ce read`` into ``commonroom/cli/fast.json`` (parsed without Typer).
 
 :mod:`commonroom.cli.fastpath` parses a command of
 :data:`commonroom.cli.main.FAST_COMMANDS` with this spec instead of

@@ -1,4 +1,4 @@
-"""Render ``ce --help`` into ``commonroom/cli/help.txt``, which ``ce --help`` prints (issue 13, point 6).
+"""Render ``ce --help`` into ``commonroom/cli/help.txt``, which ``ce --help`` prints without importing Typer.
 
 ``python -m codegen`` writes it after ``generated/``; ``python -m codegen
 --check`` fails when it differs from the application.

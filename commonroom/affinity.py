@@ -1,14 +1,13 @@
-"""The room's worker on one CPU (issue 13, writes under concurrency).
+"""The room's worker on one CPU, so concurrent writes do not pay for CPU-to-CPU hand-overs.
 
 The worker runs two busy Python threads: the event loop (HTTP, MCP,
 streams) and the writer (every transaction, ``operations/runner.py``).
 Only one of them runs Python at a time (the GIL), and the writer gives the
 GIL up around every SQLite call. On two CPUs each hand-over is a wake-up on
 the other CPU and the objects both threads touch move between the CPUs'
-caches; measured on the 2-CPU bench machine with 16 clients writing, the
-writer spent ~870 µs of wall time per write of ~100 µs of work, and the
-room committed ~1,000 writes/s. With both threads on one CPU the same load
-commits ~1,600/s (docs/performance.md). The worker cannot use more than one
+caches, so a write costs several times its own work in wall time. With
+both threads on one CPU the hand-over is cheap (the bench ``writes`` row,
+docs/performance.md). The worker cannot use more than one
 CPU for Python anyway; what it loses is only overlap of C work (SQLite's
 own steps, compression), which the bench does not miss.
 

@@ -1,12 +1,10 @@
-"""The room process's allocator: glibc ``malloc`` and a periodic ``malloc_trim`` (issue 14, soak).
+"""The room process's allocator: glibc ``malloc`` and a periodic ``malloc_trim``, so a long-running room stays flat.
 
 A room runs for days. Under CPython's own small-object allocator
-(``pymalloc``) the worker's resident memory crept up by about 0.5 MB a minute
-under the soak's load (1,000 streams, 20 writers, a churn of sessions) while
-its live Python data stayed flat: freed objects leave 1 MB arenas partly
-used, and a partly used arena is never given back (measured in
-``docs/hardening.md``, *Memory*: ``smaps``, ``sys._debugmallocstats``,
-``memray --native``). Under glibc's ``malloc`` (``PYTHONMALLOC=malloc``) with
+(``pymalloc``) the worker's resident memory creeps up under a churn of
+streams and sessions while its live Python data stays flat: freed objects
+leave 1 MB arenas partly used, and a partly used arena is never given back
+(``docs/hardening.md``, *Memory*). Under glibc's ``malloc`` (``PYTHONMALLOC=malloc``) with
 ``malloc_trim(0)`` every :data:`TRIM_SECONDS` the same load stays flat.
 
 - :func:`use_system_malloc` is called by ``ce serve`` before anything else:

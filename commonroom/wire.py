@@ -3,7 +3,7 @@
 - :func:`read_body` reads a body with a hard size cap, refusing an
   oversized body (``limit_exceeded`` 413) from its Content-Length or as soon
   as the streamed bytes pass the cap, without buffering it whole;
-  :func:`read_json` parses and validates it.
+  :func:`parse_json` parses it.
 - :func:`count_request` counts a request against its bearer's rate limit
   and :func:`retry_after` sets ``Retry-After`` from a refusal.
 - :func:`send` writes a JSON body; :func:`send_error` renders the catalogue.
@@ -16,7 +16,7 @@ from typing import Any
 
 import falcon
 
-from . import jsontext, schemas, tokens
+from . import jsontext, tokens
 from .errors import CommonroomError, InvalidRequest, LimitExceeded, body_too_large
 from .protocol import MAX_BODY_BYTES  # largest request body accepted, in bytes
 
@@ -110,8 +110,6 @@ def count_request(limiter: Any, token: str | None, digest: str | None = None) ->
         limiter.hit(digest or tokens.digest(token))
 
 
-
-
 async def read_body(req: falcon.asgi.Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
     """The request's body bytes; ``LimitExceeded`` (413) past ``limit`` bytes."""
     length = req.content_length
@@ -125,19 +123,6 @@ async def read_body(req: falcon.asgi.Request, *, limit: int = MAX_BODY_BYTES) ->
             raise body_too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-async def read_json(req: falcon.asgi.Request, schema: str | None = None, *, limit: int = MAX_BODY_BYTES) -> Any:
-    """The request's JSON body, validated against ``schema`` when given.
-
-    Empty body (no bytes at all) → ``{}``; a body of only whitespace is not
-    JSON (RFC 8259 needs a value) and is refused like any other. Raises ``LimitExceeded`` (413) past ``limit`` bytes,
-    ``InvalidRequest`` for bad JSON or a schema failure (naming the pointer).
-    """
-    body = parse_json(await read_body(req, limit=limit))
-    if schema is not None:
-        schemas.validate(schema, body)
-    return body
 
 
 def parse_json(raw: bytes) -> Any:

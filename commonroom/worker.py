@@ -196,8 +196,6 @@ class GuardedProtocol(_ASGIProtocol):
         worker.room_protocols.add(self)
         bound = limits.max_owner_connections if owner else limits.max_connections
         self._room_refuse = counts[self._room_listener] > bound
-        if self._room_refuse:
-            worker.room_refused += 1
         wait = min(limits.header_timeout, REFUSE_WITHIN_SECONDS) if self._room_refuse else limits.header_timeout
         self._room_timer = worker.loop.call_later(wait, self._room_headers_late)
 
@@ -251,9 +249,10 @@ class GuardedProtocol(_ASGIProtocol):
         ``writelines`` joins them, copying the body (~1 MB for an old
         version). Here the head and the body are written by one ``writev``
         on the socket (what 3.12's ``writelines`` does with ``sendmsg``): no
-        join, and no write of the head alone, which woke the client for 239
-        bytes before the body; what the socket does not take is left to the
-        transport (issue 13, *Old versions fast*).
+        join, and no write of the head alone, which would wake the client
+        for a few hundred bytes before the body; what the socket does not
+        take is left to the transport (an old version's read stays fast,
+        docs/performance.md).
         """
         head = self._response_buffer
         if _WRITELINES_JOINS and not chunked and head and len(body) >= LARGE_BODY_BYTES:
@@ -310,7 +309,6 @@ class GuardedProtocol(_ASGIProtocol):
         if self._room_refuse:
             self._room_close(503)
         else:
-            self.worker.room_header_timeouts += 1
             self._room_close(408)
 
     def _room_close(self, status: int) -> None:
@@ -340,8 +338,6 @@ class RoomWorker(_ASGIWorker):
         self.room_connections = {"owner": 0, "ingress": 0}
         #: the open connections (closed when idle at a graceful stop, see _shutdown)
         self.room_protocols: set[GuardedProtocol] = set()
-        self.room_refused = 0
-        self.room_header_timeouts = 0
         #: gasgi's serving task, and whether its heartbeat loop runs (see handle_exit_signal)
         self._room_task: asyncio.Task | None = None
         self._room_beating = False
@@ -360,9 +356,9 @@ class RoomWorker(_ASGIWorker):
 
         gasgi stops listening and then waits, up to ``graceful_timeout``,
         until no connection is open; a keep-alive connection waiting for its
-        next request (an HTTP client's pool, the console's browser) stayed
-        open until its keep-alive timeout, so such a stop took 5 s instead of
-        ~0.2. Now a connection between requests is closed at once, as other
+        next request (an HTTP client's pool, the console's browser) would stay
+        open until its keep-alive timeout and hold the stop that long. So a
+        connection between requests is closed at once, as other
         servers do at a graceful stop (a client retries an idempotent
         request on a reused connection that was closed). A connection that
         has not sent a whole head yet (just opened, or half a head) gets

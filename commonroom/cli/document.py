@@ -1,4 +1,4 @@
-"""``ce read``'s body, without Typer: the command runs from here with or without it (issue 13, point 6).
+"""``ce read``'s body, without Typer: the command runs from here with or without it.
 
 :func:`read` is what :func:`commonroom.cli.editing.read_command` (the
 Typer command, which declares the options) calls, and what

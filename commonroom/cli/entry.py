@@ -1,10 +1,10 @@
-"""``ce``'s console-script entry: ``ce --help`` and ``ce read`` without Typer (issue 13, point 6: in 150 ms).
+"""``ce``'s console-script entry: ``ce --help`` and ``ce read`` without Typer (so they start fast).
 
 ``ce read`` and the other commands of the stored spec are parsed and run
 by :mod:`commonroom.cli.fastpath` when their arguments are plain.
 
 ``ce --help`` prints the root help stored beside this module
-(:data:`HELP_TEXT`, package data) instead of importing Typer (~75 ms) and
+(:data:`HELP_TEXT`, package data) instead of importing Typer and
 every command module to list the commands (:class:`commonroom.cli.main.LazyCommands`).
 ``python -m codegen`` renders it from the real application, as click prints
 it for the program name :data:`PROG` on a terminal of :data:`COLUMNS`

@@ -1,7 +1,6 @@
-"""``ce read`` without Typer: its arguments parsed from a stored spec (issue 13, point 6: in 150 ms).
+"""``ce read`` without Typer: its arguments parsed from a stored spec.
 
-Importing Typer (and the click it vendors) costs ~65-85 ms of ``ce read``'s
-start. For the commands of :data:`commonroom.cli.main.FAST_COMMANDS`,
+Importing Typer (and the click it vendors) is most of ``ce read``'s start. For the commands of :data:`commonroom.cli.main.FAST_COMMANDS`,
 ``python -m codegen`` stores each option as Typer declared it into
 :data:`SPEC_FILE` (package data beside this module; ``python -m codegen
 --check`` fails when it is stale). :func:`plan` parses the arguments with

@@ -6,8 +6,8 @@ Typer's ``--install-completion`` / ``--show-completion`` are on the app.
 
 A command's module is imported, and its click command built, only when it
 is looked up (:class:`LazyCommands`): ``ce read`` imports
-:mod:`commonroom.cli.editing` alone, ``ce --help`` all of them (issue 13:
-``ce`` starts in 150 ms). The installed ``ce`` (:mod:`commonroom.cli.entry`)
+:mod:`commonroom.cli.editing` alone, ``ce --help`` all of them (so ``ce``
+starts fast). The installed ``ce`` (:mod:`commonroom.cli.entry`)
 prints ``ce --help`` from a copy rendered by ``python -m codegen`` and
 comes here for everything else.
 """
@@ -39,7 +39,7 @@ COMMANDS: dict[str, str] = {
 
 #: Commands whose body imports no Typer, as ``name: "module:function"`` of :mod:`commonroom.cli`:
 #: :mod:`commonroom.cli.fastpath` runs them from the options stored by ``python -m codegen``
-#: (``codegen/cli_fast.py``) when their arguments are plain (issue 13, point 6).
+#: (``codegen/cli_fast.py``) when their arguments are plain.
 FAST_COMMANDS: dict[str, str] = {"read": "document:read"}
 
 

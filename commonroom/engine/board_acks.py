@@ -1,4 +1,4 @@
-"""ACK piggyback and the board audit log (seed ``collaboration-board.txt``; issue 11 items 6 and 9).
+"""ACK piggyback and the board audit log (seed ``collaboration-board.txt``).
 
 A message on a session's board is addressed to that session: its open
 ``requires_ack`` messages ride on the session's MCP tool results until it
@@ -22,7 +22,7 @@ from .board_base import ACK_PIGGYBACK, AUDIT_ROWS, BoardBase, completion_identit
 class AcksMixin(BoardBase):
     """ACK piggyback and audit rows."""
 
-    # -- ACK piggyback (issue 11 item 6) ---------------------------------------
+    # -- ACK piggyback -------------------------------------------------------
     def pending_acks(self, actor: Actor, acked: frozenset[str] = frozenset()) -> tuple[list[Message], int]:
         """Open ``requires_ack`` messages addressed to the caller's session, less ``acked``.
 
@@ -91,7 +91,7 @@ class AcksMixin(BoardBase):
         row = A.get_or_none((A.session_id == session_id) & (A.message_id == message_id))
         return None if row is None else str(row.first_acked_at)
 
-    # -- audit (issue 11 item 9) -------------------------------------------------
+    # -- audit -----------------------------------------------------------------
     def record_board_audit(self, actor: Actor, operation: str, outcome: str, values: dict[str, Any],
                            result: Any = None) -> None:
         """Append one audit row for a board call (a write); see :meth:`record_board_audits`."""

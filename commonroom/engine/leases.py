@@ -52,8 +52,8 @@ _SELECT = f'SELECT {_SELECT_COLUMNS} FROM "lease" AS l '
 class LeaseRow:
     """One lease row as the engine reads it (:data:`_COLUMNS`; no peewee model on the commit path).
 
-    An acquire checks every live lease: building peewee models and parsing
-    each region cost ~7 µs a lease; this costs ~0.5. ``region_text`` is the
+    An acquire checks every live lease, so each must be cheap to read:
+    no peewee model is built and no region parsed up front. ``region_text`` is the
     stored JSON text, parsed only when :attr:`region` is asked for (a
     conflict, an answer).
     """

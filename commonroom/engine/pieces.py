@@ -2,14 +2,13 @@
 
 Reading an old version replays up to ``CHECKPOINT_EVERY - 1`` hunks on the
 lines of the checkpoint below it (:mod:`commonroom.engine.versions`). For
-the HTTP answer the lines are JSON-escaped UTF-8 bytes; joining the ~25,000
-separate line objects of a 1 MB document took most of such a read (each
-object is touched twice, scattered over the heap). Here a checkpoint's
+the HTTP answer the lines are JSON-escaped UTF-8 bytes; joining tens of
+thousands of separate line objects (a 1 MB document) would be most of such
+a read (each object touched twice, scattered over the heap). Here a checkpoint's
 escaped lines are one ``bytes`` blob with the offset of each line
 (:class:`EncodedLines`), and a version is a short list of pieces
 (:class:`Pieces`): spans of that blob and the hunks' own lines. The answer
-is one ``join`` of a few hundred buffers at most (issue 13, *Old versions
-fast*).
+is one ``join`` of a few hundred buffers at most.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one probe of every MCP tool call: would its result carry a piggyback? (issue 13).
+"""The one probe of every MCP tool call: would its result carry a piggyback?
 
 Every tool result of a session may carry, in ``_meta``, the open
 ``requires_ack`` messages of its board (:meth:`AcksMixin.pending_acks

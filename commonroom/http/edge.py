@@ -1,6 +1,6 @@
 """The room's edge: what every request must be before any route runs, on every listener.
 
-Issue 34 (docs/hardening.md, *What the room promises at its edges*). Every
+docs/hardening.md, *What the room promises at its edges*. Every
 request was parsed by gunicorn; :class:`Edge` then decides, once, before
 the room's apps and their fast paths see it:
 

@@ -49,15 +49,14 @@ from .. import jsontext
 from ..engine import Actor, Engine, require
 from ..engine.history import event_cursor
 from ..errors import InvalidRequest
+from ..protocol import SSE_EVENT_RESYNC, SSE_RETRY_MS
 from .hub import Hub
-from .stream import BATCH_EVENTS, CURSOR_LOST, HEARTBEAT_BYTES, LAGGED, LIVE_CACHE_SECONDS, Encoder, Frame, \
+from .stream import BATCH_EVENTS, CURSOR_LOST, LAGGED, LIVE_CACHE_SECONDS, Encoder, Frame, \
     Streams, respond
 
-#: Reconnection hint sent first (milliseconds; the seed's 5 seconds).
-RETRY_MS = 5000
 # BATCH_EVENTS (events per write) and LIVE_CACHE_SECONDS live in .stream.
 __all__ = ["BATCH_EVENTS", "LIVE_CACHE_SECONDS", "Frame", "LiveSettings", "ObserveEncoder", "ObserveResource",
-           "RETRY_MS", "event_bytes", "parse_cursor", "resync_frame"]
+           "event_bytes", "parse_cursor", "resync_frame"]
 
 
 def _env_float(name: str, default: float) -> float:
@@ -88,8 +87,7 @@ class LiveSettings:
         )
 
 
-RETRY_FRAME = Frame(f"retry: {RETRY_MS}\n\n".encode())
-HEARTBEAT_FRAME = Frame(HEARTBEAT_BYTES)
+RETRY_FRAME = Frame(f"retry: {SSE_RETRY_MS}\n\n".encode())  # sent first
 
 
 def event_bytes(event: dict[str, Any]) -> bytes:
@@ -101,7 +99,7 @@ def event_bytes(event: dict[str, Any]) -> bytes:
 def resync_frame(reason: str, last_event_id: int) -> Frame:
     """``event: resync`` with ``{"reason", "last_event_id"}`` (no id line)."""
     data = jsontext.dumps({"reason": reason, "last_event_id": last_event_id})
-    return Frame(f"event: resync\ndata: {data}\n\n".encode())
+    return Frame(f"event: {SSE_EVENT_RESYNC}\ndata: {data}\n\n".encode())
 
 
 def parse_cursor(req: falcon.asgi.Request) -> int | None:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Hashable, Protoc
 
 from ..clock import parse_rfc3339
 from ..engine.history import REPLAY_PAGE
+from ..protocol import RESYNC_CURSOR_LOST as CURSOR_LOST, RESYNC_LAGGED as LAGGED, SSE_HEARTBEAT
 from .guard import Suspended, exchange_of, on_disconnect, on_request_end
 from .hub import CLOSED, HEARTBEAT, RESYNC, Hub, Subscription
 
@@ -68,10 +69,9 @@ BATCH_EVENTS = 64
 #: How long one answer of "is this session live?" serves a session's streams (s).
 LIVE_CACHE_SECONDS = 1.0
 #: The comment line every encoder sends as its heartbeat by default.
-HEARTBEAT_BYTES = b": heartbeat\n\n"
+HEARTBEAT_BYTES = f": {SSE_HEARTBEAT}\n\n".encode()
 
-LAGGED = "lagged"
-CURSOR_LOST = "cursor_lost"
+# LAGGED and CURSOR_LOST (the two resync reasons) come from ..protocol.
 REVOKED = "revoked"
 EXPIRED = "expired"
 SHUTDOWN = "shutdown"

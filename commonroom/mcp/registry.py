@@ -324,8 +324,7 @@ class Registry:
         metaschema (``jsonschema.SchemaError``) unless ``checked`` says it
         already was: the operation table's tools are bundled from
         ``schema/``, and ``tests/e2e/test_mcp_discovery.py`` checks each of
-        them; checking them again here cost ~0.3 s of every room start
-        (~9 ms a tool).
+        them; checking them again here would slow every room start.
 
         ``cache_key(ctx, value)`` (optional) names a successful value whose
         encoded result may be reused while the key is the same (the handler

@@ -32,14 +32,14 @@ import falcon
 from falcon.asgi import SSEvent
 
 from ..live.guard import on_disconnect, on_request_end
-from ..live.stream import Encoder
+from ..live.stream import HEARTBEAT_BYTES, Encoder
 from .dispatch import dumps
 from .jsonrpc import notification
 from .registry import Stream
 
 UPDATED = "notifications/resources/updated"
 #: The first bytes of a ``GET /mcp`` stream: the client sees the stream is open.
-OPENING_COMMENT = b": heartbeat\n\n"
+OPENING_COMMENT = HEARTBEAT_BYTES
 
 
 def message_bytes(message: dict[str, Any]) -> bytes:

@@ -190,8 +190,7 @@ class Runner:
 
         A blocking ``SimpleQueue.get`` is the whole hand-over: the loop's ``put``
         wakes this thread at once, and it releases the GIL while it waits (a
-        ``ThreadPoolExecutor`` hop cost about twice as much, ~120 against ~60 µs
-        a round trip here).
+        ``ThreadPoolExecutor`` hop costs about twice as much a round trip).
         """
         jobs = self._jobs
         while True:
