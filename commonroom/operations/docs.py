@@ -49,15 +49,15 @@ def _errors(op: Operation) -> str:
 
 
 def http_table(table: Table) -> str:
-    """The HTTP routes: method, path, operation, capability, input, answer, errors of its own."""
-    rows = ["| method | path | operation | capability | input | answer | its own errors | listeners |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    """The HTTP routes: method, path, operation, engine method, capability, input, answer, errors of its own."""
+    rows = ["| method | path | operation | engine method | capability | input | answer | its own errors | listeners |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for op in table:
         if op.http is None:
             continue
         status = f"{op.http.status} " if op.http.status != 200 else ""
         answer = f"`text/event-stream` of `{op.answer}`" if op.streams else f"{status}`{op.answer}`"
-        rows.append(f"| {op.http.method} | `{op.http.path}` | `{op.name}` | {_capability(op)} | {_input(op)} "
+        rows.append(f"| {op.http.method} | `{op.http.path}` | `{op.name}` | `{op.method}` | {_capability(op)} | {_input(op)} "
                     f"| {answer} | {_errors(op)} | {_listeners(op)} |")
     return "\n".join(rows)
 
