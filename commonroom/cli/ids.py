@@ -13,7 +13,7 @@ is sent as it is, without a listing. Every kind a command prints is taken
 back: proposals, leases, handoffs, board messages, live sessions (``ce
 revoke``), tasks (case kept: :data:`FULL_TASK_ID`), participants where a
 command takes a name (:func:`participant`: the id resolved to the name) and
-versions (``v2``, :func:`version`). docs/decisions.md, *Short ids*.
+versions (``v2``, :func:`version`). docs/operator.md, *Short ids*.
 """
 
 from __future__ import annotations

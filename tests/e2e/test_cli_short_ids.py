@@ -1,4 +1,4 @@
-"""``ce`` takes back the short ids its tables print (docs/decisions.md, *Short ids*).
+"""``ce`` takes back the short ids its tables print (docs/operator.md, *Short ids*).
 
 A real room (tests/roomproc.py) and the installed ``ce``: the short id a
 table prints (``pr_85ee0f…``), with or without the ``…``, or another unique

@@ -12,7 +12,7 @@ Then:
 - they do hold the sha256 digests of those secrets (so the scan reads the
   right bytes: a plaintext copy would be found the same way);
 - a session file holds its own bearer (that is how ``ce call`` works; see
-  docs/decisions.md) and no other secret, and is mode 0600; so is the owner
+  docs/hardening.md, *Decisions*) and no other secret, and is mode 0600; so is the owner
   token file;
 - the default session location is ``$COMMONROOM_SESSION``, else
   ``$XDG_CONFIG_HOME/commonroom/session.json``.

@@ -2,8 +2,8 @@
 
 The polled reads (a session, the lists of handoffs, proposals, board
 messages, participants, the event history) read through ``select_rows``
-instead of the builder (docs/performance.md, *Reads without the query
-builder*). Every model of a populated sidecar is read both ways here and
+instead of the builder (docs/performance.md, *Polled reads skip the
+query builder*). Every model of a populated sidecar is read both ways here and
 must come back the same: every column converted by its field (JSON
 decoded, booleans as booleans), a foreign key still loading lazily, and
 the pages' filters and cursors finding the rows the builder found.
