@@ -1,7 +1,7 @@
-"""Writes answered before Falcon (commonroom/http/directwrites.py), over raw ASGI.
+"""Writes answered by the room's front (commonroom/front/writes.py), over raw ASGI.
 
-``build_room`` gives the room's own ingress stack (DirectWrites → CachedReads
-→ CachedToolCalls → StreamGuard → Falcon) on a real engine, runner and
+``build_room`` gives the room's own ingress stack (FrontDoor → StreamGuard →
+Falcon) on a real engine, runner and
 sidecar, under the worker's ``BodyGuard``; only gunicorn is replaced by a
 hand-driven ``receive``/``send``.
 The same request sent to the whole stack and to the stack below the fast
@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from commonroom.http.directwrites import BODY_BYTES
+from commonroom.front.writes import BODY_BYTES
 from commonroom.bodyguard import BodyGuard
 from tests.fakeclock import join
 from tests.ingress import sample_room
