@@ -1,4 +1,4 @@
-"""The room's ingress stack over raw ASGI, for the fast-path tests (``tests/unit/test_front_*.py``).
+"""The room's ingress stack over raw ASGI, for the front door tests (``tests/unit/test_front_*.py``).
 
 :func:`sample_room` builds it as the room does (``commonroom.room.build_room``:
 FrontDoor → StreamGuard → Falcon) on a

@@ -2,7 +2,7 @@
 
 ``build_room`` gives the room's own ingress stack (FrontDoor → StreamGuard →
 Falcon) on a real engine and sidecar; only gunicorn is replaced by a
-hand-driven ``receive``/``send``. Every answer of the fast path must be the
+hand-driven ``receive``/``send``. Every answer of the front must be the
 answer the Falcon route gives to the same request, byte for byte, and every
 request it cannot answer in full (errors included) must reach Falcon.
 """

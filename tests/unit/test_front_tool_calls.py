@@ -3,7 +3,7 @@
 ``build_room`` gives the room's own ingress stack (FrontDoor → StreamGuard →
 Falcon) on a real engine and sidecar; only
 gunicorn is replaced by a hand-driven ``receive``/``send``. Every answer of
-the fast path must be the answer the transport gives to the same request,
+the front must be the answer the transport gives to the same request,
 byte for byte (``fast.app`` is the stack without it), and every request it
 cannot answer in full (errors, ACKs, piggybacks included) must reach the
 transport, counted once.
@@ -143,10 +143,10 @@ def test_a_write_makes_the_next_call_a_miss_then_it_is_fast_again(room):
 
 
 def _left_to_the_transport(fast, headers, body, **kw):
-    """``body`` with ``headers`` is answered by the transport, the same as without the fast path."""
+    """``body`` with ``headers`` is answered by the transport, the same as without the front."""
     served = fast.served
     answer = call(fast, headers, body, **kw)
-    assert fast.served == served, "the fast path answered a call it must leave to the transport"
+    assert fast.served == served, "the front answered a call it must leave to the transport"
     return answer
 
 

@@ -8,7 +8,7 @@ The same request sent to the whole stack and to the stack below the fast
 path (``ingress.app``: Falcon's route) must get the same answer, byte for
 byte where the room's state allows (an error), and field for field with
 new ids and stamps masked where it cannot (two leases); every request the
-fast path does not take must reach Falcon unread and uncounted.
+front does not take must reach Falcon unread and uncounted.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def test_a_client_gone_before_its_request_began_gets_nothing_done(room):
     engine, ingress = room
     _, joined = join(engine, "writer", ["read", "lease"])
     token = joined["token"]
-    for app in (ingress.app, ingress):  # the route, then the fast path
+    for app in (ingress.app, ingress):  # the route, then the front
         lease_id = json.loads(call(ingress, "POST", "/workspace/leases", token, lease(2)).body)["id"]
         gone = exchange(app, "DELETE", f"/workspace/leases/{lease_id}", token, [{"type": "http.disconnect"}], None)
         assert (gone.status, gone.body) == (0, b""), "nobody to answer"
