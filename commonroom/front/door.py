@@ -55,6 +55,8 @@ class FrontDoor:
         self.engine = engine
         self.limiter = limiter
         self.router = CompiledRouter()
+        #: the templates without parameters, by path: found by one dict lookup before the router
+        self.static = {path: doors for path, doors in routes.items() if "{" not in path}
         last = len(routes) - 1
         for number, (path, doors) in enumerate(routes.items()):
             # compiled now (Falcon's ``compile`` flag), not at the first request: at startup, not while serving
@@ -71,12 +73,15 @@ class FrontDoor:
 
     def _route(self, method: str, path: str) -> tuple[Door, dict[str, str]] | None:
         """``(door, path parameters)`` of ``method`` ``path``: one router lookup."""
-        found = self.router.find(path)
-        if found is None:
-            return None
-        doors: dict[str, Door] = found[0]  # type: ignore[assignment]  # what front_routes added
-        door = doors.get(method)
-        return None if door is None else (door, found[2] or {})
+        doors: dict[str, Door] | None = self.static.get(path)
+        params: dict[str, str] = {}
+        if doors is None:
+            found = self.router.find(path)
+            if found is None:
+                return None
+            doors, params = found[0], found[2] or {}  # type: ignore[assignment]  # what front_routes added
+        door = doors.get(method)  # type: ignore[union-attr]  # set on both branches
+        return None if door is None else (door, params)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:  # noqa: D102 - ASGI
         routed = self._route(scope["method"], scope["path"]) \
