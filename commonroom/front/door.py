@@ -62,8 +62,6 @@ class FrontDoor:
             # compiled now (Falcon's ``compile`` flag), not at the first request: at startup, not while serving
             self.router.add_route(path, doors, compile=number == last)
         self.methods = frozenset(method for doors in routes.values() for method in doors)
-        #: ``(method, path template)`` of every request answered here
-        self.templates = tuple((method, path) for path, doors in routes.items() for method in doors)
         self.served = 0
 
     def door(self, method: str, path: str) -> Door | None:
@@ -73,15 +71,16 @@ class FrontDoor:
 
     def _route(self, method: str, path: str) -> tuple[Door, dict[str, str]] | None:
         """``(door, path parameters)`` of ``method`` ``path``: one router lookup."""
-        doors: dict[str, Door] | None = self.static.get(path)
-        params: dict[str, str] = {}
-        if doors is None:
-            found = self.router.find(path)
-            if found is None:
-                return None
-            doors, params = found[0], found[2] or {}  # type: ignore[assignment]  # what front_routes added
-        door = doors.get(method)  # type: ignore[union-attr]  # set on both branches
-        return None if door is None else (door, params)
+        doors = self.static.get(path)
+        if doors is not None:
+            door = doors.get(method)
+            return None if door is None else (door, {})
+        found = self.router.find(path)
+        if found is None:
+            return None
+        routed: dict[str, Door] = found[0]  # type: ignore[assignment]  # what front_routes added
+        door = routed.get(method)
+        return None if door is None else (door, found[2] or {})
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:  # noqa: D102 - ASGI
         routed = self._route(scope["method"], scope["path"]) \
