@@ -39,7 +39,9 @@ T = TypeVar("T")
 #: 8: the lease indexes no query reads are dropped (``lease_session_id``,
 #: ``lease_expires_at``; every lease read goes through ``lease_open`` or the
 #: primary key), so an acquire changes two b-trees fewer.
-SCHEMA_VERSION = 8
+#: 9: ``version.packed``, a checkpoint's text compressed (zlib); checkpoints stored as
+#: text (``version.content``) before it are read as they are (docs/decisions.md).
+SCHEMA_VERSION = 9
 #: Indexes older sidecars have that no query reads (dropped by schema 8: each cost every
 #: lease write a b-tree update).
 UNREAD_INDEXES = ("lease_session_id", "lease_expires_at")
@@ -245,6 +247,9 @@ class Store:
 
         5 → 6 and 6 → 7: the indexes of :meth:`_history_indexes`; nothing else changes.
         7 → 8: the :data:`UNREAD_INDEXES` are dropped; nothing else changes.
+        8 → 9: the column ``version.packed`` (compressed checkpoints) is
+        added; every stored version is kept as it is (text checkpoints are
+        read as text).
 
         4 → 5: ``board_ack``, ``board_audit``, ``peer_message``, ``peer_seen``
         and the partial index ``board_message_ack``; nothing else changes.
@@ -297,6 +302,9 @@ class Store:
         if version < 8:  # 7 → 8: indexes only (IF EXISTS)
             for index in UNREAD_INDEXES:
                 self.db.execute_sql(f'DROP INDEX IF EXISTS "{index}"')
+        if version < 9 and self.db.table_exists("version") and "packed" not in self._columns("version"):
+            # 8 → 9: one nullable column; the text checkpoints stay as they are and are read as such
+            self.db.execute_sql('ALTER TABLE "version" ADD COLUMN "packed" BLOB')
         self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
                             ("schema_version", str(SCHEMA_VERSION)))
 

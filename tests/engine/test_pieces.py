@@ -31,10 +31,15 @@ def test_pieces_join_like_a_list_of_lines(history, prefix, suffix):
     base, edits = history
     lines = list(base)
     pieces = Pieces(len(base))
+    hunks = []
     for start, end, new in edits:
         lines[start:end] = new
-        pieces.replace(start, end, new)
-    assert pieces.join(EncodedLines.of(base), prefix, suffix) == prefix + b"".join(lines) + suffix
+        hunks.append(new)
+        pieces.replace(start, end, len(hunks) - 1, len(new))
+    assert pieces.join(EncodedLines.of(base), hunks, prefix, suffix) == prefix + b"".join(lines) + suffix
+    text = [line.decode("latin-1") for line in base]
+    assert pieces.join_text(text, [[x.decode("latin-1") for x in h] for h in hunks]) == b"".join(lines).decode("latin-1")
+    assert pieces.copy().join(EncodedLines.of(base), hunks) == b"".join(lines)
 
 
 def test_encoded_lines_keep_each_line_at_its_offsets():

@@ -76,7 +76,7 @@ def test_an_older_sidecar_gains_the_history_indexes(tmp_path, old):
     con.close()
     again = Engine.open(tmp_path / "doc.md")
     try:
-        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "8"
+        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "9"
         names = {r[0] for r in again.store.db.execute_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()}
         assert set(added) <= names
@@ -100,7 +100,7 @@ def test_an_older_sidecar_loses_the_lease_indexes_nothing_reads(tmp_path):
     con.close()
     again = Engine.open(tmp_path / "doc.md", clock=FakeClock())  # the lease's clock: it is still live
     try:
-        assert again.store.meta("schema_version") == "8"
+        assert again.store.meta("schema_version") == "9"
         names = {r[0] for r in again.store.db.execute_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'lease'").fetchall()}
         assert names == {"sqlite_autoindex_lease_1", "lease_open"}
