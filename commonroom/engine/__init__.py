@@ -30,6 +30,7 @@ from .piggyback import PiggybackMixin
 from .proposals import ProposalsMixin
 from .reading import ReadingMixin
 from .retention import RetentionMixin
+from .sidecar import SidecarMixin
 from .versions import VersionsMixin
 
 __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "require"]
@@ -38,7 +39,7 @@ log = logging.getLogger("commonroom.engine")
 
 
 class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, TasksMixin,
-             BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin):
+             BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin, SidecarMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

@@ -234,11 +234,7 @@ class VersionsMixin(EngineBase):
         replayed from the sidecar and nothing of it is kept.
         """
         if not self._committed(number):
-            base, deltas = self._replay_plan(number)
-            lines = regions.lines_of(self._checkpoint_text(base))
-            for delta in deltas:
-                lines[delta["start"] - 1 : delta["end"]] = delta["lines"]
-            return "".join(lines)
+            return self._replayed(number)
         base = self._segments().base_of(number)
         checkpoints = self._checkpoint_cache(False)
         kept = checkpoints.get(base)
@@ -272,6 +268,14 @@ class VersionsMixin(EngineBase):
         segment = self._segment(base, len(kept), number)
         return segment.pieces(number).join(kept, segment.escaped, prefix, suffix)
 
+    def _replayed(self, number: int) -> str:
+        """The text of version ``number`` read from the sidecar alone (nothing cached or kept)."""
+        base, deltas = self._replay_plan(number)
+        lines = regions.lines_of(self._checkpoint_text(base))
+        for delta in deltas:
+            lines[delta["start"] - 1 : delta["end"]] = delta["lines"]
+        return "".join(lines)
+
     def _replay_plan(self, number: int) -> tuple[int, list[dict[str, Any]]]:
         """``(the nearest checkpoint at or below version number, the hunks after it up to number, in order)``."""
         db = self.store.db
@@ -300,7 +304,11 @@ class VersionsMixin(EngineBase):
         """The stored text of checkpoint ``number`` (on the calling thread's connection), either form."""
         content, packed = self.store.db.execute_sql(
             'SELECT "content", "packed" FROM "version" WHERE "number" = ?', (number,)).fetchone()
-        return content if content is not None else unpack(packed)
+        if content is not None:
+            return content
+        if packed is not None:
+            return unpack(packed)
+        return self._replayed(number)  # no longer stored whole: compacted since its number was looked up
 
     def warm_checkpoints(self, pause: float = PAUSE_SECONDS) -> CheckpointWarmer:
         """Start keeping checkpoints' lines ready off the request path (the room calls it at startup).

@@ -506,6 +506,20 @@ class Store:
         row = cursor.fetchone()
         return int(row[0]) if row else 0
 
+    def vacuum(self) -> None:
+        """``VACUUM`` the sidecar, then truncate its WAL (issue 37; ``Engine.sidecar_compact``).
+
+        Runs on this store's connection outside any transaction (call it from
+        the writer, after a commit: an ``after_commit`` hook); readers on
+        other connections go on meanwhile (WAL). The WAL is truncated only if
+        no reader holds it at that moment (else it is left for the next
+        checkpoint).
+        """
+        with self._lock:
+            faults.check(self)
+            self.db.execute_sql("VACUUM")
+            self.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         """Close the connection (rescuing the sidecar first if it was deleted under the store)."""
         if not self.db.is_closed():

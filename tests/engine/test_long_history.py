@@ -164,3 +164,35 @@ def test_a_sidecar_of_schema_8_opens_and_reads_back(tmp_path, warm):
         check_every_version(again, texts, sorted(texts)[-ANCHOR_EVERY * 4:])
     finally:
         again.close()
+
+
+def test_compaction_repacks_a_schema_8_sidecar_and_every_version_reads_back(tmp_path):
+    engine = open_engine(tmp_path, TEXT)
+    texts = random_history(engine, 400, seed=9)
+    make_schema8(engine, texts, every=16)
+    again = Engine.open(tmp_path / "doc.md")
+    try:
+        before = again.sidecar_report()
+        assert before["text_checkpoints"] == before["checkpoints"] > 400 // 16
+        assert sum(before["parts"].values()) <= before["file_bytes"] + before["wal_bytes"]
+        check_every_version(again, texts, sorted(texts)[::7])  # caches and segments of the old layout
+        done = again.sidecar_compact()
+        after = done["after"]
+        assert done["before"] == before and done["repacked"] >= before["checkpoints"] - 1
+        assert after["text_checkpoints"] == 0 and after["checkpoints"] < before["checkpoints"]
+        assert after["parts"]["checkpoints"] < before["parts"]["checkpoints"]
+        assert after["file_bytes"] + after["wal_bytes"] < before["file_bytes"] + before["wal_bytes"]
+        assert after["wal_bytes"] == 0 and after["free_bytes"] == 0
+        order = sorted(texts)
+        random.Random(9).shuffle(order)
+        check_every_version(again, texts, order)  # the same engine, its caches from before
+        again.write(OPERATOR, again.head().number, "after compaction\n", {"lines": [1, 1]})
+        texts[again.head().number] = again.head().text
+        assert again.sidecar_compact()["repacked"] == 0  # nothing left to repack
+    finally:
+        again.close()
+    fresh = Engine.open(tmp_path / "doc.md")
+    try:
+        check_every_version(fresh, texts, order[:200])
+    finally:
+        fresh.close()
