@@ -31,6 +31,7 @@ from generated.types.owner import SidecarCompaction, SidecarParts, SidecarReport
 
 from .. import regions
 from ..store import WriteContext
+from ..store.models import stored_json
 from .base import EngineBase
 from .checkpoints import pack, unpack
 
@@ -112,7 +113,6 @@ class SidecarMixin(EngineBase):
         from .versions import checkpoint_due, hunk
 
         db = self.store.db
-        Version = self.store.models.Version
         lines: list[str] | None = None
         hunks = size = repacked = 0
         after = 0
@@ -133,7 +133,7 @@ class SidecarMixin(EngineBase):
                 new_lines = regions.lines_of(text)
                 if lines is not None:
                     delta = hunk(lines, new_lines)
-                    stored = Version.delta.db_value(delta)
+                    stored = stored_json(delta)
                     if not checkpoint_due(hunks + 1, size + len(stored), sum(map(len, delta["lines"])), len(text)):
                         db.execute_sql('UPDATE "version" SET "content" = NULL, "packed" = NULL, "delta" = ? '
                                        'WHERE "number" = ?', (stored, number))

@@ -33,6 +33,7 @@ from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
 from ..store.models import Version as VersionRow
+from ..store.models import stored_json
 from ..store.rows import select_rows
 from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
 from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, PAUSE_SECONDS, CheckpointLines,
@@ -117,7 +118,7 @@ class VersionsMixin(EngineBase):
         if delta is None:
             delta = hunk(old_lines, new_lines)
         delta_size = sum(len(line) for line in delta["lines"])
-        stored = Version.delta.db_value(delta)
+        stored = stored_json(delta)
         hunks, hunk_bytes = self._chain(head.number)
         checkpoint = checkpoint_due(hunks + 1, hunk_bytes + len(stored), delta_size, len(text))
         packed = pack(text) if checkpoint else None

@@ -24,6 +24,11 @@ from playhouse.sqlite_ext import AutoIncrementField
 _STORED_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
 
 
+def stored_json(value: Any) -> str:
+    """``value`` as a JSON column stores it (compact, keys sorted): what ``LENGTH()`` of the column counts."""
+    return _STORED_JSON.encode(value)
+
+
 class JSONField(pw.TextField):
     """JSON stored as compact text."""
 

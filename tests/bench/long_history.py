@@ -23,6 +23,13 @@ bytes written are the same). Then, measured from outside:
 
 Targets (issue 37): ≤ 2 KB a version; p99 ≤ 5 ms first and after a
 restart; start ≤ 1 s; RSS within docs/performance.md's bound.
+
+Anchors: the same figures for an older checkout (``--before DIR``, as
+``python -m tests.bench --before``), and the issue's anchor for the disk,
+git: the same edits committed with ``git fast-import`` (a packfile with
+deltas, as ``git gc`` keeps history), bytes of ``.git`` per version, on
+:data:`GIT_VERSIONS` versions (10,000 1 MB texts through ``fast-import``
+cost minutes of CPU on a shared machine; the cost per version is flat).
 """
 
 from __future__ import annotations
@@ -64,6 +71,35 @@ for i in range(versions - 1):
     engine.write(OPERATOR, engine.head().number, f"edited line {k}, edit {i}\\n", {"lines": [k, k]})
 engine.close()
 """
+
+
+#: Versions the git anchor commits (its bytes per version do not depend on the count past a few hundred).
+GIT_VERSIONS = 1000
+
+
+def git_anchor(folder: Path, versions: int = GIT_VERSIONS) -> dict[str, Any]:
+    """The same one-line edits as :data:`BUILD`, committed by ``git fast-import``: ``{versions, git_bytes}``."""
+    from commonroom import regions
+
+    repo = folder / "git"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    text = (CORPUS / SOURCE).read_text("utf-8")
+    lines = regions.lines_of(text)
+    count = len(lines)
+    proc = subprocess.Popen(["git", "-C", str(repo), "fast-import", "--quiet"], stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    for i in range(versions):
+        if i:
+            k = 1 + ((i - 1) * 7919) % count
+            lines[k - 1] = f"edited line {k}, edit {i - 1}\n"
+        data = "".join(lines).encode("utf-8")
+        proc.stdin.write(b"commit refs/heads/main\ncommitter bench <bench@localhost> %d +0000\ndata 1\nv\n"
+                         b"M 100644 inline %s\ndata %d\n" % (1_000_000 + i, SOURCE.encode(), len(data)))
+        proc.stdin.write(data + b"\n")
+    proc.stdin.close()
+    assert proc.wait(600) == 0
+    subprocess.run(["git", "-C", str(repo), "gc", "-q", "--prune=now"], check=True, timeout=600)
+    return {"versions": versions, "git_bytes": sum(p.stat().st_size for p in (repo / ".git").rglob("*") if p.is_file())}
 
 
 def build(folder: Path, versions: int, code: Path = ROOT) -> Path:
@@ -124,10 +160,17 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=400)
     parser.add_argument("--before", type=Path)
     args = parser.parse_args()
-    result = {"ours": measure(args.versions, args.reads)}
-    if args.before is not None:
-        result["before"] = measure(args.versions, args.reads, code=args.before.resolve())
-    print(json.dumps(result, indent=1))
+    print(json.dumps(run(args.versions, args.reads, args.before), indent=1))
+
+
+def run(versions: int, reads: int, before: Path | None, git_versions: int = GIT_VERSIONS) -> dict[str, Any]:
+    """``{"ours": measure(), "before": measure(code=before) or absent, "git": git_anchor()}``."""
+    result = {"ours": measure(versions, reads)}
+    if before is not None:
+        result["before"] = measure(versions, reads, code=before.resolve())
+    with tempfile.TemporaryDirectory(prefix="cr-long-history-git-") as tmp:
+        result["git"] = git_anchor(Path(tmp), min(versions, git_versions))
+    return result
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from commonroom import regions
 from commonroom.engine import OPERATOR, Engine
 from commonroom.engine.checkpoints import pack, unpack
 from commonroom.engine.segments import ANCHOR_EVERY, CHECKPOINTS_SQL
-from commonroom.engine.versions import CHECKPOINT_HUNKS, checkpoint_due
+from commonroom.engine.versions import CHECKPOINT_HUNKS, checkpoint_due, hunk
+from commonroom.store.models import stored_json
 from commonroom.wire import dumps
 from tests.fakeclock import open_engine
 
@@ -134,10 +135,8 @@ def make_schema8(engine: Engine, texts: dict[int, str], every: int = 64) -> None
             con.execute('UPDATE "version" SET "content" = ?, "delta" = NULL WHERE "number" = ?', (texts[n], n))
         else:
             old, new = regions.lines_of(texts[n - 1]), regions.lines_of(texts[n])
-            from commonroom.engine.versions import hunk
-            from commonroom.store.models import _STORED_JSON
             con.execute('UPDATE "version" SET "content" = NULL, "delta" = ? WHERE "number" = ?',
-                        (_STORED_JSON.encode(hunk(old, new)), n))
+                        (stored_json(hunk(old, new)), n))
     con.execute('ALTER TABLE "version" DROP COLUMN "packed"')
     con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
     con.commit()
