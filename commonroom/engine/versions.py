@@ -52,6 +52,9 @@ _INFO_COLUMNS = ("number", "participant_id", "session_id", "created_at", "summar
                  "proposal_id")
 _INFO_SQL = "SELECT " + ", ".join(f'"{column}"' for column in _INFO_COLUMNS) + ' FROM "version" WHERE "number" = ?'
 _CACHE_SIZE = 8
+#: The newest checkpoint at or below a version (one parameter), either form.
+_BASE_SQL = ('SELECT "number" FROM "version" WHERE "number" <= ? AND ("content" IS NOT NULL OR "packed" IS NOT NULL) '
+             'ORDER BY "number" DESC LIMIT 1')
 
 
 def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
@@ -206,9 +209,7 @@ class VersionsMixin(EngineBase):
         if kept is not None and kept[0] == head:
             return kept[1], kept[2]
         db = self.store.db
-        base = db.execute_sql(
-            'SELECT "number" FROM "version" WHERE "number" <= ? AND ("content" IS NOT NULL OR "packed" IS NOT NULL) '
-            'ORDER BY "number" DESC LIMIT 1', (head,)).fetchone()[0]
+        base = db.execute_sql(_BASE_SQL, (head,)).fetchone()[0]
         count, size = db.execute_sql('SELECT COUNT(*), COALESCE(SUM(LENGTH("delta")), 0) FROM "version" '
                                      'WHERE "number" > ? AND "number" <= ?', (base, head)).fetchone()
         return count, size
@@ -280,9 +281,7 @@ class VersionsMixin(EngineBase):
     def _replay_plan(self, number: int) -> tuple[int, list[dict[str, Any]]]:
         """``(the nearest checkpoint at or below version number, the hunks after it up to number, in order)``."""
         db = self.store.db
-        base = db.execute_sql(
-            'SELECT "number" FROM "version" WHERE "number" <= ? AND ("content" IS NOT NULL OR "packed" IS NOT NULL) '
-            'ORDER BY "number" DESC LIMIT 1', (number,)).fetchone()[0]
+        base = db.execute_sql(_BASE_SQL, (number,)).fetchone()[0]
         deltas = [json.loads(raw) for (raw,) in db.execute_sql(
             'SELECT "delta" FROM "version" WHERE "number" > ? AND "number" <= ? ORDER BY "number"', (base, number))]
         return base, deltas
