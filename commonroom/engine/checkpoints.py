@@ -70,8 +70,20 @@ def json_line(line: str) -> bytes:
 
 
 def json_lines(lines: list[str]) -> list[bytes]:
-    """:func:`json_line` of each of ``lines`` (line by line: faster than one pass over 1 MB)."""
-    return [json_line(line) for line in lines]
+    """:func:`json_line` of each of ``lines`` (whole lines, as ``regions.lines_of`` cuts them).
+
+    Lines ending in ``"\n"`` alone, with no backslash (the usual case) are
+    escaped in one pass and cut at the escaped newlines (about twice as
+    fast as line by line); anything else line by line.
+    """
+    text = "".join(lines)
+    if "\\" in text or "\r" in text or any(c in text for c in regions.EXTRA_BREAK_CHARS):
+        return [json_line(line) for line in lines]
+    parts = encode_basestring(text)[1:-1].encode("utf-8").split(b"\\n")
+    out = [part + b"\\n" for part in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out if len(out) == len(lines) else [json_line(line) for line in lines]
 
 
 def entry_size(text_bytes: int, lines: int) -> int:

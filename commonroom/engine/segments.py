@@ -25,7 +25,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from typing import Any, Callable, Iterable
 
-from .checkpoints import json_line
+from .checkpoints import json_lines
 from .pieces import Pieces
 
 #: Hunks between two anchors of a segment: a read applies at most this many minus one.
@@ -72,7 +72,7 @@ class Segment:
                     continue
                 self._spans.append((delta["start"] - 1, delta["end"]))
                 self.texts.append(list(delta["lines"]))
-                self.escaped.append([json_line(line) for line in delta["lines"]])
+                self.escaped.append(json_lines(delta["lines"]))
 
     def pieces(self, number: int) -> Pieces:
         """The pieces of version ``number`` (``base <= number <= last``): a copy, the caller's to edit.
@@ -135,8 +135,10 @@ class Segments:
             self._segments.move_to_end(base)
         if segment.last < number:
             first = segment.last + 1
-            rows = self._query(_HUNKS_SQL, (segment.last, number))
-            segment.extend(first, (_delta(raw) for _, raw in rows))
+            raws = [raw for _, raw in self._query(_HUNKS_SQL, (segment.last, number))]
+            if None in raws:  # a checkpoint among them: the caller's base is wrong (never, for committed versions)
+                raise LookupError(f"a checkpoint among the hunks after {base}")
+            segment.extend(first, json.loads("[" + ",".join(raws) + "]"))  # one parse, not one a row
         return segment
 
     def held(self, base: int) -> bool:
@@ -149,10 +151,3 @@ class Segments:
         with self._lock:
             self._bases = None
             self._segments.clear()
-
-
-def _delta(raw: str | None) -> dict[str, Any]:
-    if raw is None:  # a checkpoint inside the range: the caller's base is wrong (never, for committed versions)
-        raise LookupError("a checkpoint among a segment's hunks")
-    delta: dict[str, Any] = json.loads(raw)
-    return delta

@@ -46,3 +46,13 @@ def test_encoded_lines_keep_each_line_at_its_offsets():
     encoded = EncodedLines.of([b"a\\n", b"", b"\xe9t\xc3\xa9\\n"])
     assert len(encoded) == 3 and encoded.blob == b"a\\n\xe9t\xc3\xa9\\n"
     assert list(encoded.offsets) == [0, 3, 3, 9] and encoded.size == 9 + 4 * 8
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('ab\n\\n"é\t\r\x01\u2028\x85')), max_size=40))
+def test_json_lines_in_one_pass_are_each_lines_escape(text):
+    from commonroom import regions
+    from commonroom.engine.checkpoints import json_line, json_lines
+
+    lines = regions.lines_of(text)
+    assert json_lines(lines) == [json_line(line) for line in lines]
