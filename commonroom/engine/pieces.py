@@ -30,6 +30,8 @@ OFFSET_BYTES = 8
 Piece = tuple[int, int, int]
 #: The source of a piece of the base (the checkpoint's own lines).
 BASE = -1
+#: Pieces as :meth:`Pieces.freeze` keeps them: ``(pieces, ends)``, tuples of ints only.
+Frozen = tuple[tuple[Piece, ...], tuple[int, ...]]
 
 @dataclass(frozen=True, eq=True)
 class EncodedLines:
@@ -79,9 +81,19 @@ class Pieces:
 
     def copy(self) -> "Pieces":
         """An independent copy (the pieces are immutable tuples: two list copies)."""
-        twin = Pieces(0)
-        twin._pieces = list(self._pieces)
-        twin._ends = list(self._ends)
+        return Pieces.thaw(self.freeze())
+
+    def freeze(self) -> "Frozen":
+        """The pieces as tuples of ints: kept as an anchor, they are untracked by the garbage
+        collector after its first look (a full collection does not walk them again)."""
+        return tuple(self._pieces), tuple(self._ends)
+
+    @classmethod
+    def thaw(cls, frozen: "Frozen") -> "Pieces":
+        """Pieces to edit, from :meth:`freeze`'s tuples."""
+        twin = cls(0)
+        twin._pieces = list(frozen[0])
+        twin._ends = list(frozen[1])
         return twin
 
     def __len__(self) -> int:

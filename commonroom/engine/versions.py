@@ -121,11 +121,12 @@ class VersionsMixin(EngineBase):
         if delta is None:
             delta = hunk(old_lines, new_lines)
         delta_size = sum(len(line) for line in delta["lines"])
-        stored = stored_json(delta)
+        # a change of most of the text is stored whole: its hunk is not even encoded
+        stored = 0 if delta_size * 2 > len(text) else len(stored_json(delta))
         hunks, hunk_bytes = self._chain(head.number)
-        checkpoint = checkpoint_due(hunks + 1, hunk_bytes + len(stored), delta_size, len(text))
+        checkpoint = checkpoint_due(hunks + 1, hunk_bytes + stored, delta_size, len(text))
         packed = pack(text) if checkpoint else None
-        chain = (number, 0, 0) if checkpoint else (number, hunks + 1, hunk_bytes + len(stored))
+        chain = (number, 0, 0) if checkpoint else (number, hunks + 1, hunk_bytes + stored)
         values = dict(
             number=number,
             content=text if checkpoint and packed is None else None,
