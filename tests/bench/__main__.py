@@ -222,7 +222,8 @@ def long_history(quick: bool, before: Path | None) -> list[Row]:
 
     def figures(m: dict[str, Any]) -> str:
         per = m["sidecar_bytes"] / m["versions"]
-        return (f"{per:,.0f} B a version ({m['sidecar_bytes'] / 2**20:.1f} MB); start {max(m['start_s']):.2f} s; "
+        return (f"{per:,.0f} B a version ({m['sidecar_bytes'] / 2**20:.1f} MB); start {max(m['start_s']):.2f} s "
+                f"(a one-version room: {max(m['empty_start_s']):.2f} s); "
                 f"RSS {max(m['rss_start_kb']) / 1024:.0f} MB at start, {max(m['rss_after_kb']) / 1024:.0f} MB after; "
                 f"p99 first {m['cold']['p99']:.1f} ms, again {m['warm']['p99']:.1f} ms, "
                 f"after a restart {m['restart']['p99']:.1f} ms")

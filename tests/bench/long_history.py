@@ -126,6 +126,17 @@ def serve(doc: Path, env: dict[str, str] | None) -> tuple[Any, float, int]:
     return room, started, rss_kb(worker_pid(room.proc.pid))
 
 
+def empty_start(folder: Path, env: dict[str, str] | None, starts: int = 2) -> list[float]:
+    """Seconds from ``ce serve`` to the first answer for a one-version room, as a yardstick of the machine."""
+    out = []
+    for i in range(starts):
+        began = time.perf_counter()
+        room = start_room(folder / str(i), text="# Empty\n", command=ce_command(env), env=env)
+        out.append(time.perf_counter() - began)
+        room.stop()
+    return out
+
+
 def measure(versions: int = 10_000, reads: int = 400, seed: int = 37, code: Path = ROOT) -> dict[str, Any]:
     """Build with ``code``, then serve it with ``code``: the figures of the module docstring."""
     os.environ.setdefault("COMMONROOM_RATE_LIMIT", "100000000")
@@ -148,6 +159,7 @@ def measure(versions: int = 10_000, reads: int = 400, seed: int = 37, code: Path
             finally:
                 room.stop()
         out["sidecar_bytes_after"] = sidecar_bytes(doc)
+        out["empty_start_s"] = empty_start(folder / "empty", env)
         return out
     finally:
         shutil.rmtree(folder, ignore_errors=True)
