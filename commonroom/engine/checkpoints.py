@@ -1,7 +1,8 @@
 """The checkpoints old versions are read from: bounded caches of their lines, warmed off the request path.
 
-Reading version N replays at most ``CHECKPOINT_EVERY - 1`` hunks on the
-lines of the checkpoint below it (:mod:`commonroom.engine.versions`). Two
+Reading version N applies the hunks after the checkpoint below it to that
+checkpoint's lines (:mod:`commonroom.engine.versions`, from an anchor of
+its segment: :mod:`commonroom.engine.segments`). Two
 :class:`CheckpointLines` keep those lines: the text lines (``version_text``)
 and their JSON escapes as one blob (:class:`~commonroom.engine.pieces.EncodedLines`,
 for ``version_encoded``, the HTTP answer of an old version). Building them
@@ -99,8 +100,7 @@ class CheckpointLines(Generic[Kept]):
     so full collections do not walk the cached lines (with lists, a full
     pass over 16 cached 1 MB checkpoints took ~44 ms instead of ~26 ms).
 
-    Reading an old version replays at most ``CHECKPOINT_EVERY - 1`` hunks
-    on its checkpoint's lines; keeping those lines avoids reading and
+    Reading an old version applies hunks on its checkpoint's lines; keeping those lines avoids reading and
     splitting a whole text per read. Bounded by ``limit`` bytes, each entry
     counted at the size its caller states (:func:`entry_size` for text
     lines, :attr:`EncodedLines.size`); an entry larger than ``limit`` is

@@ -1,7 +1,8 @@
 """Old versions as pieces: a checkpoint's lines kept as one blob, hunks applied as spans.
 
-Reading an old version replays up to ``CHECKPOINT_EVERY - 1`` hunks on the
-lines of the checkpoint below it (:mod:`commonroom.engine.versions`). For
+Reading an old version applies the hunks after the checkpoint below it to
+that checkpoint's lines, from the nearest anchor of its segment
+(:mod:`commonroom.engine.versions`, :mod:`commonroom.engine.segments`). For
 the HTTP answer the lines are JSON-escaped UTF-8 bytes; joining the ~25,000
 separate line objects of a 1 MB document took most of such a read (each
 object is touched twice, scattered over the heap). Here a checkpoint's
