@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from typing import Any
@@ -34,6 +35,8 @@ from ..store import WriteContext
 from ..store.models import stored_json
 from .base import EngineBase
 from .checkpoints import pack, unpack
+
+log = logging.getLogger("commonroom.engine")
 
 #: The tables of each reported part (their indexes count with them); the rest is ``other``.
 PART_TABLES = {
@@ -87,7 +90,9 @@ class SidecarMixin(EngineBase):
         (:func:`~commonroom.engine.versions.checkpoint_due`); then, after
         the commit and outside any transaction, ``VACUUM`` and a truncating
         WAL checkpoint. Answers the report before and after, the
-        checkpoints rewritten and the seconds it took.
+        checkpoints rewritten, whether ``VACUUM`` ran (false when it failed,
+        e.g. on a full disk: logged; the repack stays committed) and the
+        seconds it took.
         """
         started = time.monotonic()
         result: dict[str, Any] = {"before": self.sidecar_report(), "repacked": 0}
@@ -95,10 +100,15 @@ class SidecarMixin(EngineBase):
         def repack(ctx: WriteContext) -> dict[str, Any]:
             result["repacked"] = self._repack()
 
-            def vacuum() -> None:
+            def vacuum() -> None:  # an after-commit hook: it must not raise (the batch's other hooks follow)
                 self.__dict__.pop("_chain_at", None)
                 self._segments().reset()  # which versions are checkpoints changed
-                self.store.vacuum()
+                try:
+                    self.store.vacuum()
+                    result["vacuumed"] = True
+                except Exception:  # the repack is committed; the file keeps its free pages
+                    log.exception("VACUUM of %s failed", self.store.path)
+                    result["vacuumed"] = False
                 result["after"] = self.sidecar_report()
                 result["seconds"] = round(time.monotonic() - started, 3)
 

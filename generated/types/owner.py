@@ -127,6 +127,10 @@ class SidecarCompaction(TypedDict, closed=True):
     """
     Checkpoints rewritten: compressed, or stored as hunks.
     """
+    vacuumed: bool
+    """
+    False when VACUUM failed (logged by the room; the repack stays committed, the free pages stay).
+    """
     seconds: float
 
 

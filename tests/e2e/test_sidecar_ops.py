@@ -41,7 +41,7 @@ def test_size_and_compact_with_the_room_running_then_stopped(tmp_path):
         assert room.operator().get("/owner/sidecar").json()["versions"] == len(texts)
 
         done = sidecar("compact", str(doc))  # through the owner port: the room holds the writer lock
-        assert done["repacked"] > 0 and done["after"]["text_checkpoints"] == 0
+        assert done["repacked"] > 0 and done["vacuumed"] and done["after"]["text_checkpoints"] == 0
         assert done["after"]["parts"]["checkpoints"] < done["before"]["parts"]["checkpoints"]
         reader = room.join("reader", "read")
         for n, text in texts.items():
