@@ -49,7 +49,8 @@ PENDING = 4
 
 
 #: zlib's level for stored checkpoints: 6 (its default) packs the 963 KB corpus changelog
-#: to 175 KB in ~80 ms (level 1: 205 KB in ~40 ms; 9: 172 KB in ~190 ms); unpacking takes ~3 ms.
+#: to 175 KB in ~15 ms on the writer (level 1: 205 KB in ~7 ms; 9: 172 KB in ~190 ms); unpacking
+#: takes ~3 ms (best of 5 on the bench VM; several times that when it is loaded).
 PACK_LEVEL = 6
 
 
