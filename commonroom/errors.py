@@ -113,7 +113,8 @@ class CommonroomError(Exception):
 
     ``recovery`` keys must be in :data:`RECOVERY_FIELDS` (``ValueError``
     otherwise, a programming error). ``status`` overrides the table only where
-    the seed allows it (413 for an oversized body).
+    the seed allows it (413 for an oversized body) and for the edge's 421 (a
+    ``Host`` that names another server: ``commonroom.http.edge``).
     """
 
     code: str = "invalid_request"

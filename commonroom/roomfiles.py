@@ -279,6 +279,68 @@ def listens_on_loopback(pid: int, port: int) -> bool | None:
     return False
 
 
+def port_holders(port: int) -> set[int]:
+    """Pids of this user's processes holding a socket listening on TCP ``port`` (any address; Linux ``/proc``).
+
+    Empty where ``/proc`` cannot tell or the holder is another user's process.
+    """
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[1].endswith(f":{port:04X}") and fields[3] == "0A":  # LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    pids: set[int] = set()
+    if not inodes:
+        return pids
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            names = os.listdir(f"/proc/{entry}/fd")
+        except OSError:  # another user's process, or gone
+            continue
+        for name in names:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{name}") in inodes:
+                    pids.add(int(entry))
+                    break
+            except OSError:
+                continue
+    return pids
+
+
+def room_on_port(port: int) -> tuple[Path | None, int] | None:
+    """Who holds TCP ``port``: ``(document, pid)`` of the room (``ce serve``) listening on it, ``(None, pid)`` for
+    another process of this user, None when ``/proc`` cannot tell.
+
+    The room is the ``ce serve FILE`` whose state file beside ``FILE`` names
+    one of the holding pids (its arbiter; the worker holds the same socket).
+    """
+    holders = port_holders(port)
+    for pid in sorted(holders):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        except OSError:
+            continue
+        if "serve" not in args:
+            continue
+        rest = args[args.index("serve") + 1:]
+        files = [a for a in rest if a and not a.startswith("-")]
+        if not files:
+            continue
+        state = RoomFiles.of(cwd / files[0]).read_state()
+        if state and state.get("pid") in holders:
+            return Path(state.get("document") or cwd / files[0]), int(state["pid"])
+    return (None, min(holders)) if holders else None
+
+
 def socket_little_endian() -> bool:
     """``/proc/net/tcp`` prints addresses in host byte order."""
     import sys

@@ -3,13 +3,17 @@
 One gunicorn arbiter with exactly one ``asgi`` worker (the single writer)
 serving :class:`commonroom.http.RoomASGI` on two listeners that this module
 binds itself (so port 0 works and the chosen ports are known before the
-fork): the owner port on 127.0.0.1 and the session ingress. The arbiter holds
+fork): the owner port on 127.0.0.1 and the session ingress (and, with
+``--transport NAME``, the extra session ingress a transport plugin names:
+the same app, rules and limits as the loopback ingress; see
+:mod:`commonroom.transport`). The arbiter holds
 an exclusive ``flock`` on ``<file>.commonroom.lock``; a second room on the
 same file fails at once, naming the first.
 """
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import logging
@@ -27,8 +31,9 @@ from gunicorn.app.base import BaseApplication
 from . import tokens
 from .affinity import cpu_choice, pin_worker
 from .clock import Clock
-from .roomfiles import PRIVATE_UMASK, RoomFiles, write_private
+from .roomfiles import PRIVATE_UMASK, RoomFiles, room_on_port, write_private
 from .bodyguard import BodyGuard
+from .cli.entry import running_ce
 from .worker import LISTEN_BACKLOG, ConnectionLimits, RoomWorker
 
 log = logging.getLogger("commonroom.server")
@@ -51,6 +56,9 @@ class ServeOptions:
     port: int = 7711
     owner_port: int = 7710
     socket: bool = False
+    transport: str | None = None  # a plugin's extra session ingress (ce serve --transport NAME)
+    address: str | None = None  # its address (--address), None: the plugin finds one
+    transport_port: int | None = None  # its port (--transport-port), None: the same number as ``port``
     graceful_timeout: int = 5
     log_level: str = "warning"
     limits: ConnectionLimits | None = None  # None: ConnectionLimits.from_env()
@@ -112,10 +120,25 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{_port_taken(port, exc)}") from None
     sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
+
+
+def _port_taken(port: int, exc: OSError) -> str:
+    """For a port in use: who holds it (the room on FILE, or a pid) and how to choose other ports."""
+    if exc.errno != errno.EADDRINUSE:
+        return ""
+    holder = room_on_port(port)
+    if holder is None:
+        who = ""
+    elif holder[0] is not None:
+        who = f" (the room on {holder[0]} holds it, pid {holder[1]})"
+    else:
+        who = f" (process {holder[1]} holds it)"
+    return (f"{who}; choose other ports with --port N --owner-port N, or let the system pick free ones "
+            "with --port 0 --owner-port 0")
 
 
 def _listen_unix(path: Path) -> socket.socket:
@@ -127,6 +150,11 @@ def _listen_unix(path: Path) -> socket.socket:
     sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
+
+
+def url(address: str, port: int) -> str:
+    """``http://ADDRESS:PORT`` (an IPv6 address in brackets)."""
+    return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"
 
 
 def raise_nofile() -> str | None:
@@ -156,6 +184,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         raise ServeError(f"--host {options.host}: the loopback transport listens on loopback addresses "
                          "only (127.0.0.1, ::1, localhost); other machines reach a room through a "
                          "transport plugin")
+    extra = plugin_listener(options)
     try:
         limits = options.limits or ConnectionLimits.from_env()
         cpu_choice()  # COMMONROOM_CPU, checked before the fork (commonroom/affinity.py)
@@ -169,12 +198,41 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     # document keeps its own mode (filesync.write_atomic sets it explicitly).
     old_umask = os.umask(PRIVATE_UMASK)
     try:
-        return _serve(options, files, limits, out)
+        return _serve(options, files, limits, out, extra)
     finally:
         os.umask(old_umask)
 
 
-def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, out: TextIO) -> int:
+def plugin_listener(options: ServeOptions) -> tuple[str, str, int] | None:
+    """``(transport, address, port)`` of the plugin's extra ingress, or None without ``--transport``.
+
+    Asks the plugin (``listen``) and checks its answer
+    (:func:`commonroom.transport.check_listener`) before anything starts;
+    a refusal is ``ServeError`` with one line that begins
+    ``transport_unavailable:`` (exit status that code's).
+    """
+    from .errors import EXIT_CODES, TransportUnavailable
+    from .transport import BUILTIN, check_listener, plugin
+
+    if options.transport is None:
+        if options.address is not None or options.transport_port is not None:
+            raise ServeError("--address and --transport-port belong to a transport plugin: add --transport NAME")
+        return None
+    if options.transport in BUILTIN:
+        raise ServeError(f"--transport {options.transport}: built in, not a plugin (the loopback ingress is "
+                         "always open; --socket adds the local one)")
+    port = options.port if options.transport_port is None else options.transport_port
+    if not 0 <= port <= 65535:
+        raise ServeError(f"--transport-port {port}: a port is 0 to 65535 (0 picks a free one)")
+    try:
+        address, port = plugin(options.transport).listen(options.address, port)
+        return options.transport, check_listener(options.transport, address, port), port
+    except TransportUnavailable as exc:
+        raise ServeError(f"transport_unavailable: {exc}", code=EXIT_CODES["transport_unavailable"]) from None
+
+
+def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, out: TextIO,
+           extra: tuple[str, str, int] | None) -> int:
     from .engine import Engine
 
     lock_fd = acquire_lock(files)
@@ -190,6 +248,13 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         if options.socket:
             listeners.append(_listen_unix(files.socket))
             ingress["socket"] = str(files.socket)
+        if extra is not None:
+            name, address, port = extra
+            extra_sock = _listen(address, port)
+            listeners.append(extra_sock)
+            if extra_sock.getsockname()[1] == owner_port:  # the room tells its listeners apart by port
+                raise ServeError(f"--transport-port {owner_port}: the owner port's number; pick another")
+            ingress["transports"] = {name: {"address": address, "port": extra_sock.getsockname()[1]}}
 
         try:
             files.make_private()  # files an older run or another umask left readable
@@ -230,7 +295,13 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         print(f"  session ingress: http://{ingress['host']}:{ingress['port']}", file=out)
         if options.socket:
             print(f"  local socket:    {files.socket}", file=out)
-        print(f"  invite someone:  ce invite {files.document} --participant NAME --cap read,observe,propose", file=out)
+        ce = running_ce()  # the commands as they run from any directory, ce on PATH or not
+        for name, listener in ingress.get("transports", {}).items():
+            print(f"  {name} ingress:{' ' * max(1, 8 - len(name))}{url(listener['address'], listener['port'])}"
+                  f"  ({ce} invite {files.document} --transport {name} ...)", file=out)
+        print(f"  invite someone:  {ce} invite {files.document} --participant NAME --cap read,observe,propose",
+              file=out)
+        print(f"  open the console: {ce} console {files.document}", file=out)
         out.flush()
 
         config = WorkerConfig(
@@ -238,6 +309,8 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             owner_port=owner_port,
             owner_token_hash=tokens.digest(owner_token),
             limits=limits,
+            plugin_listeners=tuple((listener["address"], listener["port"])
+                                   for listener in ingress.get("transports", {}).values()),
         )
         app = RoomApplication(config, [s.fileno() for s in listeners], options)
         try:
@@ -271,11 +344,20 @@ class WorkerConfig:
     owner_port: int
     owner_token_hash: str
     limits: ConnectionLimits = ConnectionLimits()
+    #: each transport plugin's listener: ``(address, port)`` as the worker sees it (the ASGI scope's
+    #: ``server``), the Host rule's names for it being its own address (``commonroom.http.edge``)
+    plugin_listeners: tuple[tuple[str, int], ...] = ()
+
+    def edge_names(self) -> dict[tuple[str, int], frozenset[str]]:
+        """``(address, port)`` → the Host names that plugin listener answers to (its address; ``[v6]``)."""
+        return {(address, port): frozenset({f"[{address}]" if ":" in address else address})
+                for address, port in self.plugin_listeners}
 
 
 def build_app(config: WorkerConfig) -> Any:
     """The ASGI app of the room, built inside the worker (after the fork)."""
     from .http.app import RoomASGI
+    from .http.edge import Edge
     from .room import build_room
 
     pin_worker()  # both busy threads on one CPU, before they start (commonroom/affinity.py)
@@ -284,9 +366,9 @@ def build_app(config: WorkerConfig) -> Any:
     # collection first: a full one costs ~50 ms of every start for the few hundred objects of
     # start-up garbage it would find (they stay, frozen)
     gc.freeze()
-    return BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
-                              on_startup=getattr(shutdown, "startup", [])),
-                     config.limits.body_timeout)
+    return Edge(BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
+                                   on_startup=getattr(shutdown, "startup", [])),
+                          config.limits.body_timeout), config.edge_names())
 
 
 class RoomApplication(BaseApplication):

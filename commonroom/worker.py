@@ -42,8 +42,6 @@ oversized clients*):
 - :class:`commonroom.bodyguard.BodyGuard` (its own module): an ASGI
   wrapper that reads no body before a resource asks and bounds the whole
   body to ``body_timeout`` seconds.
-- :class:`commonroom.wirewrites.WireWrites` (its own module, part of the
-  protocol): plain writes answered from the connection's bytes.
 - :meth:`RoomWorker._setup_event_loop`: the worker's servers keep the
   listeners' backlog (:data:`LISTEN_BACKLOG`).
 """
@@ -52,19 +50,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from http import HTTPStatus
 import os
 import resource
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from gunicorn.asgi import protocol as _protocol
 from gunicorn.workers import gasgi
-
-from .wirewrites import WireWrites, head_bound, request_starts, wire_writes
-
-if TYPE_CHECKING:
-    from .http.directwrites import DirectWrites
 
 # The stubs (types-gunicorn) do not describe the asgi worker's internals this
 # module builds on; typed as Any, checked by the tests against the pinned gunicorn.
@@ -155,22 +149,31 @@ def error_body(status: int, message: str, details: dict[str, Any], retry: int | 
     return dumps(body)
 
 
-_REASONS = {400: "Bad Request", 408: "Request Timeout", 414: "URI Too Long",
-            431: "Request Header Fields Too Large", 501: "Not Implemented", 503: "Service Unavailable"}
 #: gunicorn's own refusals (before the app runs), as the catalogue's codes.
 _PARSER_REFUSALS = {414: ("limit_exceeded", "request_line"), 431: ("limit_exceeded", "request_headers")}
 
 
-def _raw_answer(status: int, body: bytes, retry: int | None = None) -> bytes:
-    extra = f"Retry-After: {retry}\r\n" if retry is not None else ""
-    head = (f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n")
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+def _raw_answer(status: int, body: bytes, retry: int | None = None,
+                extra: tuple[tuple[str, str], ...] | list[tuple[str, str]] = ()) -> bytes:
+    lines = "".join(f"{name}: {value}\r\n" for name, value in extra)
+    if retry is not None:
+        lines += f"Retry-After: {retry}\r\n"
+    # nosniff: every answer of the room carries it (commonroom.http.edge, docs/hardening.md)
+    head = (f"HTTP/1.1 {status} {_reason(status)}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{lines}X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n")
     return head.encode("latin-1") + body
 
 
-class GuardedProtocol(WireWrites, _ASGIProtocol):
-    """gunicorn's HTTP/1 protocol plus a header timeout, a connection bound, and plain writes answered
-    from the bytes (:class:`commonroom.wirewrites.WireWrites`)."""
+class GuardedProtocol(_ASGIProtocol):
+    """gunicorn's HTTP/1 protocol plus a header timeout and a connection bound (every request is parsed
+    by gunicorn's parser: docs/hardening.md, *Who parses*)."""
 
     _room_timer: asyncio.TimerHandle | None = None
     _room_listener: str | None = None
@@ -195,14 +198,10 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
         self._room_refuse = counts[self._room_listener] > bound
         if self._room_refuse:
             worker.room_refused += 1
-        elif not owner:
-            self._room_wire = worker.room_wire
         wait = min(limits.header_timeout, REFUSE_WITHIN_SECONDS) if self._room_refuse else limits.header_timeout
         self._room_timer = worker.loop.call_later(wait, self._room_headers_late)
 
     def data_received(self, data: bytes) -> None:  # noqa: D102 - asyncio
-        if self._room_wire_received(data):
-            return
         if self._current_request is None:
             self._room_partial = True  # bytes of a head: the next request has begun
         super().data_received(data)
@@ -219,7 +218,6 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102 - asyncio
         self._room_cancel_timer()
-        self._room_wire_lost()
         if self._room_listener is not None:
             self.worker.room_connections[self._room_listener] -= 1
             self._room_listener = None
@@ -230,7 +228,7 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
         """At a graceful stop: True when no request is in flight and none has begun (a kept-alive
         connection between requests), False for a connection that has not sent a whole head yet
         (a new one, or half a head), None while a request is in flight."""
-        if self._closed or self._current_request is not None or self._finishing_calls or self._room_wire_task:
+        if self._closed or self._current_request is not None or self._finishing_calls:
             return None
         return self._room_heads > 0 and not self._room_partial
 
@@ -289,13 +287,21 @@ class GuardedProtocol(WireWrites, _ASGIProtocol):
             self._safe_write(memoryview(body)[sent - len(head):])
 
     def _send_error_response(self, status: int, message: str, extra_headers: Any = ()) -> None:
-        """gunicorn's parser refusals (400, 414, 431, 501) as the room's JSON error envelope."""
-        code, limit = _PARSER_REFUSALS.get(status, ("invalid_request", None))
-        details: dict[str, Any] = {"reason": message[:200]}
-        if limit is not None:
-            details["limit"] = limit
-        status = status if status in _REASONS else 400
-        self._safe_write(_raw_answer(status, error_body(status, message[:200], details, code=code)))
+        """gunicorn's own answers made before or instead of the app (400, 414, 431, 426, 501, 500, ...), with
+        their status and extra headers, as the room's JSON error envelope (a 5xx: the room's 500 body)."""
+        if status >= 500 and status != 503:
+            from .wire import INTERNAL_ERROR
+
+            body = INTERNAL_ERROR
+        else:
+            code, limit = _PARSER_REFUSALS.get(status, ("invalid_request", None))
+            details: dict[str, Any] = {"reason": message[:200]}
+            if limit is not None:
+                details["limit"] = limit
+            body = error_body(status, message[:200], details, code=code)
+        extra = [(str(name), str(value)) for name, value in extra_headers or ()
+                 if str(name).lower() not in ("content-type", "content-length", "connection")]
+        self._safe_write(_raw_answer(status, body, extra=extra))
 
     def _room_headers_late(self) -> None:
         self._room_timer = None
@@ -336,11 +342,6 @@ class RoomWorker(_ASGIWorker):
         self.room_protocols: set[GuardedProtocol] = set()
         self.room_refused = 0
         self.room_header_timeouts = 0
-        #: the ingress's DirectWrites, answering plain writes from the bytes (set by load_wsgi); how the
-        #: request line of a write it may take begins (a first look at every read); the longest head it reads
-        self.room_wire: DirectWrites | None = None
-        self.room_wire_starts: tuple[bytes, ...] = ()
-        self.room_head_max = head_bound(self.cfg)
         #: gasgi's serving task, and whether its heartbeat loop runs (see handle_exit_signal)
         self._room_task: asyncio.Task | None = None
         self._room_beating = False
@@ -348,13 +349,6 @@ class RoomWorker(_ASGIWorker):
         # module-level name: this process's servers use the subclass.
         setattr(gasgi, "ASGIProtocol", GuardedProtocol)
         super().init_process()
-
-    def load_wsgi(self) -> None:
-        """gasgi's, then the app's ``DirectWrites`` for plain writes on the wire (:func:`wire_writes`)."""
-        super().load_wsgi()
-        self.room_wire = wire_writes(self.asgi)
-        if self.room_wire is not None:
-            self.room_wire_starts = request_starts(self.room_wire)
 
     async def _serve(self) -> None:
         """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""

@@ -9,10 +9,9 @@ the reason instead of being skipped.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
+
+from tests.apt import ensure
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: How the tests launch it (no sandbox: CI containers run as root).
@@ -20,27 +19,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def _apt(*args: str) -> subprocess.CompletedProcess:
-    prefix: list[str] = []
-    if os.geteuid() != 0:
-        if shutil.which("sudo") is None:
-            raise RuntimeError(f"{CHROMIUM} is missing and installing it needs root (no sudo here): "
-                               "run `apt-get install -y chromium` as root")
-        prefix = ["sudo", "-n"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    return subprocess.run([*prefix, "apt-get", *args], capture_output=True, text=True, env=env, timeout=900)
-
-
 def ensure_chromium() -> Path:
     """``/usr/bin/chromium``, installed with apt-get first if it is missing (RuntimeError if it cannot be)."""
-    if CHROMIUM.exists():
-        return CHROMIUM
-    if shutil.which("apt-get") is None:
-        raise RuntimeError(f"{CHROMIUM} is missing and there is no apt-get to install Debian's chromium package")
-    done = _apt("install", "-y", "chromium")
-    if done.returncode != 0:
-        _apt("update")
-        done = _apt("install", "-y", "chromium")
-    if done.returncode != 0 or not CHROMIUM.exists():
-        raise RuntimeError(f"apt-get install chromium failed ({done.returncode}): {done.stderr[-2000:]}")
+    ensure({"chromium": CHROMIUM})
     return CHROMIUM

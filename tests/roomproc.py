@@ -59,7 +59,9 @@ class Room:
 
     @property
     def ingress(self) -> str:
-        return f"http://127.0.0.1:{self.state['ingress']['port']}"
+        host = self.state["ingress"].get("host") or "127.0.0.1"
+        return f"http://[{host}]:{self.state['ingress']['port']}" if ":" in host else \
+            f"http://{host}:{self.state['ingress']['port']}"
 
     @property
     def owner(self) -> str:

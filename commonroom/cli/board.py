@@ -3,7 +3,8 @@
 ``ce board post BOARD KIND BODY``, ``ce board list BOARD``, ``ce board
 observe BOARD [--token T] [--wait S] [--follow]``, ``ce board assignment
 BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER --key K --fence F``;
-peers: ``ce board peers``, ``ce board peer-post PEER KIND BODY``. Each
+peers: ``ce board peers``, ``ce board peer-post PEER KIND BODY``; the
+summaries: ``ce board summary discussion|handoff SESSION``. Each
 calls the route its operation declares in the operation table.
 ``BOARD`` is the public id of the session whose board it is (``ce board``
 commands default to the stored session's own board with ``-``). A message
@@ -17,61 +18,57 @@ import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
-from urllib.parse import quote, urlencode
 
 import typer
 
 from . import ids
+from ..errors import TransportUnavailable
 from .common import handled
+from .outage import Outage, status_line
 from .options import SessionOpt
-from .sessions import load_session, session_call
+from .sessions import load_session, operation_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 
 board_app = CeTyper(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True, rich_markup_mode=None)
 
-BoardArg = Annotated[str, typer.Argument(help="The board: a session's public id, or - for your own session.")]
+BoardArg = Annotated[str, typer.Argument(help="The board: a session id as ce sessions prints it, or - for your "
+                                         "own session.")]
 MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a unique start of it as the tables "
                                            "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
 PriorityOpt = Annotated[Optional[str], typer.Option(help="low, normal, high or urgent.")]
+KindArg = Annotated[str, typer.Argument(help="The message's kind: note, proposal, question, answer, decision, "
+                                        "risk, progress, guidance or todo (a todo is work someone completes).")]
+BodyArg = Annotated[str, typer.Argument(help="The message text (markdown; at most 16 KiB of UTF-8).")]
 RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
                                                      help="One of your own sessions to record as author_session_id.")]
 
 
 def _board(session_file: Path | None, board: str) -> str:
-    if board == "-":
-        return str(load_session(session_file)["session_id"])
-    return board
-
-
-def _route(operation: str, **params: str) -> tuple[str, str]:
-    """The method and path ``operation`` declares in the operation table, its path parameters filled."""
-    from ..operations import OPERATIONS  # the table imports the engine: only when a board command runs
-
-    http = OPERATIONS[operation].http
-    assert http is not None
-    path = http.path
-    for name, value in params.items():
-        path = path.replace("{" + name + "}", quote(value, safe=""))
-    return http.method, path
+    """The board's session id: ``-`` and a start of it are the stored session's own, else as given
+    (``ce sessions FILE`` prints whole session ids)."""
+    own = str(load_session(session_file).get("session_id") or "")
+    text = ids.bare(board)
+    if board == "-" or (own and len(text) > len("s_") and own.startswith(text)):
+        return own
+    return text or board
 
 
 def _run(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
          timeout: float = 60.0, **params: str) -> Any:
     """Call ``operation``'s route with the stored session."""
-    method, path = _route(operation, **params)
-    if query:
-        path += "?" + urlencode(query)
-    return session_call(session_file, method, path, body, timeout=timeout)
+    return operation_call(session_file, operation, body, query, timeout=timeout, **params)
 
 
 @board_app.command("post")
-@handled
-def post_command(board: BoardArg, kind: str, body: str, priority: PriorityOpt = None, tag: TagsOpt = None,
+@handled(made="message_id")
+def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: PriorityOpt = None, tag: TagsOpt = None,
                  reply_to: Annotated[Optional[str], typer.Option(help="A message of the same board.")] = None,
-                 requires_ack: Annotated[bool, typer.Option("--requires-ack")] = False,
+                 requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Ask the board's session to "
+                                                            "acknowledge it: repeated on that session's MCP tool results "
+                                                            "until it ACKs (ce board list shows when it did).")] = False,
                  recording_session: RecordingOpt = None, session_file: SessionOpt = None) -> None:
     """Post a message (note, proposal, question, answer, decision, risk, progress, guidance, todo)."""
     payload: dict[str, Any] = {"kind": kind, "body": body}
@@ -151,7 +148,8 @@ def observe_command(board: BoardArg,
     seconds (30 when 0) forever, printing each changed message as one line
     (with --json: one JSON line) and draining has_more before the next wait;
     history_lost is said (with --json: {"history_lost": true, ...}) and
-    following continues from the new token.
+    following continues from the new token. When the room goes away it says
+    so on stderr, reconnects with backoff and says when the room is back.
     """
     board_id = _board(session_file, board)
 
@@ -166,9 +164,30 @@ def observe_command(board: BoardArg,
         show(once(token, wait), "boards#Observation")
         return
     seconds = wait or 30
-    current = token or once(None, 0)["observation_token"]
+    outage = Outage(status_line("ce board observe"))
+
+    def following(after: str | None, seconds: int) -> Any:
+        """One long-poll; while the room is away, say so once and retry with backoff until it is back."""
+        while True:
+            try:
+                page = once(after, seconds)
+            except TransportUnavailable as exc:
+                outage.lost(exc.message, f"following board {board_id} on")
+                continue
+            outage.back(f"following board {board_id} on")
+            return page
+
+    try:
+        _follow(following, token, seconds, board_id)
+    except KeyboardInterrupt:  # Ctrl-C ends following, as for ce observe
+        raise typer.Exit(0) from None
+
+
+def _follow(following: Any, token: str | None, seconds: int, board_id: str) -> None:
+    """The --follow loop: each changed message as one line (JSON with --json), for ever."""
+    current = token or following(None, 0)["observation_token"]
     while True:
-        page = once(current, seconds)
+        page = following(current, seconds)
         if not JSON_OUTPUT.get():  # one readable line per changed message
             if page["history_lost"]:
                 print(f"history lost on board {board_id}: some changes were dropped; following on", flush=True)
@@ -192,7 +211,7 @@ def peers_command(session_file: SessionOpt = None) -> None:
 
 
 @board_app.command("peer-post")
-@handled
+@handled(made="message_id")
 def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (peer_…), from ce board peers.")],
                       kind: str, body: str, priority: PriorityOpt = None, tag: TagsOpt = None,
                       requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Repeat it on the peer's "
@@ -206,3 +225,9 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
     if requires_ack:
         payload["requires_ack"] = True
     show(_run(session_file, "post_peer_message", payload, peer_id=peer), "boards#PeerMessage")
+
+
+# ``ce board summary discussion|handoff`` (commonroom/cli/board_summary.py uses this module's helpers)
+from .board_summary import summary_app  # noqa: E402
+
+board_app.add_typer(summary_app, name="summary")

@@ -35,28 +35,42 @@ def emit(value: Any) -> None:
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the answer as JSON (the schema'd answer, unchanged).")]
 
 
-def handled(fn: Callable | None = None, *, json_only: bool = False) -> Callable:
+IdOnlyOpt = Annotated[bool, typer.Option("--id-only", "-q", help="Print only the id of what the command made, "
+                                          "for scripts: ID=$(ce … -q).")]
+
+
+def handled(fn: Callable | None = None, *, json_only: bool = False, made: str | None = None) -> Callable:
     """Decorator of a ``ce`` command: ``--json``, and a ``CommonroomError`` printed and turned into its exit status.
 
     The command gains a ``--json`` option (with ``json_only`` it always
     prints JSON, errors included, and ``--json`` changes nothing); it runs
     through :func:`commonroom.cli.outcome.invoke` (shared with the fast
     path), so :func:`render.show` and :func:`render.error` print JSON or text.
+    A command that makes something names where its answer holds the new id
+    (``made``, a dotted path such as ``handoff.id``) and gains ``--id-only``
+    / ``-q``: then :func:`render.show` prints that id alone.
     """
     if fn is None:
-        return lambda f: handled(f, json_only=json_only)
+        return lambda f: handled(f, json_only=json_only, made=made)
     command = fn
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         wants_json = bool(kwargs.pop("json_output", False)) or json_only
-        status = invoke(command, wants_json, *args, **kwargs)
+        token = render.MADE.set(made if kwargs.pop("id_only", False) else None)
+        try:
+            status = invoke(command, wants_json, *args, **kwargs)
+        finally:
+            render.MADE.reset(token)
         if status:
             raise typer.Exit(status)
 
     signature = inspect.signature(command, eval_str=True)  # the annotations evaluated once, here
     option = inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt)
     parameters = [*signature.parameters.values(), option]
+    if made is not None:
+        parameters.append(inspect.Parameter("id_only", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                            annotation=IdOnlyOpt))
     wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in parameters if p.annotation is not p.empty}
     if signature.return_annotation is not signature.empty:

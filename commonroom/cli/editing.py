@@ -96,8 +96,8 @@ def participants_command(file: Annotated[Path, typer.Argument(help="The room's m
 @handled
 def diff_command(
     file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
-    a: Annotated[int, typer.Argument(help="From version.")],
-    b: Annotated[Optional[int], typer.Argument(help="To version (default: the head).")] = None,
+    a: Annotated[int, typer.Argument(help="From version (v2 or 2).", parser=ids.version)],
+    b: Annotated[Optional[int], typer.Argument(help="To version, v3 or 3 (default: the head).", parser=ids.version)] = None,
 ) -> None:
     """Print the unified diff between two versions (coloured on a terminal)."""
     engine = _local(file)
@@ -123,7 +123,7 @@ def read_command(heading: HeadingOpt = None, lines: LinesOpt = None, session_fil
 
 
 @lease_app.command("acquire")
-@handled
+@handled(made="id")
 def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
                   ttl: Annotated[Optional[int], typer.Option(help="Seconds, 1 to 3600 (default 300).")] = None,
                   session_file: SessionOpt = None) -> None:
@@ -176,9 +176,9 @@ def _text(text: str | None, text_file: Path | None) -> str:
     return sys.stdin.read()
 
 
-@handled
+@handled(made="id")
 def propose_command(
-    base: Annotated[int, typer.Option("--base", help="The version the change is based on.")],
+    base: Annotated[int, typer.Option("--base", help="The version the change is based on (v1 or 1).", parser=ids.version)],
     heading: HeadingOpt = None,
     lines: LinesOpt = None,
     text: Annotated[Optional[str], typer.Option(help="Replacement text (else --text-file, else stdin).")] = None,
@@ -192,7 +192,7 @@ def propose_command(
     show(session_call(session_file, "POST", "/workspace/proposals", body), "editing#Proposal")
 
 
-@handled
+@handled(made="version.number")
 def approve_command(proposal_id: ProposalArg, session_file: SessionOpt = None) -> None:
     """Approve a proposal: it becomes the next version."""
     proposal_id = ids.proposal(session_file, proposal_id)
@@ -216,9 +216,10 @@ def withdraw_command(proposal_id: ProposalArg, session_file: SessionOpt = None) 
     show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/withdraw", {}), "editing#Proposal")
 
 
-@handled
+@handled(made="number")
 def write_command(
-    expected: Annotated[int, typer.Option("--expected", help="The version you edited (the head).")],
+    expected: Annotated[int, typer.Option("--expected", help="The version you edited, the head (v2 or 2).",
+                                          parser=ids.version)],
     heading: HeadingOpt = None,
     lines: LinesOpt = None,
     text: Annotated[Optional[str], typer.Option(help="New text (else --text-file, else stdin).")] = None,

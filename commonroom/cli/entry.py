@@ -64,6 +64,20 @@ def _program_name() -> str:
     return os.path.basename(sys.argv[0])
 
 
+def running_ce() -> str:
+    """This very ``ce``, as a command that runs from any directory: the absolute path of the script
+    (``/home/me/commonroom/.venv/bin/ce``), or ``/…/python -m commonroom``; quoted for a shell where needed."""
+    from shlex import quote
+    from shutil import which
+
+    if _program_name() == "":
+        return f"{quote(sys.executable)} -m commonroom"
+    path = sys.argv[0]
+    if os.sep not in path:
+        path = which(path) or path
+    return quote(os.path.abspath(path))
+
+
 def stored_help_applies() -> bool:
     """Whether click would print :data:`HELP_TEXT` for this process's arguments, environment and terminal."""
     return (sys.argv[1:] == ["--help"] and _program_name() == PROG and not os.environ.get(COMPLETE_VAR)

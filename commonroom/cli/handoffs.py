@@ -7,19 +7,24 @@ the writer lock): ``ce handoffs FILE``, ``ce handoff FILE ID``,
 ``ce task-cancel FILE ID --participant NAME``. A task id is not
 authorization: ``--participant`` names whose view the visibility rule is
 checked for (the task's owner, its assignee, or a participant holding
-``approve`` in a live session).
+``approve`` in a live session); cancelling follows the one cancel rule
+(the owner or ``approve``: the assignee sees the task but may not cancel
+it).
 
 Participant commands over the stored session (the byte client), for
-scripts: ``ce handoff-create``, ``ce handoff-accept``,
+scripts: ``ce task-answer`` (the owner answers a task's input request),
+``ce handoff-create``, ``ce handoff-accept``,
 ``ce handoff-request-input``, ``ce handoff-complete``,
 ``ce handoff-approve``, ``ce handoff-reject``, ``ce handoff-cancel``.
 Each calls the route its operation declares; nothing here decides. A
-handoff id may be given as the tables print it, a unique start of it
-(:mod:`commonroom.cli.ids`).
+handoff or task id may be given as the tables print it, a unique start of
+it, and a participant (``--participant``, ``--assignee``) by name or by the
+id ``ce participants`` prints (:mod:`commonroom.cli.ids`).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 from urllib.parse import quote
@@ -28,17 +33,19 @@ import typer
 
 if TYPE_CHECKING:
     from ..engine import Engine
-from . import ids
+from . import ids, render_shapes
+from ..errors import HandoffNotFound, InvalidRequest
 from .options import CursorOpt, LimitOpt, SessionOpt
 from .common import handled, operator_read, operator_write, require_document
-from .sessions import session_call
-from .render import show
+from .sessions import operation_call, session_call
+from .render import JSON_OUTPUT, show
 
 FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]
 IdArg = Annotated[str, typer.Argument(help="The handoff id (ho_…), or a unique start of it as the tables print it.")]
-TaskArg = Annotated[str, typer.Argument(help="The task id (task_…).")]
-ParticipantOpt = Annotated[str, typer.Option("--participant", help="Whose view: the task's owner, its assignee, "
-                                             "or a participant with approve (required: a task id is not authorization).")]
+TaskArg = Annotated[str, typer.Argument(help="The task id (task_…), or a unique start of it.")]
+ParticipantOpt = Annotated[str, typer.Option("--participant", help="Whose view, a name or a participant id as "
+                                             "ce participants prints it: the task's owner, its assignee, or a "
+                                             "participant with approve (required: a task id is not authorization).")]
 
 
 def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
@@ -75,29 +82,52 @@ def handoffs_command(file: FileArg,
 
 @handled
 def handoff_command(file: FileArg, handoff_id: IdArg) -> None:
-    """Show one handoff."""
-    show(operator_read(file, "handoff_get", {"handoff_id": ids.operator_handoff(file, handoff_id)}), "handoffs#Handoff")
+    """Show one handoff: who, summary, constraints, artifacts, its task's status with the open input
+    requests and the answers given, the result and the decision (--json: the handoff as the API gives it)."""
+    answer = operator_read(file, "handoff_get", {"handoff_id": ids.operator_handoff(file, handoff_id)})
+    if JSON_OUTPUT.get():
+        show(answer, "handoffs#Handoff")
+        return
+    task = None
+    if answer.get("task_id"):  # the owner may always see the task; an expired task is gone
+        try:
+            task = operator_read(file, "task_get", {"task_id": answer["task_id"], "participant": answer["owner"]})
+        except HandoffNotFound:
+            pass
+    render_shapes.handoff_detail(answer, task)
 
 
 @handled
 def handoff_events_command(file: FileArg, handoff_id: IdArg, limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
-    """List one page of a handoff's own events, oldest first."""
+    """List one page of a handoff's own events, oldest first (who by name, what changed)."""
     values = {"handoff_id": ids.operator_handoff(file, handoff_id), "limit": limit, "cursor": cursor}
-    show(operator_read(file, "handoff_events", values),
-         "handoffs#HandoffEventsPage")
+    answer = operator_read(file, "handoff_events", values)
+    if JSON_OUTPUT.get():
+        show(answer, "handoffs#HandoffEventsPage")
+        return
+    names: dict[str, str] = {}
+    listing, cursor_at = ids.operator_listing(file, "participants_list"), None
+    for _ in range(ids.MAX_PAGES):
+        page = listing(cursor_at)
+        names.update({row["id"]: row["name"] for row in page["participants"]})
+        cursor_at = page.get("next_cursor")
+        if not cursor_at:
+            break
+    render_shapes.handoff_events(answer, names)
 
 
 @handled
 def task_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
     """Show a task as --participant may see it (handoff_not_found for anyone else)."""
-    show(operator_read(file, "task_get", {"task_id": task_id, "participant": participant}), "handoffs#Task")
+    values = {"task_id": ids.operator_task(file, task_id), "participant": ids.operator_participant(file, participant)}
+    show(operator_read(file, "task_get", values), "handoffs#Task")
 
 
 @handled
 def task_cancel_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
-    """Cancel a task as --participant (a terminal task stays as it was)."""
-    body = {"task_id": task_id, "participant": participant}
+    """Cancel a task as --participant: its owner or a holder of approve (a terminal task stays as it was)."""
     document = require_document(file)
+    body = {"task_id": ids.operator_task(file, task_id), "participant": ids.operator_participant(file, participant)}
     show(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)),
          "handoffs#Task")
 
@@ -106,12 +136,50 @@ def task_cancel_command(file: FileArg, task_id: TaskArg, participant: Participan
 
 
 @handled
+def task_answer_command(
+    task_id: TaskArg,
+    answer: Annotated[Optional[str], typer.Argument(help="The answer text (sent as {\"answer\": ANSWER}, what "
+                                                    "a request without its own schema asks for).")] = None,
+    key: Annotated[Optional[str], typer.Option("--key", help="Which input request (input_1, …; ce task and ce "
+                                               "handoff list the open ones); default: the one open request.")] = None,
+    content: Annotated[Optional[str], typer.Option("--content", help="The answer as a JSON object instead of "
+                                                   "ANSWER, for a request with its own requested schema.")] = None,
+    session_file: SessionOpt = None,
+) -> None:
+    """Answer a task's open input request (its owner, or approve); once every request is answered the
+    assignee works on. Prints the task."""
+    if (answer is None) == (content is None):
+        raise InvalidRequest("give ANSWER or --content JSON, one of them", details={"option": "--content"})
+    value: Any = {"answer": answer}
+    if content is not None:
+        try:
+            value = json.loads(content)
+        except ValueError as exc:
+            raise InvalidRequest(f"--content is not JSON: {exc}", details={"option": "--content"}) from None
+        if not isinstance(value, dict):
+            raise InvalidRequest("--content must be a JSON object", details={"option": "--content"})
+    task_id = ids.task(session_file, task_id)
+    if key is None:
+        task = operation_call(session_file, "task_get", query={"task_id": task_id})
+        open_keys = sorted(task.get("inputRequests") or {})
+        if len(open_keys) != 1:
+            raise InvalidRequest(f"the task has {len(open_keys)} open input requests"
+                                 + (f" ({', '.join(open_keys)}): give --key" if open_keys else
+                                    f" (it is {task.get('status')})"),
+                                 details={"option": "--key", "open": open_keys})
+        key = open_keys[0]
+    show(operation_call(session_file, "task_update", {"task_id": task_id, "input_responses": {key: value}}),
+         "handoffs#Task")
+
+
+@handled(made="handoff.id")
 def handoff_create_command(
     summary: Annotated[str, typer.Option(help="What is asked (at most 2,000 characters).")],
     constraints: Annotated[Optional[str], typer.Option(help="Conditions the work must meet (8,000).")] = None,
     artifact: Annotated[Optional[list[str]], typer.Option("--artifact", help="An artifact URI (repeatable); "
                                                           "stored, never fetched.")] = None,
-    assignee: Annotated[Optional[str], typer.Option(help="The participant who alone may accept.")] = None,
+    assignee: Annotated[Optional[str], typer.Option(help="The participant who alone may accept: a name, or an "
+                                                    "id as ce participants prints it.")] = None,
     idempotency_key: Annotated[Optional[str], typer.Option("--idempotency-key", help="Retries with the same "
                                                            "key return the same handoff.")] = None,
     session_file: SessionOpt = None,
@@ -123,7 +191,7 @@ def handoff_create_command(
     if artifact:
         body["artifacts"] = [{"uri": uri} for uri in artifact]
     if assignee is not None:
-        body["assignee"] = assignee
+        body["assignee"] = ids.participant(session_file, assignee, "assignee")
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
     show(session_call(session_file, "POST", "/workspace/handoffs", body), "handoffs#HandoffAndTask")

@@ -9,7 +9,11 @@ serves to this caller (every page): one match is that id; several are
 ``invalid_request`` naming them; none (or a listing the caller may not
 read) sends the text unchanged, so the room answers its own not-found
 error, as for any unknown id. A full id (``<prefix>_`` and 24 hex digits)
-is sent as it is, without a listing. docs/decisions.md, *Short ids*.
+is sent as it is, without a listing. Every kind a command prints is taken
+back: proposals, leases, handoffs, board messages, live sessions (``ce
+revoke``), tasks (case kept: :data:`FULL_TASK_ID`), participants where a
+command takes a name (:func:`participant`: the id resolved to the name) and
+versions (``v2``, :func:`version`). docs/decisions.md, *Short ids*.
 """
 
 from __future__ import annotations
@@ -17,14 +21,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from ..errors import CommonroomError, InvalidRequest, NotFound
 from .common import operator_read
-from .sessions import session_call
+from .sessions import operation_route, session_call
 
 #: An id as the room mints it (:func:`commonroom.tokens.new_id`).
 FULL_ID = re.compile(r"[a-z]+_[0-9a-f]{24}")
+#: A task id as the room mints it (:func:`commonroom.tokens.new_secret`: 43 URL-safe characters, case matters).
+FULL_TASK_ID = re.compile(r"task_[A-Za-z0-9_-]{43}")
+#: A participant id, or a start of one as the tables print it (``p_f47a72b1…``).
+PARTICIPANT_ID = re.compile(r"p_[0-9a-f]{0,24}(…|\.\.\.)?")
+#: A version as the tables print it (``v2``) or its number (``2``).
+VERSION = re.compile(r"[vV]?([0-9]{1,12})")
 #: Most pages one resolution reads (200 items each).
 MAX_PAGES = 50
 #: Matches named in the error of an ambiguous prefix.
@@ -44,29 +54,33 @@ def _pick(row: dict[str, Any], key: str) -> str:
     return str(value)
 
 
-def bare(given: str) -> str:
-    """``given`` as a start of an id: stripped, without a trailing ``…`` or ``...``, lower case (ids are)."""
+def bare(given: str, fold: bool = True) -> str:
+    """``given`` as a start of an id: stripped, without a trailing ``…`` or ``...``, lower case (ids are)
+    unless ``fold`` is false (task ids, where case matters)."""
     text = given.strip()
     for ellipsis in ("…", "..."):
         text = text.removesuffix(ellipsis)
-    return text.lower()
+    return text.lower() if fold else text
 
 
-def resolve(given: str, pages: Pages, what: str, parameter: str) -> str:
+def resolve(given: str, pages: Pages, what: str, parameter: str, full: re.Pattern[str] = FULL_ID,
+            fold: bool = True) -> str:
     """The id ``given`` names: itself when it is a full id, else the one id of the listing it starts.
 
     ``pages`` reads the listing one page at a time; ``what`` (``proposal``)
-    and ``parameter`` (``proposal_id``) word the error of an ambiguous prefix.
+    and ``parameter`` (``proposal_id``) word the error of an ambiguous prefix
+    (one line naming the candidates); ``full`` is what a whole id looks like
+    (sent without a listing) and ``fold`` whether case is ignored.
     """
-    text = bare(given)
-    if not text or FULL_ID.fullmatch(text):
+    text = bare(given, fold)
+    if not text or full.fullmatch(text):
         return text or given
     matches: list[str] = []
     cursor: Any = None
     try:
         for _ in range(MAX_PAGES):
             ids, cursor = pages(cursor)
-            matches.extend(i for i in ids if (i.startswith(text) or i.partition("_")[2].startswith(text))
+            matches.extend(i for i in ids if i and (i.startswith(text) or i.partition("_")[2].startswith(text))
                            and i not in matches)
             if len(matches) > SHOWN or not cursor:
                 break
@@ -81,32 +95,50 @@ def resolve(given: str, pages: Pages, what: str, parameter: str) -> str:
                          details={"parameter": parameter, "prefix": text, "matches": matches[:SHOWN]})
 
 
-def session_pages(session_file: Path | None, operation: str, items: str, key: str = "id",
-                  **params: str) -> Pages:
-    """The pages of ``operation``'s listing (its route in the operation table) with the stored session."""
-    from ..operations import OPERATIONS  # the table imports the engine: only when a prefix is resolved
+def session_listing(session_file: Path | None, operation: str, **params: str) -> Callable[[Any], dict[str, Any]]:
+    """``cursor -> page``: ``operation``'s listing (its route in the operation table) with the stored session."""
+    method, path = operation_route(operation, **params)
 
-    http = OPERATIONS[operation].http
-    assert http is not None
-    path = http.path
-    for name, value in params.items():
-        path = path.replace("{" + name + "}", quote(value, safe=""))
-
-    def page(cursor: Any) -> tuple[Iterable[str], Any]:
+    def page(cursor: Any) -> dict[str, Any]:
         query = {"limit": "200", **({"cursor": cursor} if cursor else {})}
-        answer = session_call(session_file, http.method, f"{path}?{urlencode(query)}")
-        return [_pick(row, key) for row in answer[items]], answer.get("next_cursor")
+        answer: dict[str, Any] = session_call(session_file, method, f"{path}?{urlencode(query)}")
+        return answer
 
     return page
+
+
+def operator_listing(file: Path, operation: str) -> Callable[[Any], dict[str, Any]]:
+    """``cursor -> page``: ``operation``'s listing read by the local operator from the sidecar."""
+    return lambda cursor: operator_read(file, operation, {"limit": 200, "cursor": cursor})
+
+
+def _ids(listing: Callable[[Any], dict[str, Any]], items: str, key: str) -> Pages:
+    def page(cursor: Any) -> tuple[Iterable[str], Any]:
+        answer = listing(cursor)
+        return [_pick(row, key) for row in answer[items] if _has(row, key)], answer.get("next_cursor")
+
+    return page
+
+
+def session_pages(session_file: Path | None, operation: str, items: str, key: str = "id",
+                  **params: str) -> Pages:
+    """The ids of ``operation``'s listing (its route in the operation table), page by page, with the stored session."""
+    return _ids(session_listing(session_file, operation, **params), items, key)
+
+
+def _has(row: dict[str, Any], key: str) -> bool:
+    """Whether ``row`` has a value (not null) at the dotted ``key``."""
+    value: Any = row
+    for part in key.split("."):
+        if not isinstance(value, dict) or value.get(part) is None:
+            return False
+        value = value[part]
+    return True
 
 
 def operator_pages(file: Path, operation: str, items: str, key: str = "id") -> Pages:
-    """The pages of ``operation``'s listing read by the local operator from the sidecar."""
-    def page(cursor: Any) -> tuple[Iterable[str], Any]:
-        answer = operator_read(file, operation, {"limit": 200, "cursor": cursor})
-        return [_pick(row, key) for row in answer[items]], answer.get("next_cursor")
-
-    return page
+    """The ids of ``operation``'s listing, page by page, read by the local operator from the sidecar."""
+    return _ids(operator_listing(file, operation), items, key)
 
 
 def proposal(session_file: Path | None, given: str) -> str:
@@ -155,3 +187,48 @@ def message(session_file: Path | None, board: str, given: str, parameter: str = 
     """A message id of ``board`` from an id or a unique prefix (its retained messages)."""
     pages = session_pages(session_file, "list_session_messages", "messages", "message_id", session_id=board)
     return resolve(given, pages, "message", parameter)
+
+
+def task(session_file: Path | None, given: str) -> str:
+    """A task id from an id or a unique start of it (the tasks of the handoffs the session can list)."""
+    return resolve(given, session_pages(session_file, "handoff_list", "handoffs", key="task_id"), "task", "task_id",
+                   FULL_TASK_ID, fold=False)
+
+
+def operator_task(file: Path, given: str) -> str:
+    """A task id from an id or a unique start of it (the tasks of every handoff in the sidecar)."""
+    return resolve(given, operator_pages(file, "handoff_list", "handoffs", key="task_id"), "task", "task_id",
+                   FULL_TASK_ID, fold=False)
+
+
+def _participant(given: str, pages: Callable[[Any], dict[str, Any]], parameter: str) -> str:
+    """The participant's name ``given`` names: a name as it is, or an id or start of one (``p_f47a72b1…``)."""
+    if not PARTICIPANT_ID.fullmatch(given.strip()):
+        return given
+    names: dict[str, str] = {}
+
+    def ids_of(cursor: Any) -> tuple[Iterable[str], Any]:
+        answer = pages(cursor)
+        names.update({row["id"]: row["name"] for row in answer["participants"]})
+        return [row["id"] for row in answer["participants"]], answer.get("next_cursor")
+
+    found = resolve(given, ids_of, "participant", parameter)
+    return names.get(found, given)
+
+
+def participant(session_file: Path | None, given: str, parameter: str = "participant") -> str:
+    """A participant's name from a name, or an id or a unique start of one as ``ce participants`` prints it."""
+    return _participant(given, session_listing(session_file, "participants_list"), parameter)
+
+
+def operator_participant(file: Path, given: str, parameter: str = "participant") -> str:
+    """A participant's name from a name, or an id or a unique start of one, read from the sidecar."""
+    return _participant(given, operator_listing(file, "participants_list"), parameter)
+
+
+def version(text: str) -> int:
+    """A version number from ``v2`` (as the tables print it) or ``2``: the click parser of version arguments."""
+    match = VERSION.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a version like v2 or 2")
+    return int(match.group(1))

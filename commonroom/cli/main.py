@@ -19,9 +19,7 @@ from importlib import import_module
 from typing import Annotated, Any, Optional
 
 import typer
-from typer.core import TyperGroup
-
-from .usage import CeTyper
+from .usage import CeGroupBase, CeTyper
 
 #: Every command of ``ce``, in ``ce --help`` order, and the module of
 #: :mod:`commonroom.cli` that declares it: as ``NAME_command`` (``-`` read as
@@ -33,7 +31,7 @@ COMMANDS: dict[str, str] = {
     "diff": "editing", "read": "editing", "propose": "editing", "approve": "editing", "reject": "editing",
     "withdraw": "editing", "write": "editing",
     "handoffs": "handoffs", "handoff": "handoffs", "handoff-events": "handoffs", "task": "handoffs",
-    "task-cancel": "handoffs", "handoff-create": "handoffs", "handoff-accept": "handoffs",
+    "task-cancel": "handoffs", "task-answer": "handoffs", "handoff-create": "handoffs", "handoff-accept": "handoffs",
     "handoff-request-input": "handoffs", "handoff-complete": "handoffs", "handoff-approve": "handoffs",
     "handoff-reject": "handoffs", "handoff-cancel": "handoffs",
     "invitation": "access", "lease": "editing", "board": "board", "sidecar": "sidecar",
@@ -83,7 +81,7 @@ class LazyCommands(MutableMapping[str, Any]):
         return len(self._commands)
 
 
-class CeGroup(TyperGroup):
+class CeGroup(CeGroupBase):
     """The root group of ``ce``: :data:`COMMANDS`, each built when looked up."""
 
     def __init__(self, **attrs: Any) -> None:

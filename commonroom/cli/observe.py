@@ -10,8 +10,9 @@ prints, on stdout, one line per event::
 
 With ``--json`` each line is instead the event itself, one JSON object
 (schema ``events#Event``). Status lines (connecting, reconnecting, resync) go to stderr, prefixed
-``ce observe:``. After a dropped connection it reconnects with backoff
-(0.5 s doubling to 10 s) and resumes after the last id it printed
+``ce observe:``. After a dropped connection it says that the room went
+away, reconnects with backoff (0.5 s doubling to 10 s), says when the room
+is back (:mod:`commonroom.cli.outage`) and resumes after the last id it printed
 (``Last-Event-ID``), so nothing is printed twice or skipped while the ring
 still holds it. On ``event: resync`` it says so, rereads ``/workspace/room``
 and continues from that ``last_event_id`` (the events in between are not
@@ -26,7 +27,6 @@ import json
 import unicodedata
 from datetime import datetime
 import sys
-import time
 from pathlib import Path
 from typing import IO, Annotated, Any, Callable, Optional
 
@@ -35,11 +35,10 @@ import typer
 from .. import errors
 from ..protocol import LAST_EVENT_ID_HEADER, SSE_EVENT_RESYNC
 from .common import handled
+from .outage import Outage
 from .sessions import load_session
 from .render import JSON_OUTPUT, short
 
-#: Reconnect backoff (seconds): first wait, cap.
-BACKOFF_START, BACKOFF_MAX = 0.5, 10.0
 #: No byte for this long (heartbeats come every 15 s) means the link is dead.
 READ_TIMEOUT = 60.0
 
@@ -147,7 +146,7 @@ class Follower:
         self.last = since
         self.out = out
         self.names: dict[str, str] = {}
-        self.reconnecting = False
+        self.outage = Outage(_status)
         self.raw = raw
 
     def _call(self, path: str) -> Any:
@@ -189,9 +188,8 @@ class Follower:
                                             headers=headers, timeout=READ_TIMEOUT)
         except (OSError, ConnectionError):
             return "dropped"
-        if response.status == 200 and self.reconnecting:
-            _status("reconnected" + (f"; resuming after #{self.last}" if self.last is not None else ""))
-            self.reconnecting = False
+        if response.status == 200:
+            self.outage.back(self._resuming())
         if response.status != 200:
             body = response.json() if response.body.strip() else {}
             if isinstance(body, dict) and "error" in body:
@@ -223,15 +221,10 @@ class Follower:
                 self.last = self.current_end()
             except errors.TransportUnavailable:
                 pass
-        delay = BACKOFF_START
         first = True
         while True:
             if not first:
-                self.reconnecting = True
-                where = f"after #{self.last}" if self.last is not None else "from now"
-                _status(f"connection lost; reconnecting in {delay:.1f} s, resuming {where}")
-                time.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
+                self.outage.lost("connection lost", self._resuming())
             first = False
             try:
                 outcome = self.stream_once()
@@ -243,23 +236,28 @@ class Follower:
                     try:
                         end = self.current_end()
                         break
-                    except errors.TransportUnavailable:
-                        time.sleep(delay)
-                        delay = min(delay * 2, BACKOFF_MAX)
+                    except errors.TransportUnavailable as exc:
+                        self.outage.lost(exc.message, "then rereading the room")
+                self.outage.back("rereading the room")
                 self.last = end
                 _status(f"continuing from #{end}" if end is not None else "continuing with new events only")
-                delay = BACKOFF_START
                 first = True
                 continue
-            if outcome == "ended":
-                delay = BACKOFF_START
+
+    def _resuming(self) -> str:
+        return f"resuming after #{self.last}" if self.last is not None else "with new events only"
+
+
+def event_id(text: str) -> int:
+    """An event id as ``ce observe`` prints it (``#42``) or its number: the parser of ``--since``."""
+    return int(text.strip().removeprefix("#"))
 
 
 @handled
 def observe_command(
     session_file: Annotated[Optional[Path], typer.Option(help="The session to use (needs observe).")] = None,
-    since: Annotated[Optional[int], typer.Option(help="Replay the events after this id first (still in the ring).",
-                                                 min=0)] = None,
+    since: Annotated[Optional[int], typer.Option(help="Replay the events after this id first (still in the ring); "
+                                                 "42 or #42 as the lines print it.", min=0, parser=event_id)] = None,
 ) -> None:
     """Follow the room's events, one line each (time, who, what); reconnects and resumes by itself.
 

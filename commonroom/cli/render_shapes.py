@@ -7,10 +7,10 @@ reaches this module (the answer is printed as it came).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-
-from .render import console, diff, line, markdown, place, renders, short, table, when
+from .render import DETAIL_WIDTH, console, detail, diff, line, markdown, place, renders, short, table, when
 
 
 def _name(who: Any) -> str:
@@ -131,9 +131,14 @@ def participants(answer: dict[str, Any]) -> None:
 
 @renders("owner#SessionsPage")
 def sessions(answer: dict[str, Any]) -> None:
-    """Live sessions, oldest first, with their boards' retained messages."""
+    """Live sessions, oldest first, with their boards' retained messages.
+
+    The whole session id: it names the session's board in ``ce board …``,
+    run with a participant's session, which cannot list the room's sessions
+    to resolve a start of one.
+    """
     table(answer["sessions"], [
-        ("session", lambda s: short(s["session"]["id"])),
+        ("session", lambda s: s["session"]["id"]),
         ("who", lambda s: _name(s["session"].get("participant"))),
         ("capabilities", lambda s: ", ".join(s["session"].get("capabilities") or [])),
         ("expires", lambda s: when(s["session"].get("expires_at"))),
@@ -197,7 +202,9 @@ def status(answer: dict[str, Any]) -> None:
     if answer["running"]:
         ingress = answer.get("ingress") or {}
         where = f"{ingress.get('host', '?')}:{ingress.get('port', '?')}" + (
-            f" and {ingress['socket']}" if ingress.get("socket") else "")
+            f" and {ingress['socket']}" if ingress.get("socket") else "") + "".join(
+            f", {name} {listener.get('address')}:{listener.get('port')}"
+            for name, listener in sorted((ingress.get("transports") or {}).items()))
         ports = f"owner port {answer.get('owner_port')}, ingress {where}"
         line(Text(f"{answer['file']}: running (pid {answer.get('pid')}; {ports})", style="bold green"))
     else:
@@ -230,10 +237,88 @@ def handoff_and_task(answer: dict[str, Any]) -> None:
 
 @renders("handoffs#Task")
 def task(answer: dict[str, Any]) -> None:
-    """``task task_… working: message (handoff ho_…)``."""
-    line(f"task {answer.get('taskId')} {answer.get('status')}"
-         + (f": {answer['statusMessage']}" if answer.get("statusMessage") else "")
-         + f" (handoff {answer.get('handoffId', '-')})")
+    """The task: status, handoff, who, the open input requests and the answers given, its result or error."""
+    from rich.text import Text
+
+    title = Text(f"task {answer.get('taskId')}", style="bold")
+    title.append(f" · {answer.get('status')}")
+    owner, assignee = answer.get("owner"), answer.get("assignee")
+    error = answer.get("error") or {}
+    detail(title, [
+        ("handoff", answer.get("handoffId") or answer.get("operation")),
+        ("who", f"owner {owner}, assignee {assignee or '-'}"),
+        ("message", None if answer.get("inputRequests") else answer.get("statusMessage")),
+        *((f"asked {key}", f"{_question(request)} (ce task-answer {short(answer.get('taskId'))} ANSWER "
+                           f"--key {key})")
+          for key, request in (answer.get("inputRequests") or {}).items()),
+        *((f"answered {key}", _answer(value)) for key, value in (answer.get("inputResponses") or {}).items()),
+        ("result", _tool_result(answer.get("result"))),
+        ("error", f"{error.get('message')} ({error.get('code')})" if error else None),
+        ("updated", f"{when(answer.get('lastUpdatedAt'))} (created {when(answer.get('createdAt'))})"),
+    ])
+
+
+def _question(request: Any) -> str:
+    """The text of an ``elicitation/create`` input request."""
+    params = request.get("params") if isinstance(request, dict) else None
+    return str((params or {}).get("message") or json.dumps(request, ensure_ascii=False))
+
+
+def _answer(value: Any) -> str:
+    """An input response as given: ``{"answer": "yes"}`` is ``yes``, anything else compact JSON."""
+    if isinstance(value, dict) and list(value) == ["answer"] and isinstance(value["answer"], str):
+        return value["answer"]
+    if isinstance(value, dict) and value.get("action") and isinstance(value.get("content"), dict):
+        value = value["content"]  # an MCP ElicitResult
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _tool_result(result: Any) -> str | None:
+    """The text of a finished CallToolResult (its text content), None when there is none."""
+    if not isinstance(result, dict):
+        return None
+    texts = [c.get("text") for c in result.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"]
+    return "\n".join(t for t in texts if t) or None
+
+
+def handoff_detail(answer: dict[str, Any], task: dict[str, Any] | None) -> None:
+    """``ce handoff``: the handoff (who, summary, constraints, artifacts, result, decision) and its task's status
+    with the open input requests, fitting :data:`~commonroom.cli.render.DETAIL_WIDTH` columns."""
+    from rich.text import Text
+
+    title = Text(f"handoff {answer['id']}", style="bold")
+    title.append(f" · {answer['status']}")
+    task_line = None
+    if task is not None:
+        task_line = f"{task.get('taskId')} {task.get('status')}"
+        if task.get("inputRequests"):
+            count = len(task["inputRequests"])
+            task_line += f", {count} question{'s' if count > 1 else ''} open"
+    elif answer.get("task_id"):
+        task_line = f"{answer['task_id']} (expired)"
+    decided = None
+    if answer.get("decided_at"):
+        decided = f"{answer['status']} by {_name(answer.get('decided_by'))} {when(answer['decided_at'])}"
+    detail(title, [
+        ("summary", answer.get("summary")),
+        ("who", f"owner {_name(answer.get('owner'))}, assignee {_name(answer.get('assignee'))}"),
+        ("constraints", answer.get("constraints")),
+        *(("artifact", _artifact(a)) for a in answer.get("artifacts") or []),
+        ("task", task_line),
+        *((f"asked {key}", _question(request)) for key, request in ((task or {}).get("inputRequests") or {}).items()),
+        *((f"answered {key}", _answer(value)) for key, value in ((task or {}).get("inputResponses") or {}).items()),
+        ("result", answer.get("result")),
+        ("decided", decided),
+        ("reason", answer.get("reason")),
+        ("created", when(answer.get("created_at"))),
+        ("updated", when(answer.get("updated_at"))),
+    ])
+
+
+def _artifact(ref: dict[str, Any]) -> str:
+    """``uri (title, media type)``."""
+    extra = ", ".join(str(ref[k]) for k in ("title", "media_type") if ref.get(k))
+    return str(ref.get("uri")) + (f" ({extra})" if extra else "")
 
 
 @renders("handoffs#HandoffsPage")
@@ -249,33 +334,53 @@ def handoffs(answer: dict[str, Any]) -> None:
     ], "no handoffs", answer.get("next_cursor"))
 
 
-def _actor(event: dict[str, Any]) -> str:
-    pid = (event.get("actor") or {}).get("participant_id")
-    return short(pid) if pid else "operator"
-
-
-@renders("handoffs#HandoffEventsPage")
-def handoff_events(answer: dict[str, Any]) -> None:
-    """A handoff's own events, oldest first."""
-    from .observe import summary
-
+def handoff_events(answer: dict[str, Any], names: dict[str, str]) -> None:
+    """A handoff's own events, oldest first: who by name, what changed, at most 100 columns."""
     table(answer["events"], [
         ("#", lambda e: e.get("id")),
-        ("event", lambda e: e.get("type")),
+        ("event", lambda e: str(e.get("type", "")).removeprefix("handoff.")),
         ("when", lambda e: when(e.get("time"))),
-        ("who", _actor),
-        ("summary", summary),
-    ], "no events", answer.get("next_cursor"))
+        ("who", lambda e: _actor(e, names)),
+        ("summary", _handoff_change),
+    ], "no events", answer.get("next_cursor"), DETAIL_WIDTH)
+
+
+def _actor(event: dict[str, Any], names: dict[str, str]) -> str:
+    pid = (event.get("actor") or {}).get("participant_id")
+    return names.get(pid, short(pid)) if pid else "operator"
+
+
+def _handoff_change(event: dict[str, Any]) -> str:
+    """What a handoff event changed: the handoff's and the task's status, and what the event carries."""
+    payload = event.get("payload") or {}
+    parts = [f"handoff {payload['status']}" if payload.get("status") else "",
+             f"task {payload['task_status']}" if payload.get("task_status") else ""]
+    if event.get("type") == "handoff.created":
+        parts.append(f"for {payload.get('assignee') or 'anyone'}: {payload.get('summary', '')}")
+    if payload.get("keys"):
+        parts.append("input " + ", ".join(str(k) for k in payload["keys"]))
+    for key in ("reason", "decided_by"):
+        if payload.get(key):
+            parts.append(f"{key.replace('_', ' ')} {payload[key]}")
+    return "; ".join(p for p in parts if p)
 
 
 # -- boards ----------------------------------------------------------------------------------
 
 
+def ack(message: dict[str, Any]) -> str:
+    """A message's ACK state: ``acked 5m ago``, ``not acked`` (asked, not yet), ``-`` (no ACK asked)."""
+    if message.get("first_acked_at"):
+        return f"acked {when(message['first_acked_at'])}"
+    return "not acked" if message.get("requires_ack") else "-"
+
+
 @renders("boards#Message")
 def message(answer: dict[str, Any]) -> None:
-    """``note m_… (normal, open) by alice: body``."""
-    line(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}) "
-         f"by {_name(answer.get('author'))}: {answer.get('body', '')}")
+    """``note m_… (normal, open, not acked) by alice: body``."""
+    state = ack(answer)
+    line(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}"
+         f"{'' if state == '-' else ', ' + state}) by {_name(answer.get('author'))}: {answer.get('body', '')}")
 
 
 def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:
@@ -286,6 +391,7 @@ def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:
         ("priority", lambda m: m.get("priority")),
         ("who", lambda m: _name(m.get("author"))),
         ("when", lambda m: when(m.get("created_at"))),
+        ("ack", ack),
         ("summary", lambda m: m.get("body") or ""),
     ], "no messages", next_cursor)
 

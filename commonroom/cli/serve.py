@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
@@ -17,16 +17,27 @@ def serve_command(
     owner_port: Annotated[int, typer.Option(help="Owner port on 127.0.0.1 (0 picks a free one).")] = 7710,
     host: Annotated[str, typer.Option(help="Session ingress address (loopback transport).")] = "127.0.0.1",
     socket: Annotated[bool, typer.Option("--socket", help="Also listen on a Unix socket (local transport).")] = False,
+    transport: Annotated[Optional[str], typer.Option(
+        help="Also open a transport plugin's session ingress, e.g. tailcat (an encrypted overlay).")] = None,
+    address: Annotated[Optional[str], typer.Option(
+        help="The plugin ingress's address (tailcat: an address of a WireGuard interface here; "
+             "default: tailscale ip -4).")] = None,
+    transport_port: Annotated[Optional[int], typer.Option(
+        help="The plugin ingress's port (default: the same number as --port).")] = None,
     log_level: Annotated[str, typer.Option(help="gunicorn log level.")] = "warning",
 ) -> None:
-    """Start the room on FILE: one process, two listeners, until Ctrl-C."""
+    """Start the room on FILE: one process, two listeners, until Ctrl-C.
+
+    With --transport, a third: the session ingress a transport plugin names (tailcat: an encrypted overlay).
+    """
     from ..memory import use_system_malloc
 
     use_system_malloc()  # re-executes under PYTHONMALLOC=malloc unless it is set (commonroom/memory.py)
     from ..server import ServeError, ServeOptions, serve  # gunicorn and falcon for this command only
 
     options = ServeOptions(document=file, host=host, port=port, owner_port=owner_port,
-                           socket=socket, log_level=log_level)
+                           socket=socket, transport=transport, address=address, transport_port=transport_port,
+                           log_level=log_level)
     try:
         code = serve(options)
     except ServeError as exc:

@@ -38,7 +38,7 @@ def load_session(path: Path | None) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
-        raise InvalidRequest(f"no session at {path}; run ce join TOKEN first",
+        raise InvalidRequest(f"no session at {path}; join first: ce join TOKEN --session-file {path}",
                              details={"session_file": str(path)}) from None
     except (OSError, ValueError) as exc:
         raise InvalidRequest(f"cannot read the session file {path}: {exc}",
@@ -54,3 +54,28 @@ def session_call(session_file: Path | None, method: str, path: str, body: Any = 
 
     session = load_session(session_file)
     return client.call_json(session["transport"], method, path, body=body, token=session["token"], **options)
+
+
+def operation_route(operation: str, **params: str) -> tuple[str, str]:
+    """The method and path ``operation`` declares in the operation table, its path parameters filled (quoted)."""
+    from urllib.parse import quote
+
+    from ..operations import OPERATIONS  # the table imports the engine: only when a command calls an operation
+
+    http = OPERATIONS[operation].http
+    assert http is not None
+    path = http.path
+    for name, value in params.items():
+        path = path.replace("{" + name + "}", quote(value, safe=""))
+    return http.method, path
+
+
+def operation_call(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
+                   *, timeout: float = 60.0, **params: str) -> Any:
+    """Call ``operation``'s route (:func:`operation_route`) with the stored session: the answer's JSON."""
+    from urllib.parse import urlencode
+
+    method, path = operation_route(operation, **params)
+    if query:
+        path += "?" + urlencode(query)
+    return session_call(session_file, method, path, body, timeout=timeout)

@@ -34,7 +34,7 @@ def size_command(file: FileArg) -> None:
 @sidecar_app.command("compact")
 @handled
 def compact_command(file: FileArg) -> None:
-    """Repack checkpoints stored before schema 9, then VACUUM (through the room if it runs, else offline)."""
+    """Repack checkpoints stored before schema 10, then VACUUM (through the room if it runs, else offline)."""
     document = require_document(file)
     show(operator_write(document, "POST", "/owner/sidecar/compact", {}, offline("sidecar_compact", {})),
          "owner#SidecarCompaction")

@@ -15,7 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperGroup
+
+#: Characters of a command's first sentence its group's help shows (click cuts at ~45 with "...").
+SHORT_HELP = 10_000
 
 
 class CeCommand(TyperCommand):
@@ -42,8 +45,30 @@ class CeCommand(TyperCommand):
         return pieces
 
 
+class CeGroupBase(TyperGroup):
+    """A ``ce`` command group whose *Commands* section shows each command's whole first sentence
+    (wrapped), where click would cut it to the terminal's width with ``...``."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The *Commands* section: each command and its first sentence, never cut."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=SHORT_HELP)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 class CeTyper(typer.Typer):
-    """A ``typer.Typer`` whose commands are :class:`CeCommand` unless ``cls`` says otherwise."""
+    """A ``typer.Typer`` whose commands are :class:`CeCommand` and whose groups :class:`CeGroupBase`,
+    unless ``cls`` says otherwise."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("cls") is None:
+            kwargs["cls"] = CeGroupBase
+        super().__init__(*args, **kwargs)
 
     def command(self, *args: Any, **kwargs: Any) -> Any:
         """As ``typer.Typer.command``, with ``cls`` defaulting to :class:`CeCommand`."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from generated.types.editing import VersionInfo
 
-from .. import conventions, jsontext, numbers, regions
+from .. import conventions, jsontext, numbers, protocol, regions
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .filesync import FileFollower
     from .segments import Segments
 
-CAPABILITIES = ("read", "observe", "propose", "lease", "write", "approve", "handoff", "message")
+CAPABILITIES = protocol.CAPABILITIES
 DEFAULT_LIMIT = 50
 
 

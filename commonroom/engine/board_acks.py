@@ -123,7 +123,7 @@ class AcksMixin(BoardBase):
 #: The operations whose every call the room audits (metadata only).
 AUDITED = frozenset({"post_session_message", "list_session_messages", "get_session_assignment",
                      "complete_session_message", "observe_session_messages", "post_peer_message",
-                     "list_session_peers"})
+                     "list_session_peers", "session_discussion_summary", "session_handoff_summary"})
 
 
 def _str(value: Any) -> str | None:
@@ -188,6 +188,8 @@ def audit_metadata(operation: str, values: dict[str, Any], result: Any) -> tuple
         if ok:
             details.update(returned=_count(result.get("messages")), has_more=bool(result.get("has_more")),
                            history_lost=bool(result.get("history_lost")), wait_outcome=result.get("wait_outcome"))
+    elif operation in ("session_discussion_summary", "session_handoff_summary") and ok:
+        details.update(truncated=bool(result.get("truncated")), history_lost=bool(result.get("history_lost")))
     elif operation == "list_session_peers" and ok:
         details.update(peers=_count(result.get("peers")), returned=_count(result.get("messages")))
     return board, message_id, details

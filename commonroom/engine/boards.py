@@ -13,6 +13,8 @@ the accepted fence), replays an exact retry and fails closed on any other
 reuse of the key. :meth:`~.board_observation.ObservationMixin.observe_session_messages` is the
 message-state delta over a durable per-board revision, with opaque signed
 tokens and one bounded wait on the live hub.
+:mod:`.board_summaries` holds the two bounded summaries
+(``session_discussion_summary``, ``session_handoff_summary``).
 
 Authority (DESIGN.md: "the authority boundary is the room plus
 capabilities"): any session of the room holding ``read`` reads any board
@@ -37,10 +39,11 @@ from .board_acks import AcksMixin
 from .board_base import KINDS, STATUSES
 from .board_completion import CompletionMixin
 from .board_observation import ObservationMixin
+from .board_summaries import SummariesMixin
 
 
-class BoardsMixin(CompletionMixin, ObservationMixin, AcksMixin):
-    """Posting, listing, assignment, completion and observation on session boards."""
+class BoardsMixin(CompletionMixin, ObservationMixin, AcksMixin, SummariesMixin):
+    """Posting, listing, assignment, completion, observation and the two summaries on session boards."""
 
     # -- posting and listing --------------------------------------------------
     def post_session_message(self, actor: Actor, session_id: str, kind: str, body: str, priority: str | None = None,

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from generated.types.handoffs import Handoff as HandoffWire
 from generated.types.handoffs import HandoffAndTask, HandoffStatus, TaskStatus
+from generated.types.handoffs import Result as TaskResult
 from generated.types.handoffs import Task as TaskWire
 
 from ..errors import HandoffConflict, HandoffNotFound, LimitExceeded, PermissionDenied
@@ -106,7 +107,9 @@ class HandoffBase(EngineBase):
         if row.input_responses:
             task["inputResponses"] = row.input_responses
         if row.status == "completed" and row.result is not None:
-            task["result"] = row.result
+            # the core CallToolResult: resultType is required there (a client such as the official
+            # TypeScript ext-tasks decodes it as one); rows stored before it was kept get it here
+            task["result"] = cast("TaskResult", {**row.result, "resultType": "complete"})
         if row.status == "failed" and row.error is not None:
             task["error"] = row.error
         return task
@@ -148,6 +151,19 @@ class HandoffBase(EngineBase):
         if row.assignee_id != acting_id(actor):
             raise PermissionDenied(f"only the assignee of handoff {row.id} may do this",
                                    details={"required": "assignee", "handoff_id": row.id})
+
+    def _require_may_cancel(self, actor: Actor, owner_id: str, **details: Any) -> None:
+        """The one rule for cancelling a handoff or a task, whatever the path: its owner or ``approve``.
+
+        ``handoff_cancel``, ``tasks/cancel``, ``POST /workspace/task/cancel``
+        and ``ce task-cancel`` all check it (DESIGN.md, *Who may see a task*:
+        the assignee sees the task but may not cancel it).
+        ``PermissionDenied`` (``details.required``: ``owner or approve``,
+        plus ``details``) before anything changes or is emitted.
+        """
+        if owner_id != acting_id(actor) and "approve" not in actor.capabilities:
+            raise PermissionDenied("only the owner or a session with approve may cancel it",
+                                   details={"required": "owner or approve", **details})
 
     def _emit(self, ctx: WriteContext, actor: Actor | None, handoff: HandoffRow, task: TaskRow | None,
               type: str, **extra: Any) -> None:

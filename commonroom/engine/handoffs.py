@@ -297,14 +297,13 @@ class HandoffsMixin(HandoffBase):
     def cancel_handoff(self, actor: Actor, handoff_id: str, reason: str | None = None) -> HandoffWire:
         """Cancel an ``open`` or ``accepted`` handoff, and its task unless terminal.
 
-        The owner or a holder of ``approve`` (``PermissionDenied``);
+        The owner or a holder of ``approve`` (``PermissionDenied``, the
+        rule ``task_cancel`` shares: :meth:`_require_may_cancel`);
         ``HandoffConflict`` once it has a result or is decided.
         """
         def cancel(ctx: WriteContext) -> HandoffWire:
             row = self._get_handoff(handoff_id)
-            if row.owner_id != acting_id(actor) and "approve" not in actor.capabilities:
-                raise PermissionDenied("only the handoff's owner or a session with approve may cancel it",
-                                       details={"required": "owner or approve", "handoff_id": row.id})
+            self._require_may_cancel(actor, row.owner_id, handoff_id=row.id)
             task = self._task_of(row)
             self._require_state(row, task, "cancel")
             self._cancel(ctx, actor, row, task, reason)

@@ -281,17 +281,27 @@ class LeasesMixin(EngineBase):
         return self.store.write(acquire)
 
     def _own_live_lease(self, actor: Actor, lease_id: str, now: str) -> LeaseRow:
-        """The lease ``lease_id`` of ``actor``'s session, live at ``now`` (RFC 3339); ``NotFound`` / ``InvalidRequest``."""
+        """The lease ``lease_id`` of ``actor``'s session, live at ``now`` (RFC 3339).
+
+        ``NotFound`` for an unknown lease or one of another session;
+        ``LeaseConflict`` (409, ``lease_id``, ``details.status``: ``released``
+        or ``expired``) for a lease that is no longer active: a transition
+        the record's state does not allow (docs/protocol.md, *Errors*).
+        """
         found = self._lease_rows(_SELECT + 'WHERE l."id" = ?', (lease_id,))
         row = found[0] if found else None
         if row is None or (actor.kind == "session" and row.session_id != actor.session_id):
             raise NotFound("no such lease held by this session", details={"lease_id": lease_id})
         if row.released_at or row.expired_at or row.expires_at <= now:
-            raise InvalidRequest("the lease is no longer active", details={"lease_id": lease_id, "reason": "not_active"})
+            status = "released" if row.released_at else "expired"
+            raise LeaseConflict(f"the lease is {status}, no longer active",
+                                details={"lease_id": lease_id, "status": status, "reason": "not_active",
+                                         "allowed_from": ["active"]}, lease_id=lease_id)
         return row
 
     def renew_lease(self, actor: Actor, lease_id: str, ttl_seconds: Any = None) -> LeaseWire:
-        """Extend a live lease of this session to now + TTL. ``NotFound`` / ``InvalidRequest``."""
+        """Extend a live lease of this session to now + TTL. ``NotFound`` / ``LeaseConflict`` (not active) /
+        ``InvalidRequest`` (TTL)."""
         require(actor, "lease")
         ttl = _ttl(ttl_seconds)
 
@@ -308,7 +318,7 @@ class LeasesMixin(EngineBase):
         return self.store.write(renew)
 
     def release_lease(self, actor: Actor, lease_id: str) -> LeaseWire:
-        """Release a live lease of this session (the operator may release any)."""
+        """Release a live lease of this session (the operator may release any). ``NotFound`` / ``LeaseConflict``."""
         require(actor, "lease")
 
         def release(ctx: WriteContext) -> LeaseWire:

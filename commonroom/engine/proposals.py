@@ -191,15 +191,21 @@ class ProposalsMixin(EngineBase):
         return self._proposal_dict(self._get_proposal(proposal_id))
 
     def _require_open(self, row: ProposalRow) -> None:
+        """``ProposalConflict`` (409, ``proposal_id``, ``details.status``) unless the proposal is still open.
+
+        A transition the record's state does not allow is the record's own
+        conflict, never ``invalid_request`` (docs/protocol.md, *Errors*).
+        """
         if row.status != "open":
-            raise InvalidRequest(f"proposal {row.id} is {row.status}, not open",
-                                 details={"status": row.status, "reason": "not_open"}, proposal_id=row.id)
+            raise ProposalConflict(f"proposal {row.id} is {row.status}, not open",
+                                   details={"status": row.status, "reason": "not_open", "allowed_from": ["open"]},
+                                   proposal_id=row.id)
 
     def approve_proposal(self, actor: Actor, proposal_id: str) -> ApproveResult:
         """Commit an open proposal as version N+1 (``ApproveResult``).
 
-        Needs ``approve``. Raises ``ProposalNotFound``, ``InvalidRequest``
-        (not open), ``ProposalConflict`` (irreconcilable since it was made,
+        Needs ``approve``. Raises ``ProposalNotFound``, ``ProposalConflict``
+        (not open: ``details.status``; or irreconcilable since it was made,
         with the hunks), ``LeaseConflict`` (another session leases the
         changed lines; the author's and the approver's own leases do not
         count).
@@ -261,12 +267,15 @@ class ProposalsMixin(EngineBase):
                      participant_id=row.participant_id, participant_name=self.participant_name(row.participant_id))
 
     def reject_proposal(self, actor: Actor, proposal_id: str, reason: str | None = None) -> ProposalWire:
-        """Reject an open proposal. Needs ``approve``."""
+        """Reject an open proposal. Needs ``approve``; ``ProposalConflict`` when it is no longer open."""
         require(actor, "approve")
         return self._decide(actor, proposal_id, "rejected", reason)
 
     def withdraw_proposal(self, actor: Actor, proposal_id: str) -> ProposalWire:
-        """Withdraw an open proposal: its author (any of their sessions) or the operator."""
+        """Withdraw an open proposal: its author (any of their sessions) or the operator.
+
+        ``PermissionDenied`` for anyone else; ``ProposalConflict`` when it is no longer open.
+        """
         require(actor, "propose")
         return self._decide(actor, proposal_id, "withdrawn", None)
 

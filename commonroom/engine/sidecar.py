@@ -11,7 +11,7 @@
 - :meth:`SidecarMixin.sidecar_compact` (``POST /owner/sidecar/compact``,
   ``ce sidecar compact``): one write on the room's one writer (through the
   owner port when the room runs, else offline under the writer lock) that
-  first rewrites checkpoints stored before schema 9 (whole texts every 64
+  first rewrites checkpoints stored before schema 10 (whole texts every 64
   versions) as this code stores them (compressed, spaced by bytes: the
   others become hunks), then, once that is committed, runs ``VACUUM`` and
   truncates the WAL. Every version reads back the same; no event is
@@ -85,7 +85,7 @@ class SidecarMixin(EngineBase):
         """Repack old checkpoints, then ``VACUUM``: ``owner.json#/$defs/SidecarCompaction``.
 
         One write (the room's writer thread, or offline under the writer
-        lock): checkpoints stored as text (before schema 9) are compressed,
+        lock): checkpoints stored as text (before schema 10) are compressed,
         or become hunks where this code would not have stored them whole
         (:func:`~commonroom.engine.versions.checkpoint_due`); then, after
         the commit and outside any transaction, ``VACUUM`` and a truncating

@@ -104,27 +104,28 @@ class TasksMixin(HandoffsMixin):
 
     def task_update(self, actor: Actor, task_id: str, input_responses: dict[str, Any],
                     participant: str | None = None) -> TaskWire:
-        """Answer outstanding input requests (``tasks/update``).
+        """Answer outstanding input requests (``tasks/update``): the task as it is after the update.
 
-        Answers for keys that are not outstanding are ignored; when none of
-        the keys is outstanding, or the task is not ``input_required``,
-        ``InvalidRequest`` (``details.reason``) and nothing changes. Once
-        every request is answered the task is ``working`` again. Never
-        restarts work.
+        Answers for keys that are outstanding are recorded; once every
+        request is answered the task is ``working`` again. Keys that are not
+        outstanding are ignored (the tasks extension's rule): an update
+        that answers nothing outstanding (unknown or already answered keys,
+        a task that is ``working`` or terminal) is acknowledged, changes
+        nothing and emits nothing, the same on every path. Never restarts
+        work: only answering the last outstanding request makes an
+        ``input_required`` task ``working``. ``HandoffNotFound`` for an
+        unknown or invisible task; ``InvalidRequest`` only for a
+        malformed ``input_responses`` (not an object).
         """
         if not isinstance(input_responses, dict):
             raise InvalidRequest("input_responses must be an object", details={"pointer": "/input_responses"})
 
         def update(ctx: WriteContext) -> TaskWire:
             task = self._visible_task(actor, task_id, participant)
-            if task.status != "input_required":
-                raise InvalidRequest(f"the task is {task.status}, not input_required",
-                                     details={"reason": "not_input_required", "task_status": task.status})
-            outstanding = dict(task.input_requests or {})
+            outstanding = dict(task.input_requests or {}) if task.status == "input_required" else {}
             answered = [k for k in input_responses if k in outstanding]
-            if not answered:
-                raise InvalidRequest("no answer matches an outstanding input request",
-                                     details={"reason": "no_matching_request", "outstanding": sorted(outstanding)})
+            if not answered:  # nothing outstanding is answered: acknowledged, nothing changes
+                return self._task_dict(task)
             responses = dict(task.input_responses or {})
             for key in answered:
                 responses[key] = input_responses[key]
@@ -146,14 +147,22 @@ class TasksMixin(HandoffsMixin):
     def task_cancel(self, actor: Actor, task_id: str, participant: str | None = None,
                     reason: str | None = None) -> TaskWire:
         """Cancel a task (``tasks/cancel``): a terminal task stays as it was; any other is ``cancelled``,
-        and its handoff too while ``open`` or ``accepted``. Same visibility as :meth:`task_get`.
+        and its handoff too while ``open`` or ``accepted``.
 
-        A tool's task is cancelled alone; its running tool sees the status
-        and stops (:meth:`finish_tool_task` leaves a terminal task as it is).
+        Same visibility as :meth:`task_get` (``HandoffNotFound``); then the
+        rule ``handoff_cancel`` shares (:meth:`_require_may_cancel`): the
+        task's owner or ``approve``. The assignee sees the task but may not
+        cancel it (``PermissionDenied``; nothing changes, nothing is
+        emitted). ``participant``: the operator acts as that participant
+        (``ce task-cancel --participant``). A tool's task is cancelled
+        alone; its running tool sees the status and stops
+        (:meth:`finish_tool_task` leaves a terminal task as it is).
         """
 
         def cancel(ctx: WriteContext) -> TaskWire:
-            task = self._visible_task(actor, task_id, participant)
+            viewer = self._viewer(actor, participant)
+            task = self._visible_task(viewer, task_id)
+            self._require_may_cancel(viewer, task.owner_id, task_id=task.id)
             if task.status in TERMINAL:
                 return self._task_dict(task)
             if task.handoff_id == NO_HANDOFF:

@@ -57,7 +57,6 @@ def room_origin(req: falcon.asgi.Request) -> str:
 
 def _headers(resp: falcon.asgi.Response) -> None:
     resp.set_header("Content-Security-Policy", CSP)
-    resp.set_header("X-Content-Type-Options", "nosniff")
     resp.set_header("Referrer-Policy", "no-referrer")
     resp.set_header("Cache-Control", "no-store")
     resp.set_header("X-Frame-Options", "DENY")

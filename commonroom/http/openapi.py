@@ -283,7 +283,7 @@ def _mcp() -> dict[str, Any]:
                      "202": {"description": "a notification, accepted"},
                      "400": error("parse error, invalid request or params, header mismatch (JSON-RPC error)"),
                      "401": error("no valid bearer (checked before the message's own errors)"),
-                     "403": error("Origin or Host refused"),
+                     "403": error("Origin refused"),
                      "404": error("unknown method (-32601)"),
                      "413": error("body over 8 MiB"),
                      "429": {**error("rate limit"), "headers": {"Retry-After": {
@@ -292,7 +292,7 @@ def _mcp() -> dict[str, Any]:
         "get": {"operationId": "mcp_stream", "summary": "MCP notification stream (server to client)",
                 "tags": ["mcp"], "security": optional_bearer,
                 "responses": {"200": {"description": "event stream", "content": stream},
-                              "403": error("Origin or Host refused"),
+                              "403": error("Origin refused"),
                               "405": error("no stream without a valid bearer, Accept: text/event-stream and "
                                            "MCP-Protocol-Version 2026-07-28"),
                               "429": error("rate limit")}},

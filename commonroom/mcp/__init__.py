@@ -56,14 +56,6 @@ def build_registry(subscriptions: Subscriptions, plugins: str | None = None,
     return registry
 
 
-def _ingress_hosts(engine: Any) -> frozenset[str]:
-    ingress = engine.ingress() or {}
-    host = str(ingress.get("host") or "").strip().lower()
-    if not host or host in ("0.0.0.0", "::"):
-        return frozenset()
-    return frozenset({f"[{host}]" if ":" in host else host})
-
-
 def mcp_routes(engine: Any, hub: Any = None, *, heartbeat_seconds: float = 15.0,
                plugins: str | None = None, runner: Any = None, table: Table = OPERATIONS,
                streams: Any = None) -> dict[str, Any]:
@@ -77,6 +69,6 @@ def mcp_routes(engine: Any, hub: Any = None, *, heartbeat_seconds: float = 15.0,
     subscriptions = Subscriptions()
     registry = build_registry(subscriptions, plugins, table)
     endpoint = McpEndpoint(engine, Dispatcher(engine, registry, runner), subscriptions, hub,
-                           extra_hosts=_ingress_hosts(engine), heartbeat_seconds=heartbeat_seconds,
+                           heartbeat_seconds=heartbeat_seconds,
                            streams=streams)
     return {"/mcp": endpoint}

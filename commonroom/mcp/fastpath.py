@@ -15,11 +15,11 @@ byte). It runs the transport's own checks, in functions both share, and
 answers only when every one of them passes:
 
 - before the body is read (as the transport, which refuses a foreign
-  ``Host`` or ``Origin`` unread; the worker's ``BodyGuard`` reads nothing
-  until asked): no query string, a Content-Length of at most
+  ``Origin`` unread; the worker's ``BodyGuard`` reads nothing until
+  asked; ``Host`` was checked at the room's edge, ``commonroom.http.edge``):
+  no query string, a Content-Length of at most
   :data:`BODY_BYTES`, no header name sent twice or not in lower case,
-  ``Host`` and ``Origin`` (:func:`~commonroom.mcp.transport.host_allowed`,
-  :func:`~commonroom.mcp.transport.origin_allowed`), and ``Mcp-Method:
+  ``Origin`` (:func:`~commonroom.mcp.transport.origin_allowed`), and ``Mcp-Method:
   tools/call`` with an ``Mcp-Name`` of a tool that has a ``head_key``;
 - then the body is read (every message read is replayed to the app when it
   answers instead); the bearer is one live session (``Engine.authenticate``,
@@ -59,7 +59,7 @@ from .headers import NAME_PARAMS, check_request
 from .jsonrpc import JsonRpcError
 from .dispatch import dumps
 from .registry import Context, Tool
-from .transport import McpEndpoint, answer_bytes, host_allowed, origin_allowed, parse_message
+from .transport import McpEndpoint, answer_bytes, origin_allowed, parse_message
 
 __all__ = ["CachedToolCalls", "BODY_BYTES"]
 
@@ -85,7 +85,7 @@ TEMPLATE_TRIES = 8
 SHAPES = 256
 SHAPE_BYTES = 2048
 #: The request headers read here besides the MCP ones (``mcp-…``).
-_READ = frozenset({b"host", b"origin", b"authorization"})
+_READ = frozenset({b"origin", b"authorization"})
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -117,9 +117,9 @@ def _shape_key(raw: list[tuple[bytes, bytes]]) -> tuple[tuple[tuple[bytes, bytes
     return tuple(out), token
 
 
-def _headers(raw: list[tuple[bytes, bytes]], extra_hosts: frozenset[str],
-             names: frozenset[str]) -> dict[str, str] | None:
-    """The headers read here, decoded, when Host and Origin are the room's and the call names one of
+def _headers(raw: list[tuple[bytes, bytes]], names: frozenset[str]) -> dict[str, str] | None:
+    """The headers read here, decoded, when Origin is the room's (Host was checked at the edge,
+    ``commonroom.http.edge``) and the call names one of
     ``names`` (``Mcp-Method: tools/call``, ``Mcp-Name``); else None (the app's to answer).
 
     By their names as sent (lower case in ASGI), as Falcon looks them up;
@@ -136,7 +136,7 @@ def _headers(raw: list[tuple[bytes, bytes]], extra_hosts: frozenset[str],
         seen.add(name)
         if name in _READ or name.startswith(b"mcp-"):
             headers[name.decode("latin-1")] = value.decode("latin-1")
-    if not host_allowed(headers.get("host"), extra_hosts) or not origin_allowed(headers.get("origin")):
+    if not origin_allowed(headers.get("origin")):
         return None
     try:
         if decode_header_value(headers.get("mcp-method", "")) != "tools/call" \
@@ -223,7 +223,7 @@ class CachedToolCalls:
 
     ``app``: the ingress app (``/mcp`` served by ``endpoint``);
     ``endpoint``: its :class:`~commonroom.mcp.transport.McpEndpoint` (the
-    engine, the dispatcher, the hosts it serves); ``limiter``: the ingress
+    engine, the dispatcher); ``limiter``: the ingress
     rate limiter (or None). ``served`` counts the calls answered here.
     """
 
@@ -252,7 +252,7 @@ class CachedToolCalls:
         shape = self.shapes.get(key)
         # the transport refuses a foreign Host or Origin before it reads a body: so does this path
         # (a shape's headers passed these checks when it was kept)
-        headers = shape.headers if shape is not None else _headers(raw, self.endpoint.extra_hosts, self.names)
+        headers = shape.headers if shape is not None else _headers(raw, self.names)
         if headers is None or token is None:
             await self.app(scope, receive, send)
             return

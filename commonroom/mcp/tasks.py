@@ -14,11 +14,13 @@ method          answer
                 commonroom's own ``handoffId``, ``owner``, ``assignee``…)
 ``tasks/update`` records ``inputResponses`` for the outstanding
                 ``inputRequests`` (the task is ``working`` again once every one
-                is answered); an empty result. Not ``input_required``, or no
-                answer matching an outstanding request: -32602, nothing changes
-``tasks/cancel`` an empty result; a terminal task stays as it was, any other is
+                is answered); the ack ``{resultType: "complete"}``. Answers
+                that match nothing outstanding are acknowledged alike and
+                change nothing (the extension's rule)
+``tasks/cancel`` the ack; a terminal task stays as it was, any other is
                 ``cancelled`` (and its open or accepted handoff) before the
-                answer
+                answer. The owner or ``approve`` only: the assignee gets
+                -32602 with ``data.error: "permission_denied"``
 ==============  ==============================================================
 
 An unknown task id and a task this session may not see (only the owner,
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..errors import HandoffNotFound, InvalidRequest
+from ..errors import CommonroomError, HandoffNotFound
 from ..operations import OPERATIONS, Table
 from ..protocol import TASKS_EXTENSION
 from .jsonrpc import invalid_params, missing_capability
@@ -73,7 +75,9 @@ async def _run(ctx: Context, table: Table, name: str, values: dict[str, Any]) ->
         return await ctx.runner.run(op, ctx.actor, values)
     except HandoffNotFound:
         raise invalid_params("unknown task", {"taskId": task_id}) from None
-    except InvalidRequest as exc:
+    except CommonroomError as exc:
+        # a refusal of the room (permission_denied, a malformed value): -32602 with the room's own
+        # error object as data, the same object HTTP answers (docs/handoffs.md says why -32602)
         raise invalid_params(exc.message, exc.to_dict()) from None
 
 

@@ -112,7 +112,8 @@ class TaskJob:
 
 
 def _as_result(value: Any) -> dict[str, Any]:
-    """A run's value as the CallToolResult a task keeps."""
+    """A run's value as the CallToolResult a task keeps (``resultType: "complete"`` is added when the task
+    is read, for every task alike: ``HandoffBase._task_dict``)."""
     if isinstance(value, Raw):
         out = {k: v for k, v in value.result.items() if k not in ("resultType", "_meta")}
         out.setdefault("isError", False)

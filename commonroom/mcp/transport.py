@@ -2,7 +2,8 @@
 
 ``POST /mcp`` (one JSON-RPC message per body), in this order:
 
-1. ``Host`` must be one we serve (:func:`host_allowed`) → else 403;
+1. ``Host`` was checked before any route ran (``commonroom.http.edge``:
+   421 for a name this listener does not answer to);
 2. ``Origin``, when present, must be http(s)://127.0.0.1 or localhost
    (any port) → else 403;
 3. the body: too large → 413 / -32600; not JSON → 400 / -32700; not one
@@ -36,7 +37,7 @@ import falcon
 from .. import jsontext
 from ..errors import CommonroomError, LimitExceeded
 from ..live.stream import Streams, respond
-from ..protocol import BYTE_CLIENT_HOST, MAX_BODY_BYTES
+from ..protocol import MAX_BODY_BYTES
 from ..wire import bearer, count_request, read_body, retry_after
 from .dispatch import ROOM_ERROR, Dispatcher, Encoded, dumps
 from .headers import NAME_PARAMS, VERSION_HEADER, check_request, decode_value
@@ -56,26 +57,8 @@ from .stream import HubStream, notification_accept, notification_encoder, sse_re
 
 log = logging.getLogger("commonroom.mcp")
 
-#: Host names the ingress answers to (any port): loopback and the byte client's.
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1", BYTE_CLIENT_HOST})
 #: Origin hosts accepted (seed: 127.0.0.1 or localhost).
 ORIGIN_HOSTS = frozenset({"127.0.0.1", "localhost"})
-
-
-def split_host(value: str) -> str:
-    """The host part of a ``Host`` header (port dropped, lower case)."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        return value[: end + 1] if end != -1 else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-def host_allowed(header: str | None, extra: frozenset[str] = frozenset()) -> bool:
-    """True when ``Host`` names this room (DNS-rebinding protection)."""
-    if not header:
-        return False
-    return split_host(header) in LOOPBACK_HOSTS or split_host(header) in extra
 
 
 def origin_allowed(header: str | None) -> bool:
@@ -160,22 +143,18 @@ class McpEndpoint:
     handles_any_method = True
 
     def __init__(self, engine: Any, dispatcher: Dispatcher, subscriptions: Any = None, hub: Any = None,
-                 *, extra_hosts: frozenset[str] = frozenset(), heartbeat_seconds: float = 15.0,
+                 *, heartbeat_seconds: float = 15.0,
                  streams: Streams | None = None):
         self.engine = engine
         self.dispatcher = dispatcher
         self.subscriptions = subscriptions
         self.hub = hub
-        self.extra_hosts = extra_hosts
         self.heartbeat_seconds = heartbeat_seconds
         if streams is None and hub is not None:
             streams = Streams(hub, engine, heartbeat_seconds=heartbeat_seconds)
         self.streams = streams
 
     def _guard(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> bool:
-        if not host_allowed(req.get_header("Host"), self.extra_hosts):
-            _forbidden(resp, "Host is not one this room serves")
-            return False
         if not origin_allowed(req.get_header("Origin")):
             _forbidden(resp, "Origin must be 127.0.0.1 or localhost")
             return False

@@ -12,8 +12,10 @@ from .spec import BOTH, INGRESS, OWNER, Arg, Http, Mcp, Operation, Table
 _PAGE = ("limit", "cursor")
 #: A cursor this room did not issue is refused although it is a string.
 _CURSOR = ("invalid_request",)
-#: A transition the record's state does not allow (not open, not active).
-_STATE = ("invalid_request",)
+#: A transition the record's state does not allow is 409 with the record's own conflict code
+#: (docs/protocol.md, *Errors*): a proposal no longer open, a lease no longer active.
+_PROPOSAL_STATE = ("proposal_conflict",)
+_LEASE_STATE = ("lease_conflict",)
 
 OPERATIONS = Table([
     # -- the room ---------------------------------------------------------
@@ -102,12 +104,13 @@ OPERATIONS = Table([
     Operation(
         "lease_renew", "Renew a lease of this session", "renew_lease", "editing#LeaseRenewInput",
         "editing#Lease", "leases", args=("lease_id", "ttl_seconds"), capability="lease",
-        errors=("not_found", *_STATE), read_only=False, http=Http("POST", "/workspace/leases/{lease_id}/renew"),
+        errors=("not_found", "invalid_request", *_LEASE_STATE), read_only=False,
+        http=Http("POST", "/workspace/leases/{lease_id}/renew"),
         mcp=Mcp("Renew a lease", "Extend one of your live leases to now + ttl_seconds. Needs lease.",
                 idempotent=True)),
     Operation(
         "lease_release", "Release a lease of this session", "release_lease", "editing#LeaseIdInput",
-        "editing#Lease", "leases", args=("lease_id",), capability="lease", errors=("not_found", *_STATE),
+        "editing#Lease", "leases", args=("lease_id",), capability="lease", errors=("not_found", *_LEASE_STATE),
         read_only=False, http=Http("DELETE", "/workspace/leases/{lease_id}"),
         mcp=Mcp("Release a lease", "Release one of your live leases when you are done. Needs lease.")),
     # -- proposals --------------------------------------------------------
@@ -135,19 +138,20 @@ OPERATIONS = Table([
     Operation(
         "proposal_approve", "Approve: commit the next version", "approve_proposal",
         "editing#ProposalIdInput", "editing#ApproveResult", "proposals", args=("proposal_id",),
-        capability="approve", errors=("proposal_not_found", "proposal_conflict", "lease_conflict", *_STATE),
+        capability="approve", errors=("proposal_not_found", "lease_conflict", *_PROPOSAL_STATE),
         read_only=False, http=Http("POST", "/workspace/proposals/{proposal_id}/approve"),
         mcp=Mcp("Approve a proposal", "Commit an open proposal as the next version. Needs approve.")),
     Operation(
         "proposal_reject", "Reject a proposal", "reject_proposal", "editing#ProposalRejectInput",
         "editing#Proposal", "proposals", args=("proposal_id", "reason"), capability="approve",
-        errors=("proposal_not_found", *_STATE), read_only=False,
+        errors=("proposal_not_found", *_PROPOSAL_STATE), read_only=False,
         http=Http("POST", "/workspace/proposals/{proposal_id}/reject"),
         mcp=Mcp("Reject a proposal", "Reject an open proposal, with an optional reason. Needs approve.")),
     Operation(
         "proposal_withdraw", "Withdraw your own proposal", "withdraw_proposal", "editing#ProposalIdInput",
         "editing#Proposal", "proposals", args=("proposal_id",), capability="propose",
-        errors=("proposal_not_found", *_STATE), read_only=False,
+        # permission_denied (details.required "author"): a propose holder withdrawing another's proposal
+        errors=("proposal_not_found", "permission_denied", *_PROPOSAL_STATE), read_only=False,
         http=Http("POST", "/workspace/proposals/{proposal_id}/withdraw"),
         mcp=Mcp("Withdraw a proposal", "Withdraw your own open proposal. Needs propose.")),
     # -- handoffs and tasks ---------------------------------------------------
@@ -234,8 +238,8 @@ OPERATIONS = Table([
         errors=("handoff_not_found", "invalid_request"), read_only=False,
         http=Http("POST", "/workspace/task/update")),
     Operation(
-        "task_cancel", "Cancel a task (a terminal one stays as it was)", "task_cancel", "handoffs#TaskInput",
-        "handoffs#Task", "handoffs", args=("task_id", "participant"), errors=("handoff_not_found",),
+        "task_cancel", "Cancel a task (its owner or approve; a terminal one stays as it was)", "task_cancel", "handoffs#TaskInput",
+        "handoffs#Task", "handoffs", args=("task_id", "participant"), errors=("handoff_not_found", "permission_denied"),
         read_only=False, http=Http("POST", "/workspace/task/cancel")),
     # -- boards (seed collaboration-board.txt) ------------------------------
     Operation(
@@ -292,6 +296,26 @@ OPERATIONS = Table([
                 "With it: the retained messages of session session_id's board whose state changed since, "
                 "with has_more paging; when nothing changed, waits up to wait_seconds (0-30) once "
                 "(wait_outcome updated or timeout). history_lost: reload the board. Needs read.")),
+    Operation(
+        "session_discussion_summary", "A bounded summary of a session's board from its retained messages",
+        "session_discussion_summary", "boards#SummaryInput", "boards#DiscussionSummary", "boards",
+        args=("session_id",), capability="read", errors=("not_found",),
+        http=Http("GET", "/workspace/boards/{session_id}/summary"),
+        mcp=Mcp("Summarize a board", "What is on session session_id's board, from its retained messages only: "
+                "counts by kind and status, the open todos (priority, age, requires_ack, ACKed), unanswered "
+                "questions, the latest decisions, risks and answers, the last activity. Bounded: lists carry "
+                "total and truncated, bodies body_truncated; history_lost means retention dropped older "
+                "messages. Browsing, not the executable assignment (get_session_assignment). Needs read.")),
+    Operation(
+        "session_handoff_summary", "What a session did in the room, from stored facts, bounded",
+        "session_handoff_summary", "boards#SummaryInput", "boards#HandoffSummary", "boards",
+        args=("session_id",), capability="read", errors=("not_found",),
+        http=Http("GET", "/workspace/sessions/{session_id}/summary"),
+        mcp=Mcp("Summarize a session's work", "What session session_id did in the room, from the room's facts: "
+                "versions it committed, its proposals (by status), leases it holds, handoffs it created or "
+                "accepted, todos it completed and messages recorded under it (recording_session_id). Bounded "
+                "and truncation-aware like the board summary; no liveness or presence. Background for a worker "
+                "or a coordinator checking a result: re-read what it refers to before acting. Needs read.")),
     Operation(
         "post_peer_message", "Send a message to a peer (another live session of your participant)",
         "post_peer_message", "boards#PostPeerMessageInput", "boards#PeerMessage", "boards",

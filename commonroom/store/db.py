@@ -39,9 +39,13 @@ T = TypeVar("T")
 #: 8: the lease indexes no query reads are dropped (``lease_session_id``,
 #: ``lease_expires_at``; every lease read goes through ``lease_open`` or the
 #: primary key), so an acquire changes two b-trees fewer.
-#: 9: ``version.packed``, a checkpoint's text compressed (zlib); checkpoints stored as
+#: 9: indexes only, for the two board summaries (one session's facts without a whole-table scan):
+#: ``version_session``, ``proposal_session``, ``handoff_owner_session``, the partial
+#: ``handoff_event_accepted`` (accept events by session) and ``board_message_author``
+#: (messages with an ``author_session_id``).
+#: 10: ``version.packed``, a checkpoint's text compressed (zlib); checkpoints stored as
 #: text (``version.content``) before it are read as they are (docs/decisions.md).
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 #: Indexes older sidecars have that no query reads (dropped by schema 8: each cost every
 #: lease write a b-tree update).
 UNREAD_INDEXES = ("lease_session_id", "lease_expires_at")
@@ -219,6 +223,7 @@ class Store:
                 self.db.create_tables(self.models.all, safe=True)
                 self._ack_index()
                 self._history_indexes()
+                self._summary_indexes()
                 if version is None:
                     Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
                     self._board_secret()
@@ -247,7 +252,8 @@ class Store:
 
         5 → 6 and 6 → 7: the indexes of :meth:`_history_indexes`; nothing else changes.
         7 → 8: the :data:`UNREAD_INDEXES` are dropped; nothing else changes.
-        8 → 9: the column ``version.packed`` (compressed checkpoints) is
+        8 → 9: the indexes of :meth:`_summary_indexes`; nothing else changes.
+        9 → 10: the column ``version.packed`` (compressed checkpoints) is
         added; every stored version is kept as it is (text checkpoints are
         read as text).
 
@@ -302,8 +308,10 @@ class Store:
         if version < 8:  # 7 → 8: indexes only (IF EXISTS)
             for index in UNREAD_INDEXES:
                 self.db.execute_sql(f'DROP INDEX IF EXISTS "{index}"')
-        if version < 9 and self.db.table_exists("version") and "packed" not in self._columns("version"):
-            # 8 → 9: one nullable column; the text checkpoints stay as they are and are read as such
+        if version < 9:  # 8 → 9: indexes only (IF NOT EXISTS)
+            self._summary_indexes()
+        if version < 10 and self.db.table_exists("version") and "packed" not in self._columns("version"):
+            # 9 → 10: one nullable column; the text checkpoints stay as they are and are read as such
             self.db.execute_sql('ALTER TABLE "version" ADD COLUMN "packed" BLOB')
         self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
                             ("schema_version", str(SCHEMA_VERSION)))
@@ -338,6 +346,27 @@ class Store:
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "handoff_created" ON "handoff" ("created_at", "id")')
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "task_status_created" ON "task" ("status", "created_at")')
         self.db.execute_sql('CREATE INDEX IF NOT EXISTS "task_status_updated" ON "task" ("status", "last_updated_at")')
+
+    def _summary_indexes(self) -> None:
+        """The indexes the two board summaries read one session's facts through (schema 9).
+
+        ``session_handoff_summary`` counts and pages a session's versions
+        (``version_session``), proposals (``proposal_session``), the
+        handoffs it created (``handoff_owner_session``) or accepted
+        (``handoff_event_accepted``, partial) and the messages recorded
+        under it (``board_message_author``, partial: only messages with an
+        ``author_session_id`` pay for it). Without them each summary scanned
+        every version, proposal and message of the room.
+        """
+        for statement in (
+                'CREATE INDEX IF NOT EXISTS "version_session" ON "version" ("session_id", "number")',
+                'CREATE INDEX IF NOT EXISTS "proposal_session" ON "proposal" ("session_id", "created_at")',
+                'CREATE INDEX IF NOT EXISTS "handoff_owner_session" ON "handoff" ("owner_session_id")',
+                'CREATE INDEX IF NOT EXISTS "handoff_event_accepted" ON "handoff_event" ("session_id") '
+                'WHERE "type" = \'handoff.accepted\'',
+                'CREATE INDEX IF NOT EXISTS "board_message_author" ON "board_message" ("author_session_id", '
+                '"created_at") WHERE "author_session_id" IS NOT NULL'):
+            self.db.execute_sql(statement)
 
     def _board_secret(self) -> None:
         """Mint the key that signs board observation tokens, once (inside the transaction)."""

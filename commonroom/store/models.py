@@ -133,8 +133,8 @@ class Version(_Row):
     """Version N of the document and who made it, and how.
 
     A *checkpoint* holds the whole text: as ``content`` (text, as every
-    checkpoint before schema 9, and a new one when compressing would not
-    make it smaller) or as ``packed`` (schema 9: the UTF-8 text compressed
+    checkpoint before schema 10, and a new one when compressing would not
+    make it smaller) or as ``packed`` (schema 10: the UTF-8 text compressed
     with zlib, :func:`commonroom.engine.checkpoints.pack`). Any other
     version holds ``delta`` (one hunk against version N-1: ``{"start": s,
     "end": e, "lines": [...]}``, replace lines s..e, 1-based inclusive);

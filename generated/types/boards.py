@@ -7,7 +7,8 @@ from typing import Any, Literal, NotRequired, TypeAlias
 
 from typing_extensions import TypedDict
 
-from . import common
+from . import common, editing
+from . import handoffs as handoffs_1
 
 Boards: TypeAlias = Any
 """
@@ -138,6 +139,42 @@ class PeerMessage(TypedDict, closed=True):
     created_at: str
 
 
+class SummaryInput(TypedDict, closed=True):
+    session_id: SessionId
+
+
+class KindCounts(TypedDict, closed=True):
+    """
+    Retained messages by kind.
+    """
+
+    note: int
+    proposal: int
+    question: int
+    answer: int
+    decision: int
+    risk: int
+    progress: int
+    guidance: int
+    todo: int
+
+
+class StatusCounts(TypedDict, closed=True):
+    """
+    Retained messages by status.
+    """
+
+    open: int
+    resolved: int
+
+
+class ProposalStatusCounts(TypedDict, closed=True):
+    open: int
+    approved: int
+    rejected: int
+    withdrawn: int
+
+
 class Message(TypedDict, closed=True):
     message_id: MessageId
     session_id: SessionId
@@ -260,3 +297,326 @@ class PeersView(TypedDict, closed=True):
 
     peers: list[PeerActivity]
     messages: list[ReceivedPeerMessage]
+
+
+class BoardExcerpt(TypedDict, closed=True):
+    """
+    One stored board message, its body cut to a bounded length.
+    """
+
+    message_id: MessageId
+    session_id: SessionId
+    kind: MessageKind
+    priority: Priority
+    status: MessageStatus
+    reply_to: str | None
+    author: MessageAuthor
+    author_session_id: str | None
+    created_at: common.Timestamp
+    body: str
+    """
+    The stored body, cut to the summary's character bound.
+    """
+    body_truncated: bool
+    """
+    True when the text was cut to the summary's character bound (see docs/boards.md, Bounds).
+    """
+
+
+class OpenTodo(TypedDict, closed=True):
+    """
+    An open todo of the board.
+    """
+
+    message_id: MessageId
+    priority: Priority
+    author: MessageAuthor
+    created_at: common.Timestamp
+    age_seconds: int
+    """
+    Whole seconds from created_at to the answer's now.
+    """
+    requires_ack: bool
+    acked: bool
+    """
+    True when the board's session has ACKed it (first_acked_at is set); observability only.
+    """
+    first_acked_at: common.Timestamp | None
+    body: str
+    """
+    The stored body, cut to the summary's character bound.
+    """
+    body_truncated: bool
+    """
+    True when the text was cut to the summary's character bound (see docs/boards.md, Bounds).
+    """
+
+
+class OpenTodoList(TypedDict, closed=True):
+    """
+    Open todos, the most urgent first, then the oldest.
+    """
+
+    items: list[OpenTodo]
+    total: int
+    """
+    How many there are in all (the retained ones, for board messages).
+    """
+    truncated: bool
+    """
+    True when items holds fewer than total (the item bound or the answer's byte bound).
+    """
+
+
+class ExcerptList(TypedDict, closed=True):
+    """
+    Board messages (the order is the list's own, see its description).
+    """
+
+    items: list[BoardExcerpt]
+    total: int
+    """
+    How many there are in all (the retained ones, for board messages).
+    """
+    truncated: bool
+    """
+    True when items holds fewer than total (the item bound or the answer's byte bound).
+    """
+
+
+class DiscussionSummary(TypedDict, closed=True):
+    """
+    A bounded, deterministic summary of one session's board, from its retained messages only.
+    """
+
+    session_id: SessionId
+    revision: int
+    """
+    The board's observation revision the summary was read at.
+    """
+    retained: int
+    """
+    Messages the board retains.
+    """
+    history_lost: bool
+    """
+    Retention has dropped older messages of this board: the counts and lists cover the retained messages only.
+    """
+    last_activity_at: common.Timestamp | None
+    """
+    The latest created_at or updated_at of a retained message; null for an empty board. A stored fact, not liveness.
+    """
+    by_kind: KindCounts
+    by_status: StatusCounts
+    open_todos: OpenTodoList
+    open_questions: ExcerptList
+    """
+    Questions with no direct reply (retained or pruned), the most urgent first, then the oldest.
+    """
+    decisions: ExcerptList
+    """
+    The latest decisions, newest first.
+    """
+    risks: ExcerptList
+    """
+    The latest risks, newest first.
+    """
+    answers: ExcerptList
+    """
+    The latest answers, newest first.
+    """
+    truncated: bool
+    """
+    True when any list was cut or any body shortened.
+    """
+
+
+class SessionFacts(TypedDict, closed=True):
+    """
+    The session as the room stored it (no liveness or presence).
+    """
+
+    participant: MessageAuthor
+    created_at: common.Timestamp
+    expires_at: common.Timestamp
+    revoked_at: common.Timestamp | None
+
+
+class VersionActivity(TypedDict, closed=True):
+    """
+    A version the session committed.
+    """
+
+    number: int
+    created_at: common.Timestamp
+    source: editing.VersionSource
+    proposal_id: str | None
+    summary: str
+    summary_truncated: bool
+    """
+    True when the text was cut to the summary's character bound (see docs/boards.md, Bounds).
+    """
+
+
+class VersionActivityList(TypedDict, closed=True):
+    """
+    Versions the session committed, newest first.
+    """
+
+    items: list[VersionActivity]
+    total: int
+    """
+    How many there are in all (the retained ones, for board messages).
+    """
+    truncated: bool
+    """
+    True when items holds fewer than total (the item bound or the answer's byte bound).
+    """
+
+
+class ProposalActivity(TypedDict, closed=True):
+    """
+    A proposal the session made.
+    """
+
+    proposal_id: str
+    status: editing.ProposalStatus
+    created_at: common.Timestamp
+    decided_at: common.Timestamp | None
+    committed_version: int | None
+    summary: str
+    summary_truncated: bool
+    """
+    True when the text was cut to the summary's character bound (see docs/boards.md, Bounds).
+    """
+
+
+class ProposalActivityList(TypedDict, closed=True):
+    """
+    Proposals the session made, newest first, and how many of each status.
+    """
+
+    items: list[ProposalActivity]
+    total: int
+    truncated: bool
+    by_status: ProposalStatusCounts
+
+
+class LeaseActivity(TypedDict, closed=True):
+    """
+    A lease the session holds (neither released nor expired).
+    """
+
+    lease_id: str
+    region: editing.OptionalRegion
+    acquired_at: common.Timestamp
+    expires_at: common.Timestamp
+
+
+class LeaseActivityList(TypedDict, closed=True):
+    """
+    Leases the session holds, oldest acquired first.
+    """
+
+    items: list[LeaseActivity]
+    total: int
+    """
+    How many there are in all (the retained ones, for board messages).
+    """
+    truncated: bool
+    """
+    True when items holds fewer than total (the item bound or the answer's byte bound).
+    """
+
+
+class HandoffActivity(TypedDict, closed=True):
+    """
+    A handoff the session created or accepted.
+    """
+
+    handoff_id: str
+    role: Literal['owner', 'assignee']
+    """
+    owner: the session created it; assignee: the session accepted it.
+    """
+    status: handoffs_1.HandoffStatus
+    created_at: common.Timestamp
+    updated_at: common.Timestamp
+    summary: str
+    summary_truncated: bool
+    """
+    True when the text was cut to the summary's character bound (see docs/boards.md, Bounds).
+    """
+
+
+class HandoffActivityList(TypedDict, closed=True):
+    """
+    Handoffs the session created or accepted, latest updated first.
+    """
+
+    items: list[HandoffActivity]
+    total: int
+    """
+    How many there are in all (the retained ones, for board messages).
+    """
+    truncated: bool
+    """
+    True when items holds fewer than total (the item bound or the answer's byte bound).
+    """
+
+
+class CompletedTodo(TypedDict, closed=True):
+    """
+    A todo resolved by an answer recorded under the session (author_session_id), on the board session_id.
+    """
+
+    session_id: SessionId
+    todo_message_id: MessageId
+    answer_message_id: MessageId
+    resolved_at: common.Timestamp
+
+
+class CompletedTodoList(TypedDict, closed=True):
+    """
+    Todos the session completed, latest first.
+    """
+
+    items: list[CompletedTodo]
+    total: int
+    """
+    How many there are in all (the retained ones, for board messages).
+    """
+    truncated: bool
+    """
+    True when items holds fewer than total (the item bound or the answer's byte bound).
+    """
+
+
+class HandoffSummary(TypedDict, closed=True):
+    """
+    What one session did in the room, from the room's stored facts only, bounded.
+    """
+
+    session_id: SessionId
+    session: SessionFacts
+    last_activity_at: common.Timestamp | None
+    """
+    The latest time among the facts below; null when there are none. A stored fact, not liveness or presence.
+    """
+    versions: VersionActivityList
+    proposals: ProposalActivityList
+    leases: LeaseActivityList
+    handoffs: HandoffActivityList
+    completed_todos: CompletedTodoList
+    messages: ExcerptList
+    """
+    Board messages recorded under the session (author_session_id), on any board, newest first.
+    """
+    history_lost: bool
+    """
+    Retention has dropped messages from some board of the room: messages and completions recorded under the session may be missing.
+    """
+    truncated: bool
+    """
+    True when any list was cut or any text shortened.
+    """

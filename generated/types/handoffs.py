@@ -76,13 +76,22 @@ class HandoffCompleteInput(TypedDict, closed=True):
     """
 
 
+class RequestedSchema(TypedDict):
+    """
+    An elicitation form schema (type object, flat primitive properties); default: one required string property answer.
+    """
+
+    type: Literal['object']
+    properties: dict[str, Any]
+
+
 class HandoffRequestInputInput(TypedDict, closed=True):
     handoff_id: str
     message: str
     """
     The question for the handoff's owner.
     """
-    requested_schema: NotRequired[dict[str, Any]]
+    requested_schema: NotRequired[RequestedSchema]
     """
     An elicitation form schema (type object, flat primitive properties); default: one required string property answer.
     """
@@ -164,6 +173,17 @@ class HandoffEventsPage(TypedDict, closed=True):
     next_cursor: common.Cursor
 
 
+class Result(TypedDict):
+    """
+    completed only: the core CallToolResult (resultType complete), valid against the official schema.
+    """
+
+    content: list[dict[str, Any]]
+    isError: NotRequired[bool]
+    structuredContent: NotRequired[dict[str, Any]]
+    resultType: Literal['complete']
+
+
 class Error(TypedDict):
     """
     failed only: the JSON-RPC error object.
@@ -200,9 +220,9 @@ class Task(TypedDict, closed=True):
     """
     Answers received so far: key → answer (for the assignee).
     """
-    result: NotRequired[dict[str, Any]]
+    result: NotRequired[Result]
     """
-    completed only: the CallToolResult.
+    completed only: the core CallToolResult (resultType complete), valid against the official schema.
     """
     error: NotRequired[Error]
     """

@@ -59,7 +59,7 @@ class SidecarParts(TypedDict, closed=True):
     """
     checkpoints: int
     """
-    The whole texts stored (compressed, or as text before schema 9).
+    The whole texts stored (compressed, or as text before schema 10).
     """
     events: int
     """
@@ -104,7 +104,7 @@ class SidecarReport(TypedDict, closed=True):
     """
     text_checkpoints: int
     """
-    Of those, stored as text (written before schema 9; compaction repacks them).
+    Of those, stored as text (written before schema 10; compaction repacks them).
     """
     events: int
     """

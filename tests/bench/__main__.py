@@ -33,6 +33,14 @@ Workloads (each with its anchor measured in the same run):
   down, vs the bare app's gunicorn to its first connection.
 - ``fanout``: observers of ``/workspace/observe`` (:mod:`tests.bench.fanout`,
   which also runs the bare SSE hub anchor).
+- ``tunnel``: reads and lease writes through a userspace WireGuard tunnel
+  between two network namespaces (the ``tailcat`` transport) against the
+  same room over loopback, in turns (:mod:`tests.bench.tunnel`; needs root,
+  else the row says why; the ratio is informational).
+- ``summaries``: ``session_discussion_summary`` on a board of 2,000 retained
+  messages and ``session_handoff_summary`` of a session with 1,000 versions,
+  p99 over HTTP, vs one page of the same board's messages
+  (:mod:`tests.bench.summaries`). Alone: ``--only summaries --no-write-docs``.
 
 Prints one table (workload, ours, anchor, ratio, target) and writes it to
 ``docs/performance.md`` with the machine it ran on.
@@ -324,6 +332,24 @@ def _mean_ms(cmd: list[str], runs: int = 10) -> float:
     return (time.perf_counter() - start) / runs * 1000
 
 
+def summaries(quick: bool) -> list[Row]:
+    """Both board summaries, p99 over HTTP, vs a page of the board's messages (tests/bench/summaries.py)."""
+    from tests.bench import summaries as bench
+
+    r = bench.measure(100 if quick else 300)
+    anchor = r["list"]
+    rows = []
+    for name, workload in (("discussion", "GET /workspace/boards/{C}/summary, 2,000 retained messages"),
+                           ("handoff", "GET /workspace/sessions/{W}/summary, 1,000 versions, 1,100 messages")):
+        f = r[name]
+        rows.append({"workload": workload,
+                     "ours": f"p50 {f['p50']:.1f} ms, p99 {f['p99']:.1f} ms ({r['sizes'][name]:,} B)",
+                     "anchor": f"a page of 50 messages: p50 {anchor['p50']:.1f} ms, p99 {anchor['p99']:.1f} ms",
+                     "ratio": f["p99"] / max(anchor["p99"], 1e-9), "target": "p99 ≤ 20 ms",
+                     "tool": "keep-alive socket (summaries.py)"})
+    return rows
+
+
 def fanout(levels: str, seconds: float) -> list[Row]:
     """Observers of ``/workspace/observe`` (tests/bench/fanout.py --json, with its bare hub anchor)."""
     out = subprocess.run([sys.executable, "-m", "tests.bench.fanout", "--levels", levels, "--seconds",
@@ -342,6 +368,13 @@ def fanout(levels: str, seconds: float) -> list[Row]:
                      "ratio": (r["p99_ms"] / bare["p99_ms"]) if bare.get("p99_ms") else None,
                      "target": "p99 ≤ 1 s, ≤ 25 KB/sub, 0 lost", "tool": "fanout.py"})
     return rows
+
+
+def tunnel(seconds: float) -> list[Row]:
+    """Reads and lease writes through a WireGuard tunnel vs loopback, same room (tests/bench/tunnel.py)."""
+    from tests.bench import tunnel as bench
+
+    return bench.measure(seconds, doc=read_doc())
 
 
 def machine() -> str:
@@ -382,7 +415,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--quick", action="store_true", help="fewer versions, shorter fan-out")
     parser.add_argument("--before", type=Path, help="an older checkout to serve the reads from too")
-    parser.add_argument("--only", default="reads,mcp,writes,versions,long,startup,fanout")
+    parser.add_argument("--only", default="reads,mcp,writes,versions,long,startup,fanout,tunnel,summaries")
     parser.add_argument("--fanout-levels", default="1000,10000")
     parser.add_argument("--no-write-docs", action="store_true")
     args = parser.parse_args()
@@ -395,6 +428,8 @@ def main() -> None:
         "long": lambda: long_history(args.quick, args.before),
         "startup": startup,
         "fanout": lambda: fanout("1000" if args.quick else args.fanout_levels, 10 if args.quick else 15),
+        "tunnel": lambda: tunnel(args.seconds),
+        "summaries": lambda: summaries(args.quick),
     }
     rows: list[Row] = []
     for name, step in steps.items():

@@ -25,9 +25,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 
-def request_bytes(method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b"") -> bytes:
-    """An HTTP/1.1 keep-alive request."""
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+def request_bytes(method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b"",
+                  host: str = "127.0.0.1") -> bytes:
+    """An HTTP/1.1 keep-alive request (``Host: host``: the listener's own address)."""
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}"]
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
     if body or method in ("POST", "PUT", "PATCH"):
         lines.append(f"Content-Length: {len(body)}")

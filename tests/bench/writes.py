@@ -53,16 +53,18 @@ async def _answer(reader: asyncio.StreamReader) -> tuple[int, bytes]:
 class _Pair:
     """One client's two writes: acquire a lease on ``line``, then release it (the requests and their checks)."""
 
-    def __init__(self, token: str, line: int):
+    def __init__(self, token: str, line: int, host: str = "127.0.0.1"):
         self.auth = {"Authorization": f"Bearer {token}"}
+        self.host = host
         self.acquire = request_bytes("POST", "/workspace/leases", self.auth,
-                                     json.dumps({"region": {"lines": [line, line]}, "ttl_seconds": 60}).encode())
+                                     json.dumps({"region": {"lines": [line, line]}, "ttl_seconds": 60}).encode(),
+                                     host)
 
     def release(self, status: int, body: bytes | bytearray) -> bytes:
         """The release of the lease the acquire answered (``RuntimeError`` unless it answered 201)."""
         if status != 201:
             raise RuntimeError(f"acquire answered {status}: {bytes(body[:200])!r}")
-        return request_bytes("DELETE", f"/workspace/leases/{json.loads(body)['id']}", self.auth)
+        return request_bytes("DELETE", f"/workspace/leases/{json.loads(body)['id']}", self.auth, host=self.host)
 
     @staticmethod
     def released(status: int, body: bytes | bytearray) -> None:
@@ -91,15 +93,16 @@ async def _run(port: int, tokens: list[str], seconds: float) -> float:
     return counts[0] / (time.perf_counter() - start)
 
 
-def _alone(port: int, token: str, seconds: float) -> float:
+def _alone(port: int, token: str, seconds: float, address: str = "127.0.0.1") -> float:
     """One client on a blocking keep-alive socket (:class:`tests.bench.load.KeepAlive`): write transactions/s.
 
     One client waits on every answer, so what its own loop costs is on the
     measured path: a blocking socket costs less per request than asyncio's
-    streams (~5-10 % of this rate on the 2-CPU VM).
+    streams (~5-10 % of this rate on the 2-CPU VM). ``address``: the
+    listener's (tests/bench/tunnel.py writes through a tunnel).
     """
-    client = KeepAlive(f"http://127.0.0.1:{port}")
-    pair = _Pair(token, 1)
+    client = KeepAlive(f"http://{address}:{port}")
+    pair = _Pair(token, 1, address)
     count, start = 0, time.perf_counter()
     try:
         while time.perf_counter() - start < seconds:

@@ -7,7 +7,10 @@
   environment has, so the generated packages are imported there.
 - ``openapi-typescript`` (``package.json`` / ``package-lock.json``) in
   ``tests/clients/node_modules``, installed with ``npm ci`` and run with the
-  machine's ``node`` (20 or later).
+  machine's ``node`` (20 or later); the official MCP TypeScript client
+  (``@modelcontextprotocol/client``) and its tasks extension
+  (``@modelcontextprotocol/ext-tasks``) beside it, for ``ts_handoff.mjs``
+  (``npm_packages()`` installs them all).
 
 Both installs are idempotent: they run when the pinned version is not the
 one installed. A failed install raises (the tests fail, never skip).
@@ -81,28 +84,41 @@ def python_generator() -> Path:
     return exe
 
 
-def typescript_generator() -> list[str]:
-    """The command that runs ``openapi-typescript`` of the pinned version (``node <cli>``)."""
+def npm_packages() -> str:
+    """Install every npm package ``package.json`` pins (``npm ci`` with the lock) unless all are there at
+    their pinned versions; the machine's ``node`` (20 or later). ``SetupError`` when it cannot."""
     node = shutil.which("node")
     npm = shutil.which("npm")
     if node is None or npm is None:
         raise SetupError("node and npm must be installed (Node 20 or later)")
-    package = HERE / "node_modules" / TS_GENERATOR / "package.json"
+    pinned: dict[str, str] = json.loads((HERE / "package.json").read_text())["dependencies"]
 
     def installed() -> bool:
-        try:
-            return json.loads(package.read_text())["version"] == TS_GENERATOR_VERSION
-        except (OSError, ValueError, KeyError):
-            return False
+        for name, version in pinned.items():
+            try:
+                if json.loads((HERE / "node_modules" / name / "package.json").read_text())["version"] != version:
+                    return False
+            except (OSError, ValueError, KeyError):
+                return False
+        return True
 
     with _locked("npm"):
         if not installed():
             _run([npm, "ci", "--prefix", str(HERE), "--no-audit", "--no-fund", "--loglevel=error"],
                  env={**os.environ, "npm_config_update_notifier": "false"})
             if not installed():
-                raise SetupError(f"{TS_GENERATOR} {TS_GENERATOR_VERSION} missing after npm ci")
-        bin_field = json.loads(package.read_text())["bin"]
-        cli = bin_field if isinstance(bin_field, str) else bin_field[TS_GENERATOR]
+                raise SetupError(f"the pinned npm packages ({', '.join(pinned)}) are missing after npm ci")
+    return node
+
+
+def typescript_generator() -> list[str]:
+    """The command that runs ``openapi-typescript`` of the pinned version (``node <cli>``)."""
+    node = npm_packages()
+    package = HERE / "node_modules" / TS_GENERATOR / "package.json"
+    if json.loads(package.read_text())["version"] != TS_GENERATOR_VERSION:
+        raise SetupError(f"package.json does not pin {TS_GENERATOR} {TS_GENERATOR_VERSION}")
+    bin_field = json.loads(package.read_text())["bin"]
+    cli = bin_field if isinstance(bin_field, str) else bin_field[TS_GENERATOR]
     return [node, str(package.parent / cli)]
 
 

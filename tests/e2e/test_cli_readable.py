@@ -49,12 +49,13 @@ def as_json(*args: str, schema: str | None = None) -> Any:
     return body
 
 
-def one_line(done: subprocess.CompletedProcess, code: str) -> str:
-    """A refused command: its status, nothing on stdout, its last stderr line naming the code."""
+def one_line(done: subprocess.CompletedProcess, code: str, hint: bool = True) -> str:
+    """A refused command: its status, nothing on stdout, its last stderr line naming the code (and, with
+    ``hint``, what to do next; an invalid_request's message says what to fix, so it has none)."""
     assert done.returncode == EXIT_CODES[code], (done.returncode, done.stdout, done.stderr)
     assert done.stdout == "" and not ANSI.search(done.stderr)
     last = done.stderr.rstrip("\n").split("\n")[-1]
-    assert last.startswith(f"ce: {code}: ") and " — next: " in last, done.stderr
+    assert last.startswith(f"ce: {code}: ") and (" — next: " in last) == hint, done.stderr
     return done.stderr
 
 
@@ -152,7 +153,7 @@ def test_every_command_readable_and_json(tmp_path: Path):
         assert made.startswith("handoff ho_") and " open: check the goals (owner bob, assignee -)\n" in made
         assert re.search(r"^ho_[0-9a-f]{8}…\s+open\s+bob\s+-\s+", plain(ce("handoffs", doc)), re.M)
         handoff_id = made.split()[1]
-        assert re.search(r"^\d+\s+handoff\.created\s+(just now|\d+s ago)\s+p_[0-9a-f]{8}…\s+",
+        assert re.search(r"^\d+\s+created\s+(just now|\d+s ago)\s+bob\s+handoff open; task working",
                          plain(ce("handoff-events", doc, handoff_id)), re.M)
         as_json("handoff-events", doc, handoff_id, schema="handoffs#HandoffEventsPage")
         as_json("handoffs", doc, schema="handoffs#HandoffsPage")
@@ -177,7 +178,7 @@ def test_every_command_readable_and_json(tmp_path: Path):
         # errors: one line, the code, what next; the exit status is the catalogue's
         one_line(ce("approve", "pr_nope", *B), "proposal_not_found")
         one_line(ce("read", "--heading", "Nowhere", *A), "invalid_region")
-        one_line(ce("versions", doc, "--limit", "0"), "invalid_request")
+        one_line(ce("versions", doc, "--limit", "0"), "invalid_request", hint=False)
     finally:
         room.stop()
 
@@ -264,5 +265,5 @@ def test_every_data_command_takes_json():
 def test_no_colour_without_a_terminal_even_when_forced_off(tmp_path: Path):
     """Piped output has no escape codes (Rich detects the pipe): checked on an error and the help."""
     done = ce("versions", str(tmp_path / "nope.md"))
-    one_line(done, "invalid_request")
+    one_line(done, "invalid_request", hint=False)
     assert not ANSI.search(ce("versions", "--help").stdout)

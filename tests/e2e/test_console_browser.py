@@ -110,7 +110,7 @@ def test_the_console_follows_a_real_room(room, chromium, tmp_path):
 
         # 2. choose alice's session through the search box: its board loads (baseline, then snapshot)
         page.fill("#session-search", "alice")
-        page.select_option("#session-select", sid)
+        page.click(f"#session-list [data-sid='{sid}']")
         page.wait_for_selector("#board-state.good")
         page.wait_for_selector("#board li.msg >> text=first pass done")
         # 3. a message posted over MCP appears without a reload; it renders as text
@@ -184,3 +184,55 @@ def test_the_console_follows_a_real_room(room, chromium, tmp_path):
         page.close()
         if room2 is not None:
             room2.stop()
+
+
+def test_the_board_panel_shows_both_summaries(room, chromium, tmp_path):
+    """Choosing a session shows session_discussion_summary and session_handoff_summary, as text, kept current."""
+    coordinator = room.join("coordinator", "read,observe,message")
+    worker = room.join("worker", "read,observe,message,lease")
+    c_id, w_id = coordinator.session["id"], worker.session["id"]
+    c_mcp, w_mcp = Mcp(room.ingress, coordinator.token), Mcp(room.ingress, worker.token)
+    todo = tool(c_mcp, "post_session_message", session_id=c_id, kind="todo", priority="urgent", requires_ack=True,
+                body="Check the Goals section " + HOSTILE)
+    tool(c_mcp, "post_session_message", session_id=c_id, kind="decision", body="Goals before scope.")
+    tool(c_mcp, "post_session_message", session_id=c_id, kind="todo", body="Then the scope.")
+    assignment = tool(w_mcp, "get_session_assignment", session_id=c_id, message_id=todo["message_id"])
+    assert worker.post("/workspace/leases", {"region": {"heading": ["Release plan", "Goals"]}}).status_code == 201
+    tool(w_mcp, "complete_session_message", session_id=c_id, message_id=todo["message_id"], answer="checked: fine",
+         completion_key="W-goals-1", expected_assignment_fence=assignment["assignment_fence"],
+         recording_session_id=w_id)
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    shot = Shots(page, tmp_path / "screenshots")
+    try:
+        page.goto(ce("console", str(room.document)).stdout.strip())
+        page.wait_for_selector("#live.good")
+        # the coordinator's board: one open todo left (the urgent one was completed), the latest decision
+        page.fill("#session-search", "coordinator")
+        page.click(f"#session-list [data-sid='{c_id}']")
+        facts = page.locator("#summary-discussion [data-facts=discussion]")
+        expect(facts).to_contain_text("4 retained messages")
+        expect(page.locator("#summary-discussion [data-list=open_todos]")).to_have_text("1 open todo")
+        expect(page.locator("#summary-discussion li.todo")).to_contain_text("Then the scope.")
+        expect(page.locator("#summary-discussion li[data-kind=decision]")).to_contain_text("Goals before scope.")
+        expect(page.locator("#summary-discussion li[data-kind=answer]")).to_contain_text("checked: fine")
+        expect(page.locator("#summary-handoff [data-facts=handoff]")).to_contain_text("0 todos completed")
+        shot("summaries-coordinator")
+        # a new todo shows up in the summary without a reload
+        tool(c_mcp, "post_session_message", session_id=c_id, kind="todo", body="And the risks " + HOSTILE)
+        expect(page.locator("#summary-discussion [data-list=open_todos]")).to_have_text("2 open todos")
+        expect(page.locator("#summary-discussion li.todo").nth(1)).to_contain_text("<script>")
+        assert_not_injected(page, "#board-summary")
+        # the worker's session: the completion recorded under it and the lease it holds
+        page.fill("#session-search", "worker")
+        page.click(f"#session-list [data-sid='{w_id}']")
+        handoff = page.locator("#summary-handoff [data-facts=handoff]")
+        expect(handoff).to_contain_text("1 todo completed")
+        expect(handoff).to_contain_text("1 lease held")
+        expect(page.locator(f"#summary-handoff li.completed[data-id='{todo['message_id']}']")).to_contain_text(c_id)
+        expect(page.locator("#summary-handoff h3")).to_contain_text("worker")
+        expect(page.locator("#summary-discussion [data-facts=discussion]")).to_contain_text("0 retained messages")
+        shot("summaries-worker")
+    finally:
+        page.close()
+        c_mcp.close()
+        w_mcp.close()

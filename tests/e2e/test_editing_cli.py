@@ -156,6 +156,8 @@ def test_participant_commands_over_the_stored_session(tmp_path):
         renewed = ok_json(("lease", "renew", lease["id"], "--ttl", "600", *A), "editing#Lease")
         assert renewed["expires_at"] > lease["expires_at"]
         assert ok_json(("lease", "release", lease["id"], *A), "editing#Lease")["status"] == "released"
+        gone = fails(("lease", "release", lease["id"], *A), "lease_conflict")  # no longer active: 409
+        assert gone["lease_id"] == lease["id"] and gone["details"]["status"] == "released"
         assert ok_json(("lease", "list", *A), "editing#LeasesPage")["leases"] == []
 
         # Propose (text from --text, --text-file, stdin) and approve.
@@ -199,7 +201,8 @@ def test_participant_commands_over_the_stored_session(tmp_path):
         assert ok_json(("withdraw", p3["id"], *B), "editing#Proposal")["status"] == "withdrawn"
         fails(("approve", "pr_nope", *A), "proposal_not_found", real=True)
         fails(("reject", "pr_nope", *A), "proposal_not_found")
-        fails(("approve", p2["id"], *A), "invalid_request")  # decided already
+        decided = fails(("approve", p2["id"], *A), "proposal_conflict")  # decided already: 409, its id and status
+        assert decided["proposal_id"] == p2["id"] and decided["details"]["status"] == "rejected"
 
         # Direct write.
         fails(("write", "--expected", "1", "--text", "x\n", *A), "stale_version")

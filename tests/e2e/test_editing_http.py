@@ -253,8 +253,10 @@ def test_lease_acquire_renew_list_release(room):
     listed = ok(alice.get("/workspace/leases"), "editing#LeasesPage")
     assert [x["id"] for x in listed["leases"]] == [long["id"]]
     # Released is not live: renewing or releasing again is refused.
-    err(alice.request("DELETE", f"/workspace/leases/{got['id']}"), "invalid_request")
-    err(alice.post(f"/workspace/leases/{got['id']}/renew", {}), "invalid_request")
+    for refused in (alice.request("DELETE", f"/workspace/leases/{got['id']}"),
+                    alice.post(f"/workspace/leases/{got['id']}/renew", {})):
+        body = err(refused, "lease_conflict")  # 409: the lease moved on, read it again
+        assert body["lease_id"] == got["id"] and body["details"]["status"] == "released"
     # Another session cannot touch alice's lease.
     bob = room.join("bob", ALL)
     err(bob.request("DELETE", f"/workspace/leases/{long['id']}"), "not_found")
@@ -476,9 +478,11 @@ def test_proposal_lifecycle(room):
     assert by_status == {"open": [], "approved": [p1["id"]], "rejected": [p2["id"]], "withdrawn": [p3["id"]]}
     # Decided proposals stay decided.
     for pid in (p1["id"], p2["id"], p3["id"]):
-        body = err(alice.post(f"/workspace/proposals/{pid}/approve"), "invalid_request")
-        assert body["proposal_id"] == pid
-        err(alice.post(f"/workspace/proposals/{pid}/reject", {}), "invalid_request")
+        for refused in (alice.post(f"/workspace/proposals/{pid}/approve"),
+                        alice.post(f"/workspace/proposals/{pid}/reject", {}),
+                        bob.post(f"/workspace/proposals/{pid}/withdraw")):  # bob wrote them
+            body = err(refused, "proposal_conflict")  # 409 with the record's id and status
+            assert body["proposal_id"] == pid and body["details"]["status"] != "open"
     doc = read(bob)
     assert doc["version"] == 2 and doc["text"] == replaced(SAMPLE_TEXT, GOALS, new_goals)
     assert room.document.read_text("utf-8") == doc["text"]

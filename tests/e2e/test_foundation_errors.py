@@ -536,12 +536,13 @@ def test_join_where_nothing_listens_ce(shared_room, tmp_path):
 
 
 def test_tailcat_transport(shared_room):
-    if any(ep.name == "tailcat" for ep in entry_points(group="commonroom.transports")):
-        pytest.skip("a tailcat plugin is installed here")
+    """The plugin is installed (this project's entry point) but this room was not served with --transport tailcat."""
+    assert any(ep.name == "tailcat" for ep in entry_points(group="commonroom.transports"))
     body = http_error(owner_post(shared_room, "/owner/invitations",
                                  {"participant": "t", "capabilities": ["read"], "transport": "tailcat"}),
                       "transport_unavailable")
     assert body["details"]["transport"] == "tailcat"
+    assert "ce serve FILE --transport tailcat" in body["message"]
     done = ce("invite", str(shared_room.document), "--participant", "t", "--transport", "tailcat", "--json")
     assert ce_error(done, "transport_unavailable")["details"]["transport"] == "tailcat"
 

@@ -1,8 +1,14 @@
-"""Handoffs and tasks through a real room (issue 10 items 1-3 and 7).
+"""Handoffs and tasks through a real room (issue 10 items 1-3 and 7; issue 40 items 2-4).
 
-Every transition in ``tests/conformance/handoffs/`` through HTTP and
-through MCP tools; ten concurrent identical creates; a task surviving a
-room restart; the ``ce`` handoff commands.
+Every transition in ``tests/conformance/handoffs/`` through every path that
+reaches it, with the role the case names: HTTP, MCP (the tools, or the
+tasks extension's ``tasks/*`` for ``task_*``) and ``ce`` (the participant
+commands with a stored session of the role's participant; ``ce task`` and
+``ce task-cancel --participant``; ``ce call`` for ``task_update``). A
+refusal and an acknowledgement (``ack``: an update that answers nothing
+outstanding) change nothing and emit nothing. Also: ten concurrent
+identical creates; a task surviving a room restart; the ``ce`` handoff
+commands.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from commonroom.errors import EXIT_CODES, STATUS
 from commonroom.operations import OPERATIONS
 from commonroom.protocol import META_CAPABILITIES, TASKS_EXTENSION
 from tests.mcp_wire import META, Mcp
@@ -25,14 +32,21 @@ ROLES = {"owner": "read,handoff", "worker": "read,handoff", "boss": "read,approv
 
 
 @pytest.fixture(scope="module")
-def people(shared_room):
-    out = {}
+def people(shared_room, tmp_path_factory):
+    """role → (HTTP client, MCP client, ``ce`` session file, participant name); the document's path
+    under None, the operator's client under ``"operator"``."""
+    out: dict[Any, Any] = {None: str(shared_room.document), "operator": shared_room.operator()}
+    files = tmp_path_factory.mktemp("sessions")
     for role, caps in ROLES.items():
-        client = shared_room.join(f"hf-{role}", caps)
-        out[role] = (client, Mcp(shared_room.ingress, client.token))
+        name = f"hf-{role}"
+        client = shared_room.join(name, caps)
+        session_file = files / f"{role}.json"
+        joined = ce("join", shared_room.invite(name, caps), "--session-file", str(session_file))
+        assert joined.returncode == 0, joined.stderr
+        out[role] = (client, Mcp(shared_room.ingress, client.token), str(session_file), name)
     yield out
-    for _, mcp in out.values():
-        mcp.close()
+    for role in ROLES:
+        out[role][1].close()
 
 
 def _fill(values: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
@@ -76,14 +90,43 @@ def _via_mcp(mcp, op_name: str, values: dict[str, Any]) -> tuple[bool, int | Non
     return not result["isError"], None, result["structuredContent"]
 
 
+#: Each operation's ``ce`` form: the participant command, or the operator's as the participant.
+CE_COMMANDS = {"handoff_accept": "handoff-accept", "handoff_request_input": "handoff-request-input",
+               "handoff_complete": "handoff-complete", "handoff_approve": "handoff-approve",
+               "handoff_reject": "handoff-reject", "handoff_cancel": "handoff-cancel"}
+
+
+def _via_ce(people, role: str, op_name: str, values: dict[str, Any]) -> tuple[bool, int, dict[str, Any]]:
+    """Run the operation with ``ce`` as ``role``; (ok, exit status, the JSON answer or error)."""
+    _, _, session_file, name = people[role]
+    if op_name in CE_COMMANDS:
+        argv = [CE_COMMANDS[op_name], values["handoff_id"]]
+        for option in ("message", "result", "reason"):
+            if option in values:
+                argv += [f"--{option}", values[option]]
+        argv += ["--session-file", session_file]
+    elif op_name == "task_update":  # no command of its own: the route with the stored session
+        argv = ["call", "POST", "/workspace/task/update", "--data", json.dumps(values), "--session-file", session_file]
+    else:  # task_get, task_cancel: the operator's commands, as the role's participant
+        argv = [{"task_get": "task", "task_cancel": "task-cancel"}[op_name], people[None], values["task_id"],
+                "--participant", name]
+    done = ce(*argv, "--json")
+    return done.returncode == 0, done.returncode, json.loads(done.stdout if done.returncode == 0 else done.stderr)
+
+
+def _events(people, ids) -> list[dict[str, Any]]:
+    """The handoff's own events (read by the operator: the owner port has no rate limit)."""
+    return people["operator"].get(f"/workspace/handoffs/{ids['handoff_id']}/events").json()["events"]
+
+
 def _statuses(people, ids) -> tuple[str, str]:
-    boss = people["boss"][0]
-    handoff = boss.get(f"/workspace/handoffs/{ids['handoff_id']}").json()
-    task = boss.get("/workspace/task", params={"task_id": ids["task_id"]}).json()
+    operator = people["operator"]
+    handoff = operator.get(f"/workspace/handoffs/{ids['handoff_id']}").json()
+    task = operator.get("/workspace/task", params={"task_id": ids["task_id"]}).json()
     return handoff["status"], task["status"]
 
 
-@pytest.mark.parametrize("adapter", ["http", "mcp"])
+@pytest.mark.parametrize("adapter", ["http", "mcp", "ce"])
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_transition(people, case, adapter):
     spec = json.loads(case.read_text("utf-8"))
@@ -99,20 +142,34 @@ def test_transition(people, case, adapter):
         values = _input(op_name, given, ids)
         if adapter == "mcp" and OPERATIONS[op_name].mcp is None and op_name not in TASK_METHODS:
             pytest.skip(f"{op_name} is no MCP tool")
-        client, mcp = people[role]
-        ok, status, body = _via_http(client, op_name, values) if adapter == "http" else _via_mcp(mcp, op_name, values)
+        client, mcp = people[role][:2]
+        before = _events(people, ids)
+        if adapter == "http":
+            ok, status, body = _via_http(client, op_name, values)
+        elif adapter == "mcp":
+            ok, status, body = _via_mcp(mcp, op_name, values)
+        else:
+            ok, status, body = _via_ce(people, role, op_name, values)
         expect = spec["expect"]
-        if expect["outcome"] == "ok":
+        if expect["outcome"] in ("ok", "ack"):
             assert ok, body
+            if adapter == "mcp" and op_name in TASK_METHODS and op_name != "task_get":
+                assert body["resultType"] == "complete"  # the extension's ack
         else:
             assert not ok and body["error"] == expect["error"], body
-            if status is not None:
-                assert status == expect["status"]
+            if adapter == "http":
+                assert status == expect["status"] == STATUS[expect["error"]]
+            elif adapter == "ce":
+                assert status == EXIT_CODES[expect["error"]]
             if expect["error"] == "handoff_not_found":
                 assert set(body["details"]) <= {"task_id", "handoff_id"}  # nothing revealed
+            if expect["error"] == "handoff_conflict":
+                assert body["details"]["status"] == expect["handoff"] and body["details"]["handoff_id"] == ids["handoff_id"]
         assert _statuses(people, ids) == (expect["handoff"], expect["task"])
+        if expect["outcome"] != "ok":  # a refusal or an acknowledgement changes nothing and emits nothing
+            assert _events(people, ids) == before
     finally:  # keep the room under its 32 active tasks
-        people["boss"][0].post("/workspace/task/cancel", {"task_id": ids["task_id"]})
+        people["operator"].post("/workspace/task/cancel", {"task_id": ids["task_id"]})
 
 
 def test_ten_concurrent_identical_creates_make_one_handoff(shared_room, people):
@@ -135,8 +192,13 @@ def test_ten_concurrent_identical_creates_make_one_handoff(shared_room, people):
     assert all(a == answers[0] for a in answers), answers
     status, first = answers[0]
     assert status == 201
-    page = shared_room.operator().get("/workspace/handoffs", params={"limit": 200}).json()
-    mine = [h for h in page["handoffs"] if h["summary"] == "concurrent"]
+    mine, cursor = [], None  # every page: the shared room holds the transition cases' handoffs too
+    while True:
+        page = shared_room.operator().get("/workspace/handoffs", params={"limit": 200, **({"cursor": cursor} if cursor else {})}).json()
+        mine += [h for h in page["handoffs"] if h["summary"] == "concurrent"]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
     assert [h["id"] for h in mine] == [first["handoff"]["id"]]
     events = owner.get(f"/workspace/handoffs/{first['handoff']['id']}/events").json()["events"]
     assert [e["type"] for e in events] == ["handoff.created"]

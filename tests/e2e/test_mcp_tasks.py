@@ -96,10 +96,11 @@ def test_the_whole_flow_through_tasks_methods(people):
     assert waiting["status"] == "input_required" and list(waiting["inputRequests"]) == ["input_1"]
     assert _get(worker, task_id)["status"] == "input_required"
 
-    # nothing matching: -32602 and nothing changes
-    bad = owner.post("tasks/update", {"taskId": task_id, "inputResponses": {"input_9": {}}}, meta=EXT)
-    assert rpc_error(bad)["code"] == -32602
-    assert _get(owner, task_id)["status"] == "input_required"
+    # nothing matching: the extension's ack, and nothing changes (never back to working)
+    before = _get(owner, task_id)
+    nothing = owner.result("tasks/update", {"taskId": task_id, "inputResponses": {"input_9": {}}}, meta=EXT)
+    assert check("tasks:UpdateTaskResult", nothing)["resultType"] == "complete"
+    assert _get(owner, task_id) == before
 
     answer = {"input_1": {"action": "accept", "content": {"answer": "casual"}}}
     check("tasks:InputResponses", answer)
@@ -109,14 +110,14 @@ def test_the_whole_flow_through_tasks_methods(people):
     again = _get(owner, task_id)
     assert again["status"] == "working" and "inputRequests" not in again
     assert again["inputResponses"] == answer
-    late = owner.post("tasks/update", {"taskId": task_id, "inputResponses": answer}, meta=EXT)
-    assert rpc_error(late)["code"] == -32602  # not input_required any more
+    late = owner.result("tasks/update", {"taskId": task_id, "inputResponses": answer}, meta=EXT)
+    assert late["resultType"] == "complete" and _get(owner, task_id) == again  # answered already: ack, no change
 
     done = _tool(worker, "handoff_complete", {"handoff_id": handoff_id, "result": "Hi all."})
     assert not done["isError"], done
     completed = _get(owner, task_id)
     assert completed["status"] == "completed"
-    check("CallToolResult", {**completed["result"], "resultType": "complete"})
+    check("CallToolResult", completed["result"])  # as the room sends it: resultType included
     cancelled = owner.result("tasks/cancel", {"taskId": task_id}, meta=EXT)
     check("tasks:CancelTaskResult", cancelled)
     assert _get(owner, task_id)["status"] == "completed"  # terminal stays as it was

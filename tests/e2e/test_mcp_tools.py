@@ -147,6 +147,10 @@ def test_lease_lifecycle(people):
     released = ok(people, "carol", "lease_release", {"lease_id": lease["id"]})
     assert released["status"] == "released"
     assert lease["id"] not in [item["id"] for item in ok(people, "bob", "leases_list")["leases"]]
+    for tool in ("lease_release", "lease_renew"):  # no longer active: 409 with its id and status
+        gone = refused(people, "carol", tool, {"lease_id": lease["id"]})
+        assert gone["error"] == "lease_conflict" and gone["lease_id"] == lease["id"]
+        assert gone["details"]["status"] == "released"
 
 
 def test_proposal_flow_visible_both_ways(people):
@@ -185,7 +189,8 @@ def test_reject(people):
     rejected = ok(people, "alice", "proposal_reject", {"proposal_id": proposal["id"], "reason": "keep the title"})
     assert rejected["status"] == "rejected" and rejected["reason"] == "keep the title"
     again = refused(people, "alice", "proposal_approve", {"proposal_id": proposal["id"]})
-    assert again["error"] == "invalid_request"
+    assert again["error"] == "proposal_conflict"  # no longer open: 409 with its id and status
+    assert again["proposal_id"] == proposal["id"] and again["details"]["status"] == "rejected"
 
 
 def test_write_and_stale_version(people):

@@ -2,7 +2,7 @@
 
 Seed protocol.txt (MCP) and issue 5 (1): statuses, JSON-RPC codes and
 messages of every header, version, ``_meta`` and method error; 202 for
-notifications; Origin/Host 403; GET/DELETE 405; owner port 404; 401.
+notifications; Origin 403, Host 421; GET/DELETE 405; owner port 404; 401.
 Every JSON-RPC body is validated against the official schema.
 """
 
@@ -281,11 +281,12 @@ def test_served_hosts_allowed(mcp, host):
     assert mcp.post("tools/list", headers={"Host": host}).status_code == 200
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.2", "localhost.evil.example"])
-def test_other_hosts_403(mcp, host):
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.2", "localhost.evil.example", ""])
+def test_other_hosts_421(mcp, host):
+    """The room's one Host rule (commonroom.http.edge) answers /mcp as every route: 421, the error envelope."""
     r = mcp.post("tools/list", headers={"Host": host})
-    assert r.status_code == 403
-    check("JSONRPCErrorResponse", r.json())
+    assert r.status_code == 421
+    assert r.json()["error"] == "invalid_request" and r.json()["details"]["reason"] == "host"
 
 
 @pytest.mark.parametrize("token", [None, "cr_s_not-a-real-token"])

@@ -12,9 +12,10 @@ prints the figures.
 The configuration is derived from the operation table: an operation
 whose declaration lists a 400 error of its own (``invalid_region``, or
 ``invalid_request`` for a cursor the room did not issue, a broken
-invitation, or a state that does not allow the transition) may answer
-400 to schema-valid input, so ``positive_data_acceptance`` expects 400
-there and nowhere else. ``/workspace/observe`` is an endless event
+invitation, or a value the schema cannot bound) may answer 400 to
+schema-valid input, so ``positive_data_acceptance`` expects 400 there and
+nowhere else. A state that does not allow the transition is 409 with the
+record's conflict code (docs/protocol.md, *409 or 400*), never 400. ``/workspace/observe`` is an endless event
 stream; the live tests cover it.
 """
 

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import httpx
 
-from tests.engine.test_long_history import TEXT, make_schema8, random_history
+from tests.engine.test_long_history import TEXT, make_old_layout, random_history
 from tests.fakeclock import open_engine
 from tests.roomproc import ce, start_room
 
 
 def old_layout(folder: Path) -> tuple[Path, dict[int, str]]:
-    """A document whose sidecar is as schema 8 wrote it (a text checkpoint every 8 versions)."""
+    """A document whose sidecar is as schemas 8 and 9 wrote it (a text checkpoint every 8 versions)."""
     engine = open_engine(folder, TEXT)
     texts = random_history(engine, 160, seed=11)
-    make_schema8(engine, texts, every=8)
+    make_old_layout(engine, texts, every=8)
     return folder / "doc.md", texts
 
 

@@ -153,7 +153,7 @@ def proposal_step(w: Writer) -> None:
         refusals=("stale_version",))
     if proposal is not None:
         w.call("POST", f"/workspace/proposals/{proposal['id']}/approve",
-               refusals=("proposal_conflict", "stale_version", "lease_conflict", "proposal_not_open"))
+               refusals=("proposal_conflict", "stale_version", "lease_conflict"))
 
 
 def lease_step(w: Writer) -> None:

@@ -17,6 +17,7 @@ from commonroom.errors import (HandoffConflict, HandoffNotFound, IdempotencyMism
                                LimitExceeded, PermissionDenied)
 from commonroom.store import db as store_db
 from tests.fakeclock import join, open_engine
+from tests.mcp_schema import check
 
 TEXT = "# Plan\n\n## Goals\n\n- ship\n"
 WORKER = ["read", "handoff"]
@@ -202,7 +203,11 @@ def test_task_cancel_keeps_a_terminal_status_and_cancels_the_handoff(engine, peo
     assert engine.task_cancel(owner, completed["taskId"]) == completed
     live = engine.create_handoff(owner, "live")
     engine.accept_handoff(worker, live["handoff"]["id"])
-    assert engine.task_cancel(worker, live["task"]["taskId"])["status"] == "cancelled"
+    with pytest.raises(PermissionDenied) as refused:  # the assignee sees the task but may not cancel it
+        engine.task_cancel(worker, live["task"]["taskId"])
+    assert refused.value.details == {"required": "owner or approve", "task_id": live["task"]["taskId"]}
+    assert engine.task_get(worker, live["task"]["taskId"])["status"] == "working"
+    assert engine.task_cancel(owner, live["task"]["taskId"])["status"] == "cancelled"
     assert engine.handoff(owner, live["handoff"]["id"])["status"] == "cancelled"
     with pytest.raises(HandoffConflict):  # a late completion of a cancelled task
         engine.complete_handoff(worker, live["handoff"]["id"], "late")
@@ -213,14 +218,17 @@ def test_task_update_edges(engine, people):
     created = engine.create_handoff(owner, "x")
     h, task_id = created["handoff"]["id"], created["task"]["taskId"]
     engine.accept_handoff(worker, h)
-    with pytest.raises(InvalidRequest) as refused:
-        engine.task_update(owner, task_id, {"input_1": {}})
-    assert refused.value.details["reason"] == "not_input_required"
+    before = engine.handoff_events(owner, h)["events"]
+    # nothing outstanding to answer (a working task, unknown keys): acknowledged, nothing changes or is emitted
+    assert engine.task_update(owner, task_id, {"input_1": {}}) == engine.task_get(owner, task_id)
+    assert engine.task_get(owner, task_id)["status"] == "working"
     engine.request_handoff_input(worker, h, "a?")
     engine.request_handoff_input(worker, h, "b?")
-    with pytest.raises(InvalidRequest) as refused:
-        engine.task_update(owner, task_id, {"nope": {}})
-    assert refused.value.details["reason"] == "no_matching_request"
+    waiting = engine.task_get(owner, task_id)
+    assert engine.task_update(owner, task_id, {"nope": {}}) == waiting  # never restarts the work
+    assert len(engine.handoff_events(owner, h)["events"]) == len(before) + 2  # the two requests only
+    with pytest.raises(InvalidRequest):  # malformed in itself: still 400
+        engine.task_update(owner, task_id, ["input_1"])  # type: ignore[arg-type]
     partial = engine.task_update(owner, task_id, {"input_1": {"action": "accept"}, "nope": 1})
     assert partial["status"] == "input_required" and list(partial["inputRequests"]) == ["input_2"]
     assert engine.task_update(owner, task_id, {"input_2": {"action": "decline"}})["status"] == "working"
@@ -336,6 +344,7 @@ def test_the_ttl_sweep_fails_stale_tasks_and_deletes_old_terminal_ones(engine, p
     engine.accept_handoff(worker, done["handoff"]["id"])
     clock.advance(3600)
     engine.complete_handoff(worker, done["handoff"]["id"], "kept")
+    check("CallToolResult", engine.task_get(owner, done["task"]["taskId"])["result"])  # the core shape, resultType included
     clock.advance(24 * 3600 - 3600 - 1)
     assert engine.sweep_tasks() == {"expired": 0, "deleted": 0}  # inside the TTL nothing moves
     clock.advance(1)
@@ -347,9 +356,9 @@ def test_the_ttl_sweep_fails_stale_tasks_and_deletes_old_terminal_ones(engine, p
     assert engine.sweep_tasks() == {"expired": 0, "deleted": 0}  # idempotent
     clock.advance(3600)
     assert engine.sweep_tasks() == {"expired": 0, "deleted": 1}
-    with pytest.raises(HandoffNotFound):
+    with pytest.raises(HandoffNotFound):  # the row expired: no task result is served any more (tasks/get: -32602)
         engine.task_get(owner, done["task"]["taskId"])
-    assert engine.handoff(owner, done["handoff"]["id"])["result"] == "kept"
+    assert engine.handoff(owner, done["handoff"]["id"])["result"] == "kept"  # the handoff keeps the text
 
 
 def test_tasks_survive_reopening(tmp_path, clock):

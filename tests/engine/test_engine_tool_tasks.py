@@ -47,8 +47,7 @@ def test_start_ask_answer_finish(engine, people, clock):
     asked = engine.ask_tool_task(task_id, {"a": ELICIT, "b": ELICIT}, "two questions")
     assert asked["status"] == "input_required" and set(asked["inputRequests"]) == {"a", "b"}
     assert asked["statusMessage"] == "two questions"
-    with pytest.raises(InvalidRequest):
-        engine.task_update(caller, task_id, {"zzz": {}})  # no key matches: nothing changes
+    assert engine.task_update(caller, task_id, {"zzz": {}}) == asked  # no key matches: acknowledged, unchanged
     partial = engine.task_update(caller, task_id, {"a": {"action": "accept"}})
     assert partial["status"] == "input_required" and list(partial["inputRequests"]) == ["b"]
     whole = engine.task_update(caller, task_id, {"b": {"action": "decline"}})
@@ -58,7 +57,7 @@ def test_start_ask_answer_finish(engine, people, clock):
         engine.ask_tool_task(task_id, {"a": ELICIT})  # a key is never reused
 
     done = engine.finish_tool_task(task_id, result=RESULT)
-    assert done["status"] == "completed" and done["result"] == RESULT
+    assert done["status"] == "completed" and done["result"] == {**RESULT, "resultType": "complete"}
     again = engine.finish_tool_task(task_id, error={"code": -32603, "message": "late"})
     assert again["status"] == "completed" and "error" not in again  # terminal: never left
     assert engine.task_cancel(caller, task_id)["status"] == "completed"

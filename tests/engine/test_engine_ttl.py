@@ -57,9 +57,9 @@ def test_renewing_moves_the_end_and_an_expired_lease_cannot_be_renewed(engine, c
     assert engine.leases(alice)["leases"][0]["status"] == "active"
     clock.advance(1)
     assert engine.leases(alice)["leases"] == []
-    with pytest.raises(InvalidRequest) as refused:
+    with pytest.raises(LeaseConflict) as refused:  # a transition the lease's state does not allow: 409
         engine.renew_lease(alice, lease["id"])
-    assert refused.value.details["reason"] == "not_active"
+    assert refused.value.details["status"] == "expired" and refused.value.recovery == {"lease_id": lease["id"]}
 
 
 def test_a_lease_dies_with_its_session(engine, clock):

@@ -1,5 +1,5 @@
 """Long histories read back byte for byte (issue 37): compressed checkpoints spaced by bytes, segments
-with anchors (engine/versions.py, engine/segments.py), and sidecars written before schema 9.
+with anchors (engine/versions.py, engine/segments.py), and sidecars written before schema 10.
 
 A seeded random history (line replacements, insertions, deletions, rewrites of most of the text,
 group-committed batches, an empty document and back) is written through ``Engine.write``; every
@@ -124,8 +124,9 @@ def test_checkpoints_are_compressed_and_spaced_by_bytes(tmp_path):
     assert pack("ab") is None and unpack(pack("a" * 1000) or b"") == "a" * 1000  # kept as text when not smaller
 
 
-def make_schema8(engine: Engine, texts: dict[int, str], every: int = 64) -> None:
-    """Rewrite ``engine``'s sidecar as schema 8 wrote it: a text checkpoint every ``every`` versions, no ``packed``."""
+def make_old_layout(engine: Engine, texts: dict[int, str], every: int = 64, schema: str = "9") -> None:
+    """Rewrite ``engine``'s sidecar as schemas 8 and 9 wrote it: a text checkpoint every ``every``
+    versions, no ``packed`` column, ``schema_version`` = ``schema``."""
     path = engine.store.path
     engine.close()
     con = sqlite3.connect(path)
@@ -138,19 +139,19 @@ def make_schema8(engine: Engine, texts: dict[int, str], every: int = 64) -> None
             con.execute('UPDATE "version" SET "content" = NULL, "delta" = ? WHERE "number" = ?',
                         (stored_json(hunk(old, new)), n))
     con.execute('ALTER TABLE "version" DROP COLUMN "packed"')
-    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (schema,))
     con.commit()
     con.close()
 
 
-@pytest.mark.parametrize("warm", [False, True])
-def test_a_sidecar_of_schema_8_opens_and_reads_back(tmp_path, warm):
+@pytest.mark.parametrize(("warm", "schema"), [(False, "9"), (True, "9"), (False, "8")])
+def test_a_sidecar_of_schema_8_or_9_opens_and_reads_back(tmp_path, warm, schema):
     engine = open_engine(tmp_path, TEXT)
     texts = random_history(engine, 300, seed=8)
-    make_schema8(engine, texts)
+    make_old_layout(engine, texts, schema=schema)
     again = Engine.open(tmp_path / "doc.md")
     try:
-        assert again.store.meta("schema_version") == "9"
+        assert again.store.meta("schema_version") == "10"
         if warm:
             assert again.warm_checkpoints(pause=0.0).wait(60)
         order = sorted(texts)
@@ -165,10 +166,10 @@ def test_a_sidecar_of_schema_8_opens_and_reads_back(tmp_path, warm):
         again.close()
 
 
-def test_compaction_repacks_a_schema_8_sidecar_and_every_version_reads_back(tmp_path):
+def test_compaction_repacks_a_schema_9_sidecar_and_every_version_reads_back(tmp_path):
     engine = open_engine(tmp_path, TEXT)
     texts = random_history(engine, 400, seed=9)
-    make_schema8(engine, texts, every=16)
+    make_old_layout(engine, texts, every=16)
     again = Engine.open(tmp_path / "doc.md")
     try:
         before = again.sidecar_report()

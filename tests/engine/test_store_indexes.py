@@ -59,10 +59,12 @@ def test_writes_do_not_scan_history(tmp_path):
 
 
 SCHEMA_INDEXES = {6: ("lease_open", "proposal_created", "handoff_created"),
-                  7: ("task_status_created", "task_status_updated")}
+                  7: ("task_status_created", "task_status_updated"),
+                  9: ("version_session", "proposal_session", "handoff_owner_session", "handoff_event_accepted",
+                      "board_message_author")}
 
 
-@pytest.mark.parametrize("old", [5, 6])
+@pytest.mark.parametrize("old", [5, 6, 8])
 def test_an_older_sidecar_gains_the_history_indexes(tmp_path, old):
     engine = open_engine(tmp_path, "# Plan\n")
     sidecar = engine.store.path
@@ -76,7 +78,7 @@ def test_an_older_sidecar_gains_the_history_indexes(tmp_path, old):
     con.close()
     again = Engine.open(tmp_path / "doc.md")
     try:
-        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "9"
+        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "10"
         names = {r[0] for r in again.store.db.execute_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()}
         assert set(added) <= names
@@ -100,7 +102,7 @@ def test_an_older_sidecar_loses_the_lease_indexes_nothing_reads(tmp_path):
     con.close()
     again = Engine.open(tmp_path / "doc.md", clock=FakeClock())  # the lease's clock: it is still live
     try:
-        assert again.store.meta("schema_version") == "9"
+        assert again.store.meta("schema_version") == str(SCHEMA_VERSION)
         names = {r[0] for r in again.store.db.execute_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'lease'").fetchall()}
         assert names == {"sqlite_autoindex_lease_1", "lease_open"}

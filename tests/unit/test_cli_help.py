@@ -54,7 +54,8 @@ def test_the_stored_help_is_what_typer_prints_on_80_columns():
 def test_the_stored_help_lists_every_command():
     from commonroom.cli.main import COMMANDS
 
-    listed = [line.split()[0] for line in STORED.read_text("utf-8").split("Commands:\n", 1)[1].splitlines()]
+    rows = STORED.read_text("utf-8").split("Commands:\n", 1)[1].splitlines()
+    listed = [line.split()[0] for line in rows if not line.startswith("   ")]  # a description wraps, further in
     assert listed == list(COMMANDS)
 
 

@@ -1,4 +1,4 @@
-"""Unit checks of the MCP adapter's pure parts (headers, hosts, encoding, bundling)."""
+"""Unit checks of the MCP adapter's pure parts (headers, origins, encoding, bundling)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from commonroom.mcp.dispatch import encode_tool_value, finish, tool_result
 from commonroom.mcp.headers import decode_value
 from commonroom.mcp.jsonrpc import JsonRpcError
 from commonroom.mcp.skills import frontmatter
-from commonroom.mcp.transport import host_allowed, origin_allowed, split_host
+from commonroom.mcp.transport import origin_allowed
 
 
 @pytest.mark.parametrize("raw,value", [
@@ -31,15 +31,7 @@ def test_decode_value_malformed(raw):
     assert (caught.value.code, caught.value.status) == (-32020, 400)
 
 
-@pytest.mark.parametrize("header,host", [("LocalHost:80", "localhost"), ("[::1]:9", "[::1]"),
-                                         ("127.0.0.1", "127.0.0.1"), ("::1", "::1")])
-def test_split_host(header, host):
-    assert split_host(header) == host
-
-
-def test_hosts_and_origins():
-    assert host_allowed("commonroom") and host_allowed("127.0.0.1:5") and not host_allowed(None)
-    assert host_allowed("10.0.0.5:7711", frozenset({"10.0.0.5"})) and not host_allowed("10.0.0.5")
+def test_origins():
     assert origin_allowed(None) and origin_allowed("http://localhost:5173") and origin_allowed("https://127.0.0.1")
     for bad in ("http://evil", "null", "http://localhost.evil", "ws://localhost", "http://localhost/x", "http://[::1]"):
         assert not origin_allowed(bad), bad

@@ -23,6 +23,10 @@
     return node;
   }
   const plural = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+  // Lines as an editor counts them: the final newline ends the last line, it does not start another.
+  const lineCount = (text) => (text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0));
+  // An id as the tables print it: the prefix and 8 characters (the whole id stays in the title).
+  const shortId = (id) => { const cut = id.indexOf("_") + 1; return id.length > cut + 8 ? id.slice(0, cut + 8) + "…" : id; };
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   function relative(stamp) {
@@ -66,6 +70,7 @@
       if (body !== undefined) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
       const resp = await fetch(path, init);
       const data = await resp.json().catch(() => null);
+      if (resp.status === 401) loginEnded();
       if (!resp.ok) {
         const err = new Error((data && data.message) || `${resp.status} ${resp.statusText}`);
         err.status = resp.status; err.code = data && data.error;
@@ -105,7 +110,7 @@
       api("GET", "/workspace/versions?limit=12")]);
     $("head").textContent = `v${room.head_version}`;
     $("document").textContent = doc.text;
-    $("doc-meta").textContent = `version ${doc.version} · ${doc.text.split("\n").length} lines · ${plural(room.participants, "participant")} · ${plural(room.sessions, "live session")}`;
+    $("doc-meta").textContent = `version ${doc.version} · ${plural(lineCount(doc.text), "line")} · ${plural(room.participants, "participant")} · ${plural(room.sessions, "live session")}`;
     count($("versions-count"), versions.versions, versions, "version");
     if (followHead || chosenVersion === null || chosenVersion > room.head_version
       || !versions.versions.some((v) => v.number === chosenVersion)) chosenVersion = room.head_version;
@@ -229,7 +234,7 @@
   async function refreshAll(manual) {
     if (manual) { $("refresh-state").textContent = "refreshing…"; $("refresh").disabled = true; }
     const results = await Promise.allSettled(Object.entries(loaders).map(([n, f]) => f().catch(failed(n))));
-    if (board.sid && manual) { if (board.healthy) board.refresh().catch(() => {}); else restartBoard(); }
+    if (board.sid && manual) { if (board.healthy) board.refresh().catch(() => {}); else restartBoard(); loadSummaries(board.sid); }
     const bad = results.filter((r) => r.status === "rejected");
     if (manual) {
       $("refresh").disabled = false;
@@ -277,9 +282,26 @@
   }
   function reconnect(delay) {
     if (source) source.close();
+    if (signedOut) return;
+    // the stream cannot say why it failed: ask the room once, so an ended login stops the retries
+    api("GET", "/workspace/room", undefined, true).catch(() => {});
     live("bad", `disconnected: retrying in ${Math.round(delay / 1000)}s`);
     liveBackoff = Math.min(liveBackoff * 2, 30000);
-    setTimeout(connect, delay);
+    setTimeout(() => { if (!signedOut) connect(); }, delay);
+  }
+
+  // -- the login ended (the cookie is gone or expired): say so and how to get a new one; stop every loop --------
+  let signedOut = false;
+  function loginEnded() {
+    if (signedOut) return;
+    signedOut = true;
+    if (source) source.close();
+    board.gen += 1; // ends the board's long-poll loop
+    live("bad", "signed out");
+    const file = $("login-ended").dataset.file;
+    $("login-command").textContent = `ce console ${file}`;
+    $("login-ended").hidden = false;
+    $("refresh").disabled = true;
   }
 
   // -- the board: baseline, retained snapshot, long-poll deltas merged by message id ---------------
@@ -294,7 +316,7 @@
     } while (cursor && pages < 20);
     return { all, truncated: Boolean(cursor) };
   }
-  function merge(messages) { for (const m of messages) board.messages.set(m.message_id, m); renderBoard(); }
+  function merge(messages) { for (const m of messages) board.messages.set(m.message_id, m); renderBoard(); if (messages.length) summarySoon(); }
   async function boardLoop(gen, sid) {
     let backoff = 1000;
     while (gen === board.gen) {
@@ -314,7 +336,7 @@
           $("board-state").title = `last check ${new Date().toLocaleTimeString()} (${obs.wait_outcome || "changes"})`;
         }
       } catch (e) {
-        if (gen !== board.gen) return;
+        if (gen !== board.gen || signedOut) return;
         board.healthy = false;
         boardState("bad", `reconnecting in ${Math.round(backoff / 1000)}s: ${e.message}`);
         await sleep(backoff); backoff = Math.min(backoff * 2, 30000);
@@ -328,9 +350,10 @@
   }
   board.refresh = async () => { const snap = await snapshot(board.sid); merge([...snap.all.values()]); };
   function choose(sid) {
-    board.sid = sid; board.messages = new Map(); board.truncated = false; renderBoard();
+    board.sid = sid; board.messages = new Map(); board.truncated = false; renderBoard(); loadSummaries(sid);
     $("compose-send").disabled = !sid; restartBoard();
-    const select = $("session-select"); if (select.value !== sid) { $("session-search").value = ""; renderPicker(); select.value = sid; }
+    if (!$("session-list").querySelector(`[data-sid="${CSS.escape(sid)}"]`)) $("session-search").value = "";
+    renderPicker();
     $("board-sid").textContent = sid;
   }
   function renderBoard() {
@@ -340,7 +363,9 @@
       el("div", { class: "msg-head" }, el("span", { class: `badge ${m.kind}`, text: m.kind }), " ",
         el("span", { class: "who", text: m.author ? m.author.name : "?" }), " ", when(m.created_at),
         m.priority !== "normal" ? el("span", { class: `badge prio ${m.priority}`, text: m.priority }) : null,
-        m.requires_ack ? el("span", { class: "badge ack", text: "ACK" }) : null,
+        m.requires_ack || m.first_acked_at ? el("span", { class: `badge ack${m.first_acked_at ? " acked" : ""}`,
+          title: m.first_acked_at ? `first ACK ${m.first_acked_at}` : "the session has not ACKed it yet",
+          text: m.first_acked_at ? `ACKed ${relative(m.first_acked_at)}` : "ACK pending" }) : null,
         el("span", { class: `badge ${m.status}`, text: m.status }),
         m.reply_to ? el("span", { class: "muted", text: ` ↳ reply to ${byId.has(m.reply_to) ? byId.get(m.reply_to).kind : ""} ${m.reply_to}` }) : null,
         m.tags && m.tags.length ? el("span", { class: "muted", text: " #" + m.tags.join(" #") }) : null),
@@ -349,14 +374,81 @@
     $("board").dataset.count = String(n);
     $("board-count").textContent = board.sid ? `${n}${board.truncated ? "+ (truncated)" : ""} retained message${n === 1 ? "" : "s"}` : "";
   }
+  // The picker: one entry per live session (its whole text wraps, never cut), the chosen one marked.
   function renderPicker() {
     const q = $("session-search").value.trim().toLowerCase();
-    const select = $("session-select"), keep = select.value || board.sid;
     const hits = sessions.filter((s) => !q || [s.session.id, s.session.participant.name, s.session.client || ""].join(" ").toLowerCase().includes(q));
-    select.replaceChildren(...hits.map((s) => el("option", { value: s.session.id,
-      text: `${s.session.participant.name} · ${s.session.id} · ${s.open_messages} open${s.last_activity_at ? " · active " + relative(s.last_activity_at) : ""}` })));
-    if (keep && hits.some((s) => s.session.id === keep)) select.value = keep;
+    $("session-list").replaceChildren(...hits.map((s) => el("button", { type: "button", role: "option",
+      class: "session-entry", "data-sid": s.session.id, title: s.session.id, "aria-selected": s.session.id === board.sid ? "true" : "false",
+      onclick: () => choose(s.session.id) }, el("span", { class: "who", text: s.session.participant.name }), " ",
+      el("span", { class: "mono", text: shortId(s.session.id) }), " ",
+      el("span", { class: "muted", text: `${s.open_messages} open${s.last_activity_at ? " · " + relative(s.last_activity_at) : ""}` }))));
     $("picker-count").textContent = `${hits.length} of ${sessions.length} sessions`;
+  }
+  // Arrow keys move between the entries; Enter or Space chooses (a button's own behaviour).
+  function pickerKeys(ev) {
+    if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+    const entries = [...$("session-list").querySelectorAll(".session-entry")];
+    const at = entries.indexOf(document.activeElement);
+    const next = entries[Math.max(0, Math.min(entries.length - 1, at + (ev.key === "ArrowDown" ? 1 : -1)))];
+    if (next) { next.focus(); ev.preventDefault(); }
+  }
+
+  // -- the two summaries of the chosen session (session_discussion_summary, session_handoff_summary) ---------
+  // Stored facts only, as the room answers them: counts, the lists' "N more not shown", history lost.
+  let summaryTimer = null, summaryGen = 0;
+  function summarySoon() { clearTimeout(summaryTimer); summaryTimer = setTimeout(() => loadSummaries(board.sid), 300); }
+  const leftOff = (list) => (list.truncated ? ` (${list.total - list.items.length} more not shown)` : "");
+  const cutText = (text, cut) => (cut ? `${text}…` : text);
+  function flags(s) {
+    return [s.history_lost ? el("span", { class: "badge prio high", text: "history lost", title: "retention dropped older messages: counts cover what is retained" }) : null,
+      s.truncated ? el("span", { class: "badge", text: "truncated" }) : null];
+  }
+  function renderDiscussion(s) {
+    const kinds = Object.entries(s.by_kind).filter(([, n]) => n).map(([k, n]) => `${k} ${n}`).join(", ") || "no messages";
+    const latest = [["decision", s.decisions], ["risk", s.risks], ["answer", s.answers]].filter(([, l]) => l.items.length)
+      .map(([k, l]) => el("li", { "data-kind": k }, el("span", { class: `badge ${k}`, text: `latest ${k}` }), " ",
+        cutText(l.items[0].body, l.items[0].body_truncated), el("span", { class: "muted", text: ` (${plural(l.total, k)})` })));
+    $("summary-discussion").replaceChildren(
+      el("h3", { text: "Discussion" }, " ", ...flags(s)),
+      el("div", { class: "facts", "data-facts": "discussion" }, `${plural(s.retained, "retained message")}: ${kinds}; ${s.by_status.open} open, ${s.by_status.resolved} resolved · last activity `, when(s.last_activity_at)),
+      el("ul", {},
+        el("li", { "data-list": "open_todos" }, el("strong", { text: plural(s.open_todos.total, "open todo") }), leftOff(s.open_todos)),
+        ...s.open_todos.items.map((t) => el("li", { class: "todo", "data-id": t.message_id },
+          el("span", { class: `badge prio ${t.priority}`, text: t.priority }), " ",
+          t.requires_ack ? el("span", { class: "badge ack", text: t.acked ? "ACKed" : "ACK waiting" }) : null, " ",
+          cutText(t.body, t.body_truncated), " ", when(t.created_at))),
+        el("li", { "data-list": "open_questions" }, el("strong", { text: plural(s.open_questions.total, "unanswered question") }), leftOff(s.open_questions)),
+        ...s.open_questions.items.map((q) => el("li", { class: "question", "data-id": q.message_id }, cutText(q.body, q.body_truncated), " ", when(q.created_at))),
+        ...latest));
+  }
+  function renderHandoff(h) {
+    const p = h.proposals.by_status;
+    const facts = [plural(h.versions.total, "version") + " committed",
+      `${plural(h.proposals.total, "proposal")} (${p.open} open, ${p.approved} approved, ${p.rejected} rejected)`,
+      plural(h.leases.total, "lease") + " held", plural(h.handoffs.total, "handoff"),
+      plural(h.completed_todos.total, "todo") + " completed", plural(h.messages.total, "message") + " recorded under it"];
+    $("summary-handoff").replaceChildren(
+      el("h3", { text: `What this session did (${h.session.participant.name})` }, " ", ...flags(h)),
+      el("div", { class: "facts", "data-facts": "handoff" }, `${facts.join(" · ")} · last activity `, when(h.last_activity_at)),
+      el("ul", {},
+        ...h.completed_todos.items.map((t) => el("li", { class: "completed", "data-id": t.todo_message_id },
+          `completed ${t.todo_message_id} on ${t.session_id} with ${t.answer_message_id} `, when(t.resolved_at))),
+        h.completed_todos.truncated ? el("li", { class: "muted", text: leftOff(h.completed_todos) }) : null,
+        ...h.versions.items.slice(0, 3).map((v) => el("li", {}, `v${v.number} `, cutText(v.summary, v.summary_truncated), " ", when(v.created_at)))));
+  }
+  async function loadSummaries(sid) {
+    const gen = ++summaryGen;
+    if (!sid) { $("board-summary").hidden = true; return; }
+    try {
+      const [discussion, handoff] = await Promise.all([api("GET", `/workspace/boards/${enc(sid)}/summary`, undefined, true),
+        api("GET", `/workspace/sessions/${enc(sid)}/summary`, undefined, true)]);
+      if (gen !== summaryGen || sid !== board.sid) return;
+      renderDiscussion(discussion); renderHandoff(handoff);
+      $("board-summary").hidden = false; $("board-summary").title = `read ${new Date().toLocaleTimeString()}`;
+    } catch (e) {
+      if (gen === summaryGen) $("board-summary").title = `summaries not refreshed: ${e.message} (showing the last good ones)`;
+    }
   }
 
   // -- the Human Join composer: post_session_message as the operator ------------------------
@@ -376,8 +468,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     $("refresh").addEventListener("click", () => refreshAll(true));
     $("session-search").addEventListener("input", renderPicker);
-    $("session-select").addEventListener("change", (ev) => choose(ev.target.value));
-    $("session-select").addEventListener("keydown", (ev) => { if (ev.key === "Enter" && ev.target.value) choose(ev.target.value); });
+    $("session-list").addEventListener("keydown", pickerKeys);
     $("composer").addEventListener("submit", post);
     $("compose-body").addEventListener("keydown", (ev) => { if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) post(ev); });
     renderBoard();

@@ -1,0 +1,388 @@
+"""A colleague on another machine, over a real WireGuard tunnel: the ``tailcat`` transport end to end.
+
+One room, one tunnel, one module-scoped fixture (tests/overlay.py): the
+room runs in the ``room`` network namespace with ``ce serve FILE
+--transport tailcat --address 10.213.0.1`` (an address of the room side's
+``wireguard-go`` interface); "the other machine" is processes in the
+``peer`` namespace with their own ``HOME`` and the room's folders covered by
+an empty tmpfs. Each step prints what it did over the tunnel (``pytest -s``
+shows them): the invitation's hint, join and read, a proposal approved on
+the room's side and seen live, ``ce observe`` reconnecting across a room
+restart, a board post, a handoff accepted and completed, ``ce mcp`` driven
+by the official SDK's stdio client, the SDK straight to the overlay
+address, the room's other ports closed from there, the Host and Origin
+rules, a hint off the overlay refused, a revoked session refused. The
+steps run in this file's order and share the peer's session (revoked by
+the last tunnel step). The SSH local forward (the other
+way in) runs over the same two namespaces' veth "LAN", without the tunnel.
+
+Skipped, with the reason printed, only where network namespaces cannot be
+made (not root, no iproute2, a refusal); a missing wireguard-go, wg, sshd or
+ssh is installed with apt-get first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from commonroom import invitation
+from commonroom.errors import EXIT_CODES
+from tests.overlay import Overlay, SshForward, cannot_make_namespaces, ensure_ssh, ensure_wireguard, serve_tailcat
+from tests.roomproc import Room, ce_path
+
+TEXT = "# Plan\n\nline one\n\n## Tasks\n\n- first\n"
+CAPS = "read,observe,propose,handoff,message"
+ROOT = Path(__file__).resolve().parents[2]
+SDK_SCRIPT = ROOT / "tests" / "overlay_sdk.py"
+
+
+def step(message: str) -> None:
+    """One line of the test's report: what just worked over the tunnel."""
+    print(f"  over the tunnel: {message}")
+
+
+@dataclass
+class Net:
+    """The room, the tunnel and the two sides' ``ce``."""
+
+    overlay: Overlay
+    folder: Path  # the room's folder (hidden from the peer)
+    room_home: Path
+    peer_home: Path
+    document: Path
+    room: Room = field(init=False)
+    peer_session: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tailcat_port(self) -> int:
+        return int(self.room.state["ingress"]["transports"]["tailcat"]["port"])
+
+    def room_ce(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """``ce ARGS`` on the room's machine as alice (HOME room_home)."""
+        return _done(subprocess.run(self.overlay.room("env", f"HOME={self.room_home}", ce_path(), *args),
+                                    capture_output=True, text=True, timeout=60), check)
+
+    def peer_command(self, *args: str) -> list[str]:
+        """A command line run on the other machine (HOME peer_home, the room's files out of sight)."""
+        return self.overlay.peer("env", f"HOME={self.peer_home}", *args, hide=(self.folder, self.room_home))
+
+    def peer_ce(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """``ce ARGS`` on the other machine."""
+        return _done(subprocess.run(self.peer_command(ce_path(), *args), capture_output=True, text=True,
+                                    timeout=60), check)
+
+    def serve(self, ports: tuple[str, str, str] = ("0", "0", "0")) -> Room:
+        """Start (or restart, on ``ports``) the room in its namespace."""
+        self.room = serve_tailcat(self.overlay, self.document, ports)
+        return self.room
+
+
+def _done(done: subprocess.CompletedProcess, check: bool) -> subprocess.CompletedProcess:
+    if check:
+        assert done.returncode == 0, f"{done.args[-3:]}: {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def _json(done: subprocess.CompletedProcess) -> Any:
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
+    reason = cannot_make_namespaces()
+    if reason:
+        print(f"\nskipped: {reason}")
+        pytest.skip(reason)
+    ensure_wireguard()
+    base = tmp_path_factory.mktemp("tailcat")
+    overlay = Overlay(keys=base / "keys")
+    try:
+        overlay.up()
+        folder, room_home, peer_home = base / "room", base / "room-home", base / "peer-home"
+        for path in (folder, room_home, peer_home):
+            path.mkdir()
+        (folder / "doc.md").write_text(TEXT)
+        net = Net(overlay, folder, room_home, peer_home, folder / "doc.md")
+        net.serve()
+        try:
+            alice = net.room_ce("invite", str(net.document), "-p", "alice",
+                                "--cap", "read,observe,propose,approve,handoff,message,write").stdout.strip()
+            net.room_ce("join", alice)  # the room's own colleague, on loopback
+            yield net
+        finally:
+            net.room.stop()
+    finally:
+        overlay.down()
+
+
+def test_invitation_carries_the_tailcat_hint(net: Net) -> None:
+    answer = _json(net.room_ce("invite", str(net.document), "-p", "bob", "--cap", CAPS,
+                               "--transport", "tailcat", "--json"))  # POST /owner/invitations
+    hint = invitation.decode(answer["token"])["transport"]
+    assert hint == {"type": "tailcat", "address": net.overlay.room_address, "port": net.tailcat_port,
+                    "encrypted": True, "mode": "private"}
+    loopback = invitation.decode(net.room_ce("invite", str(net.document), "-p", "x").stdout.strip())["transport"]
+    assert loopback["type"] == "loopback" and loopback["address"] == "127.0.0.1"
+    net.peer_session["token"] = answer["token"]
+    status = net.room_ce("status", str(net.document)).stdout
+    assert f"tailcat {net.overlay.room_address}:{net.tailcat_port}" in status, status
+    step(f"ce invite --transport tailcat gave {json.dumps(hint)}")
+
+
+def test_join_and_read(net: Net) -> None:
+    listing = subprocess.run(net.peer_command("ls", "-A", str(net.folder), str(net.room_home)),
+                             capture_output=True, text=True)
+    assert listing.returncode == 0 and not listing.stdout.replace(":", "").split()[2:], \
+        f"the other machine must not see the room's files: {listing.stdout}"
+    assert not subprocess.run(net.peer_command("test", "-e", str(net.document))).returncode == 0
+    joined = _json(net.peer_ce("join", net.peer_session["token"], "--json"))
+    net.peer_session.update(joined)
+    saved = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())
+    assert saved["transport"]["type"] == "tailcat"
+    assert net.peer_ce("read").stdout == TEXT
+    step(f"ce join (session {joined['session']['id']}) and ce read: {len(TEXT)} bytes, the document")
+
+
+def test_proposal_approved_seen_live_and_observe_reconnects(net: Net) -> None:
+    observer = Follower(net.peer_command(ce_path(), "observe", "--json"))
+    try:
+        observer.wait(lambda line: False, 1.0)  # connected and idle
+        version = _json(net.peer_ce("call", "GET", "/workspace/room"))["version"]
+        proposal = _json(net.peer_ce("propose", "--base", str(version), "--lines", "3-3",
+                                     "--text", "line one, from the other machine\n", "--json"))
+        proposal_id = proposal.get("proposal_id") or proposal["id"]
+        net.room_ce("approve", proposal_id)
+        seen = observer.wait(lambda e: e.get("type") == "proposal.approved")
+        assert seen["payload"]["proposal_id"] == proposal_id
+        assert "from the other machine" in net.peer_ce("read").stdout
+        step(f"ce propose, approved on the room's side, seen live by ce observe (event #{seen['id']})")
+        room = net.room
+        ports = (str(room.state["ingress"]["port"]), str(room.state["owner_port"]), str(net.tailcat_port))
+        room.stop()
+        net.serve(ports)
+        net.room_ce("write", "--text", TEXT, "--expected", str(seen["payload"]["version"]))
+        after = observer.wait(lambda e: e.get("type") == "version.committed"
+                              and e["payload"].get("version", 0) > seen["payload"]["version"], 30)
+        assert any("reconnect" in line for line in observer.errors())
+        step(f"the room restarted; ce observe reconnected and saw event #{after['id']}")
+    finally:
+        observer.stop()
+
+
+def test_board_over_the_tunnel(net: Net) -> None:
+    posted = _json(net.peer_ce("board", "post", "-", "note", "hello from the other machine", "--json"))
+    listed = _json(net.room_ce("board", "list", posted["session_id"], "--json"))
+    assert any(m["message_id"] == posted["message_id"] for m in listed["messages"])
+    step(f"ce board post, read back on the room's side ({posted['message_id']})")
+
+
+def test_handoff_accepted_and_completed(net: Net) -> None:
+    created = _json(net.room_ce("handoff-create", "--summary", "check the plan", "--assignee", "bob", "--json"))
+    handoff_id = created["handoff"]["id"]
+    net.peer_ce("handoff-accept", handoff_id)
+    net.peer_ce("handoff-complete", handoff_id, "--result", "checked from the other machine")
+    shown = _json(net.room_ce("handoff", str(net.document), handoff_id, "--json"))
+    shown = shown.get("handoff", shown)
+    assert shown["status"] == "result_ready" and shown["result"] == "checked from the other machine", shown
+    approved = _json(net.room_ce("handoff-approve", handoff_id, "--json"))
+    assert approved["status"] == "approved", approved
+    step(f"ce handoff-accept and ce handoff-complete of {handoff_id} (the room saw result_ready, approved it)")
+
+
+def test_ce_mcp_driven_by_the_official_sdk(net: Net) -> None:
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from commonroom.protocol import MCP_VERSION
+
+    command = net.peer_command(ce_path(), "mcp")
+
+    async def run() -> tuple[str, int]:
+        async with Client(StdioServerParameters(command=command[0], args=command[1:]), mode=MCP_VERSION) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("document_read", {})
+            return json.dumps(result.model_dump(mode="json")), len(tools.tools)
+
+    text, tools = asyncio.run(run())
+    assert "line one" in text and "- first" in text, text  # the document (the write of the reconnect step)
+    step(f"ce mcp (stdio) driven by the official SDK ({MCP_VERSION}): {tools} tools, document_read")
+
+
+def test_sdk_straight_to_the_overlay_address(net: Net) -> None:
+    url = f"http://{net.overlay.room_address}:{net.tailcat_port}/mcp"
+    token = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())["token"]
+    done = subprocess.run(net.peer_command(sys.executable, str(SDK_SCRIPT), url), input=token,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "line one" in done.stdout and "- first" in done.stdout, done.stdout
+    step(f"the official SDK straight to {url} with the bearer: document_read")
+
+
+def test_room_ports_unreachable_from_the_other_machine(net: Net) -> None:
+    state, overlay = net.room.state, net.overlay
+    targets = [(address, port) for address in (overlay.room_address, overlay.room_lan)
+               for port in (state["owner_port"], state["ingress"]["port"])]
+    targets += [(overlay.room_lan, net.tailcat_port), ("127.0.0.1", state["owner_port"]),
+                ("127.0.0.1", state["ingress"]["port"])]
+    probe = ("import socket, sys\n"
+             "for item in sys.argv[1:]:\n"
+             "    host, port = item.rsplit(':', 1)\n"
+             "    try:\n"
+             "        socket.create_connection((host, int(port)), timeout=2).close(); print(item, 'open')\n"
+             "    except OSError as exc:\n"
+             "        print(item, 'closed', type(exc).__name__)\n")
+    done = subprocess.run(net.peer_command(sys.executable, "-c", probe, *(f"{h}:{p}" for h, p in targets),
+                                           f"{overlay.room_address}:{net.tailcat_port}"),
+                          capture_output=True, text=True, timeout=60)
+    lines = done.stdout.splitlines()
+    assert lines[-1].endswith(" open"), lines  # the control: the tailcat ingress answers
+    assert all(" closed " in line for line in lines[:-1]), lines
+    loopback = net.room_ce("invite", str(net.document), "-p", "lo").stdout.strip()
+    refused = net.peer_ce("join", loopback, "--session-file", str(net.peer_home / "lo.json"), check=False)
+    assert refused.returncode == EXIT_CODES["transport_unavailable"], refused.stderr
+    step("the owner port and the loopback ingress are closed from there: " + "; ".join(lines[:-1]))
+
+
+HOST_PROBE = ("import socket, sys\n"
+              "address, port = sys.argv[1], int(sys.argv[2])\n"
+              "for host in sys.argv[3:]:\n"
+              "    with socket.create_connection((address, port), timeout=5) as sock:\n"
+              "        sock.sendall(f'GET /workspace/room HTTP/1.1\\r\\nHost: {host}\\r\\n'\n"
+              "                     'Connection: close\\r\\n\\r\\n'.encode())\n"
+              "        print(host, sock.recv(64).split(b' ')[1].decode())\n")
+
+
+def test_host_rule_names_the_overlay_address_on_its_listener_only(net: Net) -> None:
+    overlay, port = net.overlay, net.tailcat_port
+    names = [f"{overlay.room_address}:{port}", "commonroom", "127.0.0.1", "localhost", "evil.example"]
+    over = subprocess.run(net.peer_command(sys.executable, "-c", HOST_PROBE, overlay.room_address, str(port), *names),
+                          capture_output=True, text=True, timeout=60)
+    assert over.stdout.split() == [names[0], "401", "commonroom", "401", "127.0.0.1", "421", "localhost", "421",
+                                   "evil.example", "421"], over.stdout + over.stderr
+    ingress = str(net.room.state["ingress"]["port"])
+    local = subprocess.run(overlay.room(sys.executable, "-c", HOST_PROBE, "127.0.0.1", ingress,
+                                        "127.0.0.1", overlay.room_address), capture_output=True, text=True, timeout=60)
+    assert local.stdout.split() == ["127.0.0.1", "401", overlay.room_address, "421"], local.stdout + local.stderr
+    step(f"Host {names[0]} and commonroom reach the room on the tailcat listener (401 without a bearer); "
+         f"127.0.0.1, localhost, evil.example are 421 there, and {overlay.room_address} is 421 on loopback")
+
+
+ORIGIN_PROBE = ("import sys\n"
+                "from tests.mcp_wire import Mcp\n"
+                "mcp = Mcp(sys.argv[1], sys.stdin.read().strip())\n"
+                "for origin in sys.argv[2:]:\n"
+                "    headers = {} if origin == '-' else {'Origin': origin}\n"
+                "    print(origin, mcp.post('server/discover', headers=headers).status_code)\n")
+
+
+def test_mcp_origin_rule_unchanged_over_the_tunnel(net: Net) -> None:
+    base = f"http://{net.overlay.room_address}:{net.tailcat_port}"
+    token = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())["token"]
+    origins = ["-", "http://127.0.0.1", "http://localhost:3000", f"http://{net.overlay.room_address}",
+               "https://evil.example"]
+    done = subprocess.run(net.peer_command("env", f"PYTHONPATH={ROOT}", sys.executable, "-c", ORIGIN_PROBE, base,
+                                           *origins), input=token,
+                          capture_output=True, text=True, timeout=60)
+    statuses = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines())
+    assert statuses == {"-": "200", "http://127.0.0.1": "200", "http://localhost:3000": "200",
+                        f"http://{net.overlay.room_address}": "403", "https://evil.example": "403"}, \
+        done.stdout + done.stderr
+    step("/mcp keeps the seed's Origin rule there: none, 127.0.0.1, localhost answered; "
+         f"http://{net.overlay.room_address} and another site 403")
+
+
+def test_dial_refuses_a_hint_off_the_overlay(net: Net) -> None:
+    payload = invitation.decode(net.room_ce("invite", str(net.document), "-p", "lan", "--transport",
+                                            "tailcat").stdout.strip())
+    payload["transport"] = {**payload["transport"], "address": net.overlay.room_lan}  # the plain LAN
+    refused = net.peer_ce("join", invitation.encode(payload), "--session-file", str(net.peer_home / "lan.json"),
+                          "--json", check=False)
+    assert refused.returncode == EXIT_CODES["transport_unavailable"], refused.stdout + refused.stderr
+    assert "not reached through a WireGuard or Tailscale interface" in refused.stdout + refused.stderr
+    step(f"a tailcat hint naming the LAN address {net.overlay.room_lan} is refused before any byte is sent")
+
+
+def test_revoked_session_refused(net: Net) -> None:
+    session_id = net.peer_session["session"]["id"]
+    net.room_ce("revoke", str(net.document), "--session", session_id)
+    refused = net.peer_ce("read", "--json", check=False)
+    assert refused.returncode == EXIT_CODES["unauthorized"], refused.stdout + refused.stderr
+    assert json.loads(refused.stderr)["error"] == "unauthorized"
+    step(f"session {session_id} revoked on the room's side; ce read from there: unauthorized")
+
+
+class Follower:
+    """A long-running command's stdout JSON lines and stderr, read by threads."""
+
+    def __init__(self, command: list[str]):
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._errors: list[str] = []
+        threading.Thread(target=self._read_out, daemon=True).start()
+        threading.Thread(target=lambda: self._errors.extend(iter(self.proc.stderr.readline, "")),  # type: ignore[union-attr]
+                         daemon=True).start()
+
+    def _read_out(self) -> None:
+        for line in iter(self.proc.stdout.readline, ""):  # type: ignore[union-attr]
+            if line.strip():
+                self.lines.put(json.loads(line))
+
+    def errors(self) -> list[str]:
+        return list(self._errors)
+
+    def wait(self, matches: Any, timeout: float = 15.0) -> Any:
+        """The first event that ``matches``; None when ``matches`` never does within a short idle wait."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if timeout <= 1.0:
+                    return None
+                raise AssertionError(f"no matching event in {timeout} s; stderr: {self.errors()}")
+            try:
+                event = self.lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if matches(event):
+                return event
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+
+def test_ssh_local_forward_carries_a_loopback_invitation_unchanged(net: Net) -> None:
+    """The other way in: ``ssh -N -L PORT:127.0.0.1:PORT host`` over the plain LAN, no tunnel, no plugin."""
+    ensure_ssh()
+    port = int(net.room.state["ingress"]["port"])
+    forward = SshForward(net.overlay, net.folder.parent / "ssh").start(port, net.peer_home,
+                                                                      (net.folder, net.room_home))
+    try:
+        token = net.room_ce("invite", str(net.document), "-p", "carol", "--cap", "read").stdout.strip()
+        assert invitation.decode(token)["transport"]["type"] == "loopback"
+        session = str(net.peer_home / "carol.json")
+        net.peer_ce("join", token, "--session-file", session)
+        assert "line one" in net.peer_ce("read", "--session-file", session).stdout
+    finally:
+        forward.stop()
+    print(f"  over SSH: ssh -N -L {port}:127.0.0.1:{port} root@{net.overlay.room_lan}; "
+          "the loopback invitation joined and read unchanged")

@@ -1,0 +1,78 @@
+"""Every error code's ``next:`` hint: the one step that can work, or nothing (issue 36, point 6).
+
+Each code of the catalogue has an entry in :data:`commonroom.cli.render.NEXT`;
+every ``ce`` command a hint names is a real command; the hints worded from
+the envelope (capability, head, retry time) follow it, and the cases where
+no step of the caller's helps (a wrong assignee, a bad argument) say nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from commonroom.cli.main import COMMANDS
+from commonroom.cli.render import NEXT, next_step
+from commonroom.errors import STATUS
+
+#: What each code's hint says (a substring), or "" for no hint: one row per code of the catalogue.
+EXPECTED: dict[str, str] = {
+    "unauthorized": "ce join TOKEN --session-file FILE",
+    "session_expired": "new invitation",
+    "permission_denied": "",
+    "invitation_expired": "new invitation",
+    "invitation_revoked": "new invitation",
+    "invitation_redeemed": "new one",
+    "unsupported_version": "commonroom version the room runs",
+    "stale_version": "rerun with --base 7",
+    "lease_conflict": "ce leases FILE",
+    "proposal_not_found": "ce proposals FILE",
+    "proposal_conflict": "ce proposals FILE",
+    "invalid_region": "--heading",
+    "version_not_found": "ce versions FILE",
+    "transport_unavailable": "ce status FILE",
+    "limit_exceeded": "",
+    "invalid_request": "",
+    "not_found": "check the id",
+    "method_not_allowed": "",
+    "handoff_not_found": "ce handoffs FILE",
+    "handoff_conflict": "",
+    "idempotency_mismatch": "--idempotency-key",
+    "message_not_found": "ce board list BOARD",
+    "peer_not_found": "ce board peers",
+    "assignment_stale": "ce board assignment BOARD MESSAGE",
+    "assignment_history_lost": "ce board assignment BOARD MESSAGE",
+    "assignment_too_large": "",
+    "completion_mismatch": "--key",
+    "completion_persistence_uncertain": "the exact same command again",
+    "storage_unavailable": "disk space",
+}
+
+
+def test_every_code_has_a_decided_hint():
+    assert set(NEXT) == set(STATUS) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("code", sorted(STATUS))
+def test_each_codes_hint(code: str):
+    envelope = {"error": code, "message": "m", "details": {}}
+    if code == "stale_version":
+        envelope["current_version"] = 7
+    hint = next_step(envelope)
+    if EXPECTED[code]:
+        assert EXPECTED[code] in hint, (code, hint)
+    else:
+        assert hint == "", (code, hint)
+    for command in re.findall(r"\bce ([a-z][a-z-]*)", hint.replace("ce --version", "")):
+        assert command in COMMANDS, (code, command)
+
+
+def test_hints_worded_from_the_envelope():
+    assert next_step({"error": "permission_denied", "details": {"required": "approve"}}) == \
+        "ask the room's operator for an invitation with the 'approve' capability"
+    # a wrong assignee (or another owner's proposal): no capability helps, so nothing is suggested
+    assert next_step({"error": "permission_denied", "details": {}}) == ""
+    assert next_step({"error": "permission_denied", "details": {"required": "assignee"}}) == ""
+    assert next_step({"error": "limit_exceeded", "retry_after_seconds": 3}) == "retry after 3 s"
+    assert next_step({"error": "stale_version", "current_version": 4, "expected_version": 3}).endswith("--expected 4")
