@@ -190,7 +190,7 @@ def stream_routes(table: Table, listener: str, streams: dict[str, Any]) -> dict[
 
 
 def room_answers(runner: Runner | None) -> AnswerCache:
-    """The room's answer cache: one per runner (room), shared by both listeners and the fast path."""
+    """The room's answer cache: one per runner (room), shared by both listeners and the front door (``commonroom.front``)."""
     return runner.__dict__.setdefault("answers", AnswerCache()) if runner is not None else AnswerCache()
 
 
