@@ -65,6 +65,8 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _MD = MarkdownIt("commonmark").enable("table")
 #: Characters ``str.splitlines`` breaks at that CommonMark does not.
 _EXTRA_BREAK_CHARS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+#: The characters besides ``"\n"`` and ``"\r"`` at which :func:`lines_of` breaks a line.
+EXTRA_BREAK_CHARS = _EXTRA_BREAK_CHARS
 #: At most this many candidates are listed in an ambiguity error.
 MAX_CANDIDATES = 100
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .engine import Engine
+from .engine.checkpoints import PAUSE_SECONDS
 from .http.app import create_app
 from .http.console import ConsoleGate, console_routes
 from .front import FrontDoor, front_routes
@@ -122,9 +123,14 @@ def build_room(document: Path, owner_token_hash: str, *,
     trimmer = Trimmer()  # freed heap back to the system (commonroom/memory.py)
 
     async def warm_old_versions() -> None:
-        """Start the checkpoint warmer; serve once it is done, or after STARTUP_WARM_SECONDS."""
-        warmer = engine.warm_checkpoints()
+        """Start the checkpoint warmer; serve once it is done, or after STARTUP_WARM_SECONDS.
+
+        Nothing is served until then, so it warms without pausing between chunks
+        (issue 37: the pauses cost a loaded machine most of a second); then with them.
+        """
+        warmer = engine.warm_checkpoints(pause=0.0)
         await asyncio.to_thread(warmer.wait, STARTUP_WARM_SECONDS)
+        warmer.pause = PAUSE_SECONDS
 
     async def fail_interrupted() -> None:  # no tool run survives a restart (docs/handoffs.md)
         await runner.write(engine.fail_interrupted_tool_tasks)

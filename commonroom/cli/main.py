@@ -34,7 +34,7 @@ COMMANDS: dict[str, str] = {
     "task-cancel": "handoffs", "task-answer": "handoffs", "handoff-create": "handoffs", "handoff-accept": "handoffs",
     "handoff-request-input": "handoffs", "handoff-complete": "handoffs", "handoff-approve": "handoffs",
     "handoff-reject": "handoffs", "handoff-cancel": "handoffs",
-    "invitation": "access", "lease": "editing", "board": "board",
+    "invitation": "access", "lease": "editing", "board": "board", "sidecar": "sidecar",
 }
 
 #: Commands whose body imports no Typer, as ``name: "module:function"`` of :mod:`commonroom.cli`:

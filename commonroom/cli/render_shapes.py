@@ -162,6 +162,37 @@ def revoked(answer: dict[str, Any]) -> None:
                                                                "was already revoked"))
 
 
+def _bytes(n: int) -> str:
+    """``5.2 MB``, ``812 KB``, ``96 B`` (powers of 1024)."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+@renders("owner#SidecarReport")
+def sidecar_report(answer: dict[str, Any]) -> None:
+    """The sidecar's bytes, then one line per part."""
+    total = answer["file_bytes"] + answer["wal_bytes"]
+    per = f"; {_bytes(total // answer['versions'])} a version" if answer["versions"] else ""
+    line(f"sidecar {_bytes(total)} (file {_bytes(answer['file_bytes'])}, WAL {_bytes(answer['wal_bytes'])}, "
+         f"free {_bytes(answer['free_bytes'])}): {answer['versions']} versions, {answer['checkpoints']} stored whole"
+         f" ({answer['text_checkpoints']} as text){per}")
+    for part, size in answer["parts"].items():
+        line(f"  {part:<12} {_bytes(size):>10}")
+    if not answer["exact"]:
+        line("  (estimated from the stored values: this SQLite has no dbstat)")
+
+
+@renders("owner#SidecarCompaction")
+def sidecar_compaction(answer: dict[str, Any]) -> None:
+    """``compacted: 150.2 MB → 5.1 MB (12 checkpoints repacked, 3.2 s)`` and the report after."""
+    before, after = (answer[k]["file_bytes"] + answer[k]["wal_bytes"] for k in ("before", "after"))
+    line(f"compacted: {_bytes(before)} → {_bytes(after)} ({answer['repacked']} checkpoints repacked, "
+         f"{answer['seconds']:.1f} s)" + ("" if answer["vacuumed"] else "; VACUUM failed (see the room's log)"))
+    sidecar_report(answer["after"])
+
+
 @renders("cli#Status")
 def status(answer: dict[str, Any]) -> None:
     """The room at a glance: running, ports, head, participants, open proposals, leases."""

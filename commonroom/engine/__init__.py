@@ -17,6 +17,7 @@ from ..roomfiles import RoomFiles
 from ..store import Store, WriteContext, sidecar_path
 from .access import AccessMixin
 from .boards import BoardsMixin
+from .checkpoints import pack
 from .console import ConsoleMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
@@ -29,6 +30,7 @@ from .piggyback import PiggybackMixin
 from .proposals import ProposalsMixin
 from .reading import ReadingMixin
 from .retention import RetentionMixin
+from .sidecar import SidecarMixin
 from .versions import VersionsMixin
 
 __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "require"]
@@ -37,7 +39,7 @@ log = logging.getLogger("commonroom.engine")
 
 
 class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, TasksMixin,
-             BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin):
+             BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin, SidecarMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower
@@ -88,7 +90,9 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
             wid = self.store.meta("workspace_id") or tokens.new_id("w_")
             self.store.set_meta("workspace_id", wid)
             if not Version.select().exists():
-                Version.create(number=1, content=text, content_hash=content_hash(text),
+                packed = pack(text)
+                Version.create(number=1, content=text if packed is None else None, packed=packed,
+                               content_hash=content_hash(text),
                                created_at=self.clock.stamp(), summary="initial document", source="initial")
                 ctx.emit("version.committed", {"version": 1, "summary": "initial document", "source": "initial",
                                                 "content_hash": content_hash(text), "proposal_id": None,

@@ -26,6 +26,7 @@ from .sessions_cache import SessionCache
 if TYPE_CHECKING:
     from ..store.models import Version as VersionRow
     from .filesync import FileFollower
+    from .segments import Segments
 
 CAPABILITIES = protocol.CAPABILITIES
 DEFAULT_LIMIT = 50
@@ -193,6 +194,7 @@ class EngineBase:
 
         def sync_external(self) -> None: ...
         def version_text(self, number: int) -> str: ...
+        def _segments(self) -> Segments: ...
         def _commit(self, ctx: WriteContext, text: str, *, actor: Actor, summary: str, source: str,
                     proposal_id: str | None = None, new_lines: list[str] | None = None,
                     delta: dict[str, Any] | None = None) -> VersionRow: ...

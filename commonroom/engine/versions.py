@@ -3,12 +3,18 @@
 DESIGN.md, *Versions*. Each commit makes version N+1 with author, session,
 time, summary, content hash and source (``initial``, ``proposal``,
 ``write``, ``external``). A version stores either the whole text (a
-*checkpoint*, every :data:`CHECKPOINT_EVERY` versions or when the change is
-large) or one hunk against N-1 (``{"start", "end", "lines"}``), so a commit
-on a 1 MB document writes only what changed; reading version N replays at
-most ``CHECKPOINT_EVERY - 1`` hunks from the checkpoint below it, whose
-lines (and their JSON escapes) are kept in bounded caches, filled off the
-request path in a room (:mod:`commonroom.engine.checkpoints`).
+*checkpoint*, compressed: :func:`~commonroom.engine.checkpoints.pack`) or
+one hunk against N-1 (``{"start", "end", "lines"}``), so a commit on a 1 MB
+document writes only what changed. Checkpoints are spaced by bytes
+(:func:`checkpoint_due`): one is written when the hunks since the last one
+reach :data:`CHECKPOINT_SHARE` of the text, or number
+:data:`CHECKPOINT_HUNKS`, or when the change is most of the text; a
+one-line version of a 1 MB document costs a few hundred bytes (issue 37).
+
+Reading version N starts from the checkpoint below it: its lines (and
+their JSON escapes) are kept in bounded caches, filled off the request path
+in a room (:mod:`commonroom.engine.checkpoints`), and the hunks after it,
+with an anchor every few dozen, in a segment (:mod:`commonroom.engine.segments`).
 
 After the SQLite commit the file on disk follows the head atomically
 (:mod:`commonroom.engine.filesync`), then the events are published.
@@ -27,18 +33,28 @@ from ..errors import InvalidRequest, VersionNotFound
 from ..merge import unified_diff
 from ..store import WriteContext
 from ..store.models import Version as VersionRow
+from ..store.models import stored_json
 from ..store.rows import select_rows
 from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
-from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, CheckpointLines, CheckpointWarmer,
-                          encoded_lines, json_line, text_lines)
+from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, PAUSE_SECONDS, CheckpointLines,
+                          CheckpointWarmer, encoded_lines, pack, text_lines, unpack)
 from .pieces import EncodedLines, Pieces
+from .segments import Segment, Segments
 
-CHECKPOINT_EVERY = 64
+#: Most hunks between two checkpoints (bounds the hunks a segment holds; a read applies
+#: at most ``segments.ANCHOR_EVERY - 1`` of them from an anchor).
+CHECKPOINT_HUNKS = 1024
+#: A checkpoint is due once the hunks since the last one total 1/CHECKPOINT_SHARE of the text
+#: (their stored JSON, in characters): a checkpoint then costs about what changed since.
+CHECKPOINT_SHARE = 4
 #: The columns of a version's info (``VersionInfo`` without ``author``), and the statement reading them.
 _INFO_COLUMNS = ("number", "participant_id", "session_id", "created_at", "summary", "content_hash", "source",
                  "proposal_id")
 _INFO_SQL = "SELECT " + ", ".join(f'"{column}"' for column in _INFO_COLUMNS) + ' FROM "version" WHERE "number" = ?'
 _CACHE_SIZE = 8
+#: The newest checkpoint at or below a version (one parameter), either form.
+_BASE_SQL = ('SELECT "number" FROM "version" WHERE "number" <= ? AND ("content" IS NOT NULL OR "packed" IS NOT NULL) '
+             'ORDER BY "number" DESC LIMIT 1')
 
 
 def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
@@ -49,6 +65,20 @@ def hunk(old: list[str], new: list[str]) -> dict[str, Any]:
     """
     prefix, suffix = conventions.common_ends(old, new)
     return {"start": prefix + 1, "end": len(old) - suffix, "lines": new[prefix : len(new) - suffix]}
+
+
+def checkpoint_due(hunks: int, hunk_bytes: int, delta_size: int, text_size: int) -> bool:
+    """Whether the next version is stored whole: spaced by bytes, not by count.
+
+    ``hunks`` and ``hunk_bytes``: the hunks stored since the last checkpoint
+    and their stored size (JSON, characters), this version's included;
+    ``delta_size``: the characters of this version's new lines; ``text_size``:
+    its text's length. Due when the change is more than half the text, when
+    the hunks reach :data:`CHECKPOINT_HUNKS`, or when their bytes reach
+    ``text_size / CHECKPOINT_SHARE``.
+    """
+    return (delta_size * 2 > text_size or hunks >= CHECKPOINT_HUNKS
+            or hunk_bytes * CHECKPOINT_SHARE >= text_size)
 
 
 def apply_hunk(lines: list[str], delta: dict[str, Any]) -> list[str]:
@@ -91,10 +121,16 @@ class VersionsMixin(EngineBase):
         if delta is None:
             delta = hunk(old_lines, new_lines)
         delta_size = sum(len(line) for line in delta["lines"])
-        checkpoint = number % CHECKPOINT_EVERY == 0 or delta_size * 2 > len(text)
+        # a change of most of the text is stored whole: its hunk is not even encoded
+        stored = 0 if delta_size * 2 > len(text) else len(stored_json(delta))
+        hunks, hunk_bytes = self._chain(head.number)
+        checkpoint = checkpoint_due(hunks + 1, hunk_bytes + stored, delta_size, len(text))
+        packed = pack(text) if checkpoint else None
+        chain = (number, 0, 0) if checkpoint else (number, hunks + 1, hunk_bytes + stored)
         values = dict(
             number=number,
-            content=text if checkpoint else None,
+            content=text if checkpoint and packed is None else None,
+            packed=packed,
             delta=None if checkpoint else delta,
             content_hash=digest,
             participant_id=actor.participant_id,
@@ -118,6 +154,9 @@ class VersionsMixin(EngineBase):
         )
 
         def follow() -> None:
+            self.__dict__["_chain_at"] = chain
+            if checkpoint:
+                self._segments().committed(number)
             self._set_head(number, text, digest, new_lines)
             self._remember(number, text)
             self.follower.submit(number, text, digest)
@@ -127,6 +166,7 @@ class VersionsMixin(EngineBase):
 
         # the next write of a group commit builds on this version before it is durable
         ctx.on_release.append(lambda: self.store.stage("head", Head(number, text, digest, new_lines)))
+        ctx.on_release.append(lambda: self.store.stage("chain", chain))
         ctx.after_commit.append(follow)
         return row
 
@@ -160,49 +200,89 @@ class VersionsMixin(EngineBase):
                                   details={"version": number, "head_version": head.number},
                                   current_version=head.number)
 
+    def _chain(self, head: int) -> tuple[int, int]:
+        """``(hunks stored since the last checkpoint, their stored size)`` at version ``head``.
+
+        Kept per version (staged inside a group commit, like the head);
+        read from the sidecar when what is kept is of another version.
+        """
+        kept = self.store.staged("chain") or self.__dict__.get("_chain_at")
+        if kept is not None and kept[0] == head:
+            return kept[1], kept[2]
+        db = self.store.db
+        base = db.execute_sql(_BASE_SQL, (head,)).fetchone()[0]
+        count, size = db.execute_sql('SELECT COUNT(*), COALESCE(SUM(LENGTH("delta")), 0) FROM "version" '
+                                     'WHERE "number" > ? AND "number" <= ?', (base, head)).fetchone()
+        return count, size
+
+    def _segments(self) -> Segments:
+        """The stored checkpoints' numbers and the segments read so far (made once)."""
+        segments = self.__dict__.get("_segments_kept")
+        if segments is None:
+            segments = self.__dict__.setdefault(
+                "_segments_kept", Segments(lambda sql, params: self.store.db.execute_sql(sql, params).fetchall()))
+        return segments
+
+    def _committed(self, number: int) -> bool:
+        """True when version ``number`` is committed (not only staged in this thread's group commit)."""
+        committed = self._head
+        return committed is not None and number <= committed.number
+
     def _reconstruct(self, number: int) -> str:
         """The text of version ``number`` from the sidecar: the nearest checkpoint at or below it, then its hunks.
 
         The checkpoint's lines come from a :class:`CheckpointLines` (kept in
         memory, bounded; built here on a miss, else by the warmer); the hunks
-        are applied in place on a copy.
+        from its :class:`Segment`. A version only staged in a group commit is
+        replayed from the sidecar and nothing of it is kept.
         """
-        base, deltas = self._replay_plan(number)
+        if not self._committed(number):
+            return self._replayed(number)
+        base = self._segments().base_of(number)
         checkpoints = self._checkpoint_cache(False)
         kept = checkpoints.get(base)
         if kept is None:
             content = self._checkpoint_text(base)
             kept = checkpoints.put(base, *text_lines(regions.lines_of(content), len(content)))
-        lines = list(kept)
-        for delta in deltas:
-            lines[delta["start"] - 1 : delta["end"]] = delta["lines"]
-        return "".join(lines)
+        segment = self._segment(base, len(kept), number)
+        return segment.pieces(number).join_text(kept, segment.texts)
+
+    def _segment(self, base: int, lines: int, number: int) -> Segment:
+        """Checkpoint ``base``'s segment (``lines`` lines), holding the hunks up to ``number``."""
+        return self._segments().segment(base, lines, number)
 
     def _encoded_text(self, number: int, prefix: bytes, suffix: bytes) -> bytes:
         """``prefix``, the JSON string escape of version ``number``'s text (UTF-8, no quotes), ``suffix``.
 
         The checkpoint's escaped lines are one blob (:class:`EncodedLines`,
-        cached like :meth:`_reconstruct`'s lines); the hunks are applied as
-        :class:`Pieces`, so the answer is one join of the blob's spans and
+        cached like :meth:`_reconstruct`'s lines); the version is the pieces
+        of its segment, so the answer is one join of the blob's spans and
         the hunks' lines.
         """
-        base, deltas = self._replay_plan(number)
+        if not self._committed(number):
+            text = self._reconstruct(number)
+            return prefix + jsontext.dumps(text).encode("utf-8")[1:-1] + suffix
+        base = self._segments().base_of(number)
         checkpoints = self._checkpoint_cache(True)
         kept = checkpoints.get(base)
         if kept is None:
             encoded = encoded_lines(regions.lines_of(self._checkpoint_text(base)))
             kept = checkpoints.put(base, encoded, encoded.size)
-        pieces = Pieces(len(kept))
+        segment = self._segment(base, len(kept), number)
+        return segment.pieces(number).join(kept, segment.escaped, prefix, suffix)
+
+    def _replayed(self, number: int) -> str:
+        """The text of version ``number`` read from the sidecar alone (nothing cached or kept)."""
+        base, deltas = self._replay_plan(number)
+        lines = regions.lines_of(self._checkpoint_text(base))
         for delta in deltas:
-            pieces.replace(delta["start"] - 1, delta["end"], [json_line(line) for line in delta["lines"]])
-        return pieces.join(kept, prefix, suffix)
+            lines[delta["start"] - 1 : delta["end"]] = delta["lines"]
+        return "".join(lines)
 
     def _replay_plan(self, number: int) -> tuple[int, list[dict[str, Any]]]:
         """``(the nearest checkpoint at or below version number, the hunks after it up to number, in order)``."""
         db = self.store.db
-        base = db.execute_sql(
-            'SELECT "number" FROM "version" WHERE "number" <= ? AND "content" IS NOT NULL '
-            'ORDER BY "number" DESC LIMIT 1', (number,)).fetchone()[0]
+        base = db.execute_sql(_BASE_SQL, (number,)).fetchone()[0]
         deltas = [json.loads(raw) for (raw,) in db.execute_sql(
             'SELECT "delta" FROM "version" WHERE "number" > ? AND "number" <= ? ORDER BY "number"', (base, number))]
         return base, deltas
@@ -222,23 +302,39 @@ class VersionsMixin(EngineBase):
         return cache
 
     def _checkpoint_text(self, number: int) -> str:
-        """The stored text of checkpoint ``number`` (on the calling thread's connection)."""
-        return self.store.db.execute_sql('SELECT "content" FROM "version" WHERE "number" = ?', (number,)).fetchone()[0]
+        """The stored text of checkpoint ``number`` (on the calling thread's connection), either form."""
+        content, packed = self.store.db.execute_sql(
+            'SELECT "content", "packed" FROM "version" WHERE "number" = ?', (number,)).fetchone()
+        if content is not None:
+            return content
+        if packed is not None:
+            return unpack(packed)
+        return self._replayed(number)  # no longer stored whole: compacted since its number was looked up
 
-    def warm_checkpoints(self) -> CheckpointWarmer:
+    def warm_checkpoints(self, pause: float = PAUSE_SECONDS) -> CheckpointWarmer:
         """Start keeping checkpoints' lines ready off the request path (the room calls it at startup).
 
         A :class:`~commonroom.engine.checkpoints.CheckpointWarmer` thread
         fills both checkpoint caches: with the stored checkpoints now,
         newest first while they fit in the caches' bounds, then with each
         checkpoint as it is committed (after the commit, never in the
-        writer's transaction). The thread reads with its own connection,
-        closed whenever it goes idle; :meth:`close` stops it. Returns it.
+        writer's transaction), and with the hunks after each stored
+        checkpoint and their anchors (:mod:`commonroom.engine.segments`).
+        ``pause``: seconds it sleeps between chunks of work (0 while nothing
+        is served yet). The thread reads with its own connection, closed
+        whenever it goes idle; :meth:`stop_warming` stops it. Returns it.
         """
-        numbers = [n for (n,) in self.store.db.execute_sql(
-            'SELECT "number" FROM "version" WHERE "content" IS NOT NULL ORDER BY "number" DESC')]
+        segments = self._segments()
+        numbers = segments.bases()[::-1]
+        head = self.head().number
+        ends = dict(zip(numbers, [head, *(n - 1 for n in numbers[:-1])]))
+
+        def ready(number: int, lines: int) -> None:  # the hunks after a stored checkpoint, anchors made
+            if number in ends and self._committed(ends[number]):
+                segments.segment(number, lines, ends[number]).pieces(ends[number])
+
         warmer = CheckpointWarmer(self._checkpoint_cache(False), self._checkpoint_cache(True), self._checkpoint_text,
-                                  release=self.store.db.close)
+                                  release=self.store.db.close, ready=ready, pause=pause)
         self.__dict__["_warmer"] = warmer
         warmer.warm_stored(numbers)
         return warmer

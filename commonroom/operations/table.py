@@ -348,6 +348,14 @@ OPERATIONS = Table([
         "common#NoArguments", "owner#ConsoleCode", "owner", actor=False, read_only=False,
         http=Http("POST", "/owner/console/codes", 201, (OWNER,))),
     Operation(
+        "sidecar_report", "The sidecar's size by part: versions, checkpoints, events, boards (owner token)",
+        "sidecar_report", "common#NoArguments", "owner#SidecarReport", "owner", actor=False,
+        http=Http("GET", "/owner/sidecar", listeners=(OWNER,))),
+    Operation(
+        "sidecar_compact", "Repack old checkpoints, then VACUUM the sidecar (owner token; the one writer)",
+        "sidecar_compact", "common#NoArguments", "owner#SidecarCompaction", "owner", actor=False, read_only=False,
+        http=Http("POST", "/owner/sidecar/compact", 200, (OWNER,))),
+    Operation(
         "revoke", "Revoke an invitation or a session (owner token)", "revoke", "owner#RevokeRequest",
         "owner#RevokeResult", "owner",
         args=(Arg("invitation", keyword="invitation_ref"), Arg("session", keyword="session_id")),

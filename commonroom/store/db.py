@@ -43,7 +43,9 @@ T = TypeVar("T")
 #: ``version_session``, ``proposal_session``, ``handoff_owner_session``, the partial
 #: ``handoff_event_accepted`` (accept events by session) and ``board_message_author``
 #: (messages with an ``author_session_id``).
-SCHEMA_VERSION = 9
+#: 10: ``version.packed``, a checkpoint's text compressed (zlib); checkpoints stored as
+#: text (``version.content``) before it are read as they are (docs/decisions.md).
+SCHEMA_VERSION = 10
 #: Indexes older sidecars have that no query reads (dropped by schema 8: each cost every
 #: lease write a b-tree update).
 UNREAD_INDEXES = ("lease_session_id", "lease_expires_at")
@@ -251,6 +253,9 @@ class Store:
         5 → 6 and 6 → 7: the indexes of :meth:`_history_indexes`; nothing else changes.
         7 → 8: the :data:`UNREAD_INDEXES` are dropped; nothing else changes.
         8 → 9: the indexes of :meth:`_summary_indexes`; nothing else changes.
+        9 → 10: the column ``version.packed`` (compressed checkpoints) is
+        added; every stored version is kept as it is (text checkpoints are
+        read as text).
 
         4 → 5: ``board_ack``, ``board_audit``, ``peer_message``, ``peer_seen``
         and the partial index ``board_message_ack``; nothing else changes.
@@ -305,6 +310,9 @@ class Store:
                 self.db.execute_sql(f'DROP INDEX IF EXISTS "{index}"')
         if version < 9:  # 8 → 9: indexes only (IF NOT EXISTS)
             self._summary_indexes()
+        if version < 10 and self.db.table_exists("version") and "packed" not in self._columns("version"):
+            # 9 → 10: one nullable column; the text checkpoints stay as they are and are read as such
+            self.db.execute_sql('ALTER TABLE "version" ADD COLUMN "packed" BLOB')
         self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
                             ("schema_version", str(SCHEMA_VERSION)))
 
@@ -526,6 +534,20 @@ class Store:
         cursor = self.db.execute_sql("SELECT seq FROM sqlite_sequence WHERE name = 'event'")
         row = cursor.fetchone()
         return int(row[0]) if row else 0
+
+    def vacuum(self) -> None:
+        """``VACUUM`` the sidecar, then truncate its WAL (issue 37; ``Engine.sidecar_compact``).
+
+        Runs on this store's connection outside any transaction (call it from
+        the writer, after a commit: an ``after_commit`` hook); readers on
+        other connections go on meanwhile (WAL). The WAL is truncated only if
+        no reader holds it at that moment (else it is left for the next
+        checkpoint).
+        """
+        with self._lock:
+            faults.check(self)
+            self.db.execute_sql("VACUUM")
+            self.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         """Close the connection (rescuing the sidecar first if it was deleted under the store)."""

@@ -24,6 +24,11 @@ from playhouse.sqlite_ext import AutoIncrementField
 _STORED_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
 
 
+def stored_json(value: Any) -> str:
+    """``value`` as a JSON column stores it (compact, keys sorted): what ``LENGTH()`` of the column counts."""
+    return _STORED_JSON.encode(value)
+
+
 class JSONField(pw.TextField):
     """JSON stored as compact text."""
 
@@ -127,14 +132,18 @@ def live_session(session: Any, now: str) -> pw.Expression:
 class Version(_Row):
     """Version N of the document and who made it, and how.
 
-    Either ``content`` (a checkpoint: the whole text) or ``delta``
-    (one hunk against version N-1: ``{"start": s, "end": e, "lines":
-    [...]}``, replace lines s..e, 1-based inclusive) is set; see
-    ``commonroom.engine.versions``.
+    A *checkpoint* holds the whole text: as ``content`` (text, as every
+    checkpoint before schema 10, and a new one when compressing would not
+    make it smaller) or as ``packed`` (schema 10: the UTF-8 text compressed
+    with zlib, :func:`commonroom.engine.checkpoints.pack`). Any other
+    version holds ``delta`` (one hunk against version N-1: ``{"start": s,
+    "end": e, "lines": [...]}``, replace lines s..e, 1-based inclusive);
+    see ``commonroom.engine.versions``.
     """
 
     number = pw.IntegerField(primary_key=True)
     content = pw.TextField(null=True)
+    packed = pw.BlobField(null=True)
     delta = JSONField(null=True)
     content_hash = pw.TextField()
     participant_id = pw.TextField(null=True)

@@ -48,6 +48,92 @@ class RevokeResult(TypedDict, closed=True):
     id: str
 
 
+class SidecarParts(TypedDict, closed=True):
+    """
+    Bytes of the sidecar's pages by part (exact with SQLite's dbstat, else the bytes of the stored values).
+    """
+
+    versions: int
+    """
+    The version table and its indexes, less the checkpoints: who, when, hashes and hunks.
+    """
+    checkpoints: int
+    """
+    The whole texts stored (compressed, or as text before schema 10).
+    """
+    events: int
+    """
+    The event ring (the newest 2000 events).
+    """
+    boards: int
+    """
+    Boards, their messages, ACKs, audit log and peer messages.
+    """
+    other: int
+    """
+    Participants, sessions, invitations, leases, proposals, handoffs, tasks and room facts.
+    """
+
+
+class SidecarReport(TypedDict, closed=True):
+    """
+    The sidecar's size on disk and by part (ce sidecar size).
+    """
+
+    file_bytes: int
+    """
+    The .commonroom.db file.
+    """
+    wal_bytes: int
+    """
+    Its -wal file (0 when there is none).
+    """
+    page_size: int
+    free_bytes: int
+    """
+    Free pages inside the file: what VACUUM gives back.
+    """
+    parts: SidecarParts
+    versions: int
+    """
+    Versions stored.
+    """
+    checkpoints: int
+    """
+    Versions stored whole.
+    """
+    text_checkpoints: int
+    """
+    Of those, stored as text (written before schema 10; compaction repacks them).
+    """
+    events: int
+    """
+    Events in the ring.
+    """
+    exact: bool
+    """
+    True when the parts are counted in pages (SQLite's dbstat).
+    """
+
+
+class SidecarCompaction(TypedDict, closed=True):
+    """
+    What ce sidecar compact did: old checkpoints repacked, then VACUUM and the WAL truncated.
+    """
+
+    before: SidecarReport
+    after: SidecarReport
+    repacked: int
+    """
+    Checkpoints rewritten: compressed, or stored as hunks.
+    """
+    vacuumed: bool
+    """
+    False when VACUUM failed (logged by the room; the repack stays committed, the free pages stay).
+    """
+    seconds: float
+
+
 class ConsoleCode(TypedDict, closed=True):
     """
     A one-time console login code: single use, 60 s. Visit http://127.0.0.1:OWNER_PORT + login_path.

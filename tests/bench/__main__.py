@@ -23,6 +23,11 @@ Workloads (each with its anchor measured in the same run):
   with ``--before DIR`` also served from the older checkout.
 - ``versions``: a random old version of the 963 KB changelog after 1,000
   versions, p99 over HTTP (:mod:`tests.bench.old_versions`).
+- ``long``: a long-lived room, 10,000 one-line versions of the 963 KB
+  changelog (:mod:`tests.bench.long_history`): sidecar bytes per version,
+  ``ce serve`` to its first answer, worker RSS, old versions' p99 first,
+  again and after a restart; beside it today's code (``--before DIR``) and
+  git's packs (``git fast-import``) for the disk.
 - ``startup``: the installed ``ce``'s ``ce --help`` and ``ce read`` vs ``python -c pass``
   (hyperfine when installed); ``ce serve`` to its first answer and back
   down, vs the bare app's gunicorn to its first connection.
@@ -216,6 +221,38 @@ def versions(quick: bool) -> list[Row]:
              "anchor": "—", "ratio": None, "target": "p99 ≤ 5 ms", "tool": "keep-alive socket"}]
 
 
+def long_history(quick: bool, before: Path | None) -> list[Row]:
+    """10,000 versions of the 963 KB changelog: disk, start, RSS, old versions (tests/bench/long_history.py)."""
+    from tests.bench import long_history as bench
+
+    count = 2000 if quick else 10_000
+    r = bench.run(count, 200 if quick else 400, before)
+
+    def figures(m: dict[str, Any]) -> str:
+        per = m["sidecar_bytes"] / m["versions"]
+        return (f"{per:,.0f} B a version ({m['sidecar_bytes'] / 2**20:.1f} MB); start {max(m['start_s']):.2f} s "
+                f"(a one-version room: {max(m['empty_start_s']):.2f} s); "
+                f"RSS {max(m['rss_start_kb']) / 1024:.0f} MB at start, {max(m['rss_after_kb']) / 1024:.0f} MB after; "
+                f"p99 first {m['cold']['p99']:.1f} ms, again {m['warm']['p99']:.1f} ms, "
+                f"after a restart {m['restart']['p99']:.1f} ms")
+
+    ours, git = r["ours"], r["git"]
+    git_per = git["git_bytes"] / git["versions"]
+    rows: list[Row] = [{
+        "workload": f"long-lived room: {count:,} one-line versions of the 963 KB changelog",
+        "ours": figures(ours),
+        "anchor": f"git fast-import + gc, same edits ({git['versions']:,} versions): {git_per:,.0f} B a version",
+        "ratio": ours["sidecar_bytes"] / ours["versions"] / max(git_per, 1e-9),
+        "target": "≤ 2 KB a version; p99 ≤ 5 ms; start ≤ 1 s", "tool": "keep-alive socket (long_history.py)"}]
+    if "before" in r:
+        old = r["before"]
+        rows.append({"workload": f"  the same, written and served by {before.name if before else '?'} (before)",
+                     "ours": figures(old), "anchor": f"ours: {ours['sidecar_bytes'] / ours['versions']:,.0f} B a version",
+                     "ratio": old["sidecar_bytes"] / old["versions"] / max(git_per, 1e-9), "target": "—",
+                     "tool": "keep-alive socket (long_history.py)"})
+    return rows
+
+
 def startup() -> list[Row]:
     """``ce --help`` and ``ce read`` (against a real room) start-up times, vs ``python -c pass``."""
     python = sys.executable
@@ -378,7 +415,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--quick", action="store_true", help="fewer versions, shorter fan-out")
     parser.add_argument("--before", type=Path, help="an older checkout to serve the reads from too")
-    parser.add_argument("--only", default="reads,mcp,writes,versions,startup,fanout,tunnel,summaries")
+    parser.add_argument("--only", default="reads,mcp,writes,versions,long,startup,fanout,tunnel,summaries")
     parser.add_argument("--fanout-levels", default="1000,10000")
     parser.add_argument("--no-write-docs", action="store_true")
     args = parser.parse_args()
@@ -388,6 +425,7 @@ def main() -> None:
         "mcp": lambda: mcp(args.seconds),
         "writes": lambda: writes(args.seconds, args.before),
         "versions": lambda: versions(args.quick),
+        "long": lambda: long_history(args.quick, args.before),
         "startup": startup,
         "fanout": lambda: fanout("1000" if args.quick else args.fanout_levels, 10 if args.quick else 15),
         "tunnel": lambda: tunnel(args.seconds),

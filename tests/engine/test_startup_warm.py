@@ -12,16 +12,15 @@ from __future__ import annotations
 import asyncio
 
 from commonroom.engine import OPERATOR, Engine
-from commonroom.engine.versions import CHECKPOINT_EVERY
 from commonroom.http.app import RoomASGI
 from commonroom.room import build_room
 
-LINES = 6000
+LINES = 600
 
 
 def stored_checkpoints(engine: Engine) -> list[int]:
     return [n for (n,) in engine.store.db.execute_sql(
-        'SELECT "number" FROM "version" WHERE "content" IS NOT NULL ORDER BY "number"')]
+        'SELECT "number" FROM "version" WHERE "content" IS NOT NULL OR "packed" IS NOT NULL ORDER BY "number"')]
 
 
 async def lifespan(app: RoomASGI, check) -> None:
@@ -47,7 +46,7 @@ def test_startup_completes_with_every_checkpoint_warm(tmp_path):
     document = tmp_path / "doc.md"
     document.write_text("".join(f"line {i} of a long document\n" for i in range(1, LINES + 1)))
     writer = Engine.open(document)
-    for n in range(2, 3 * CHECKPOINT_EVERY + 3):
+    for n in range(2, 400):
         k = 1 + (n * 37) % LINES
         writer.write(OPERATOR, n - 1, f"edit {n}\n", {"lines": [k, k]})
     stored = stored_checkpoints(writer)

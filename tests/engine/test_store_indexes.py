@@ -78,7 +78,7 @@ def test_an_older_sidecar_gains_the_history_indexes(tmp_path, old):
     con.close()
     again = Engine.open(tmp_path / "doc.md")
     try:
-        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "9"
+        assert again.store.meta("schema_version") == str(SCHEMA_VERSION) == "10"
         names = {r[0] for r in again.store.db.execute_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()}
         assert set(added) <= names

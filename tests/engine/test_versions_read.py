@@ -9,13 +9,12 @@ from commonroom import regions
 from commonroom.engine import OPERATOR, checkpoints
 from commonroom.engine.checkpoints import CheckpointLines, CheckpointWarmer, encoded_lines, entry_size, text_lines
 from commonroom.engine.pieces import EncodedLines
-from commonroom.engine.versions import CHECKPOINT_EVERY
 from commonroom.wire import dumps
 
 TEXT = "".join(f"line {i}\n" for i in range(1, 41))
 
 
-def write_history(engine, count: int = 2 * CHECKPOINT_EVERY + 10) -> dict[int, str]:
+def write_history(engine, count: int = 138) -> dict[int, str]:
     """Versions 2..count (one region replaced each): ``{number: text}`` of every version."""
     texts = {1: engine.head().text}
     for n in range(2, count + 1):
@@ -27,7 +26,7 @@ def write_history(engine, count: int = 2 * CHECKPOINT_EVERY + 10) -> dict[int, s
 
 def stored_checkpoints(engine) -> list[int]:
     return [n for (n,) in engine.store.db.execute_sql(
-        'SELECT "number" FROM "version" WHERE "content" IS NOT NULL ORDER BY "number"')]
+        'SELECT "number" FROM "version" WHERE "content" IS NOT NULL OR "packed" IS NOT NULL ORDER BY "number"')]
 
 
 def test_every_version_reads_back_with_a_tiny_cache(engine):
@@ -98,23 +97,26 @@ def test_warmed_checkpoints_answer_the_same_bytes(engine):
 
 
 def test_a_committed_checkpoint_is_warmed_after_its_commit(engine):
-    write_history(engine, CHECKPOINT_EVERY - 1)
+    write_history(engine, 20)
     warmer = engine.warm_checkpoints()
     assert warmer.wait(30)
-    assert CHECKPOINT_EVERY not in engine._checkpoints_json
-    engine.write(OPERATOR, CHECKPOINT_EVERY - 1, "the checkpoint\n", {"lines": [1, 1]})
+    number = engine.head().number + 1
+    assert number not in engine._checkpoints_json
+    # a change of most of the text is stored whole
+    engine.write(OPERATOR, number - 1, "the checkpoint\n" * 60, {"lines": [1, 30]})
+    assert number in stored_checkpoints(engine)
     assert warmer.wait(30)
-    kept = engine._checkpoints.get(CHECKPOINT_EVERY)
+    kept = engine._checkpoints.get(number)
     assert kept == tuple(engine.head_lines())
     assert all(a is b for a, b in zip(kept, engine.head_lines()))  # the head's strings, not copies
-    assert engine._checkpoints_json.get(CHECKPOINT_EVERY) == encoded_lines(engine.head_lines())
-    engine.write(OPERATOR, CHECKPOINT_EVERY, "after it\n", {"lines": [2, 2]})
-    data, _ = engine.version_encoded(OPERATOR, CHECKPOINT_EVERY + 1)
-    assert data == dumps(engine.version(OPERATOR, CHECKPOINT_EVERY + 1))
+    assert engine._checkpoints_json.get(number) == encoded_lines(engine.head_lines())
+    engine.write(OPERATOR, number, "after it\n", {"lines": [2, 2]})
+    data, _ = engine.version_encoded(OPERATOR, number + 1)
+    assert data == dumps(engine.version(OPERATOR, number + 1))
 
 
 def test_startup_warming_keeps_the_newest_that_fit_and_drops_nothing(engine):
-    write_history(engine, 3 * CHECKPOINT_EVERY + 5)
+    write_history(engine, 197)
     stored = stored_checkpoints(engine)
     texts = [engine._checkpoint_text(n) for n in stored]
     size = max(entry_size(len(text), len(regions.lines_of(text))) for text in texts)
