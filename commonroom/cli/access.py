@@ -100,8 +100,8 @@ def join_command(
     from .. import client
 
     payload = invitation.decode(token)
-    method, path, body = request("join", {"invitation": token.strip(), "client": client_name})
-    result = client.call_json(payload["transport"], method, path, body=body)
+    method, route, body = request("join", {"invitation": token.strip(), "client": client_name})
+    result = client.call_json(payload["transport"], method, route, body=body)
     path = session_file or default_session_file()
     save_session(path, {
         "token": result["token"],
