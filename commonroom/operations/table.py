@@ -2,7 +2,11 @@
 
 Adding an operation is one entry here (plus its engine method and, if
 new, its schemas in ``schema/``): the HTTP route, the MCP tool, both
-OpenAPI documents, the docs tables and the parity tests follow from it.
+OpenAPI documents, the docs tables and the parity tests follow from it
+(``python -m codegen``), and a ``ce`` command calls it by name
+(:func:`commonroom.cli.sessions.session_call`, its route stored by codegen
+in ``commonroom/cli/routes.json``). Capabilities, message kinds and the
+lease TTL bounds come from ``schema/`` (:mod:`commonroom.vocabulary`).
 """
 
 from __future__ import annotations
