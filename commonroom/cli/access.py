@@ -11,7 +11,7 @@ import typer
 from .. import invitation
 from ..errors import InvalidRequest
 from ..roomfiles import RoomFiles
-from ..vocabulary import CAPABILITIES
+from ..vocabulary import CAPABILITIES, words
 from . import ids
 from .common import handled, operator_read, operator_write, parse_duration, require_document
 from .options import CursorOpt, LimitOpt
@@ -27,7 +27,7 @@ invitation_app = CeTyper(help="Inspect invitation tokens.", no_args_is_help=True
 def invite_command(
     file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
     participant: Annotated[str, typer.Option("--participant", "-p", help="Who the invitation admits.")],
-    cap: Annotated[str, typer.Option("--cap", help=f"Capabilities, comma separated: {','.join(CAPABILITIES)}.")] = "read,observe",
+    cap: Annotated[str, typer.Option("--cap", help=f"Capabilities, comma separated, from {words(CAPABILITIES)}.")] = "read,observe",
     expires: Annotated[str, typer.Option(help="How long the invitation is valid: 90s, 30m, 1h, 7d.")] = "24h",
     session_ttl: Annotated[str, typer.Option(help="How long the session lasts once joined.")] = "30d",
     transport: Annotated[str, typer.Option(help="loopback, local, or a plugin such as tailcat.")] = "loopback",
