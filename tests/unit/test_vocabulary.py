@@ -101,3 +101,17 @@ def test_the_copy_finder_finds_a_copy():
     assert _copies("`read`, `observe`, `lease`, `propose`, `write`, `approve`, `message`", vocabulary.CAPABILITIES, 6)
     assert not _copies("--cap read,observe,lease,approve,write", vocabulary.CAPABILITIES, 6)
     assert not _copies("a note, a proposal and a question", vocabulary.MESSAGE_KINDS, 7)
+
+
+def test_a_summary_counts_every_kind_in_the_schema_order(tmp_path):
+    from tests.fakeclock import join, open_engine
+
+    engine = open_engine(tmp_path, "# T\n\nx\n")
+    try:
+        actor, _ = join(engine, "ana", ["read", "message"])
+        engine.post_session_message(actor, actor.session_id, vocabulary.MESSAGE_KINDS[-1], "last kind")
+        counts = engine.session_discussion_summary(actor, actor.session_id)["by_kind"]
+    finally:
+        engine.close()
+    assert tuple(counts) == vocabulary.MESSAGE_KINDS
+    assert counts[vocabulary.MESSAGE_KINDS[-1]] == 1 and sum(counts.values()) == 1
