@@ -16,6 +16,10 @@ What it writes:
   which ``ce --help`` prints without importing Typer (:mod:`codegen.cli_help`).
 - ``commonroom/cli/fast.json``: the options of ``ce read`` as Typer declares
   them, which ``ce read`` parses without importing Typer (:mod:`codegen.cli_fast`).
+- ``commonroom/cli/routes.json``: each operation's HTTP route, by which ``ce``
+  calls operations without importing the table (:mod:`codegen.cli_routes`).
+- the generated text in the docs: the operation tables and the fact spans
+  (:mod:`codegen.docs`, also ``python -m codegen.docs``).
 
 The schema files themselves are not copied: they ship as the package data
 of ``commonroom.schema`` and are read with ``commonroom.schemas.load_all()``.
@@ -33,7 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codegen import cli_fast, cli_help
+from codegen import cli_fast, cli_help, cli_routes, docs
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = ROOT / "schema"
@@ -156,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=GENERATED_DIR)
     parser.add_argument("--cli-help", type=Path, default=cli_help.HELP_FILE, help="the stored `ce --help`")
     parser.add_argument("--cli-fast", type=Path, default=cli_fast.SPEC_PATH, help="the stored options of `ce read`")
+    parser.add_argument("--cli-routes", type=Path, default=cli_routes.ROUTES_PATH, help="the stored routes of `ce`")
     args = parser.parse_args(argv)
     if args.check:
         drift = check(args.schema, args.out)
@@ -169,15 +174,25 @@ def main(argv: list[str] | None = None) -> int:
         fast_stale = cli_fast.stale(args.cli_fast)
         if fast_stale:
             print(f"{args.cli_fast} is not the options `ce read` declares", file=sys.stderr)
-        if drift or help_stale or fast_stale:
+        routes_stale = cli_routes.stale(args.cli_routes)
+        if routes_stale:
+            print(f"{args.cli_routes} is not the routes the operation table declares", file=sys.stderr)
+        docs_behind = docs.stale()
+        for name in docs_behind:
+            print(f"{name} is behind the operation table or schema/", file=sys.stderr)
+        if drift or help_stale or fast_stale or routes_stale or docs_behind:
             print("run: python -m codegen", file=sys.stderr)
             return 1
-        print("generated/ matches schema/; the stored ce --help and ce read options match the application")
+        print("generated/ matches schema/; the stored ce --help, ce read options and ce routes match the "
+              "application; the docs match the table and schema/")
         return 0
     generate(args.out, args.schema)
     cli_help.write(args.cli_help)
     cli_fast.write(args.cli_fast)
-    print(f"wrote {args.out}, {args.cli_help} and {args.cli_fast}")
+    cli_routes.write(args.cli_routes)
+    written = docs.write()
+    print(f"wrote {args.out}, {args.cli_help}, {args.cli_fast}, {args.cli_routes}"
+          + (f" and {', '.join(written)}" if written else ""))
     return 0
 
 

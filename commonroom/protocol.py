@@ -28,8 +28,6 @@ from typing import Any, Final
 COMMONROOM_PROTOCOL: Final = "commonroom"
 #: ``version`` of the commonroom protocol.
 COMMONROOM_PROTOCOL_VERSION: Final = "1"
-#: The capabilities an invitation can grant (seed protocol.txt), in their documented order.
-CAPABILITIES = ("read", "observe", "propose", "lease", "write", "approve", "handoff", "message")
 #: The ``Host`` header the byte client sends (the room accepts it on any port).
 BYTE_CLIENT_HOST = "commonroom"
 #: Largest request body the room accepts, in bytes (HTTP and ``POST /mcp``);

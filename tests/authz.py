@@ -36,10 +36,9 @@ from commonroom.bundle import bundle
 from commonroom.errors import STATUS
 from commonroom.operations import OPERATIONS, Operation, Table
 from commonroom.operations.spec import INGRESS, OWNER
+from commonroom.vocabulary import CAPABILITIES  # every capability an invitation can grant
 from tests.parity import SAMPLES
 
-#: Every capability an invitation can grant (docs/operator.md, ``--cap``).
-CAPABILITIES = ("read", "observe", "propose", "lease", "write", "approve", "handoff", "message")
 #: Samples for the properties the parity samples leave out (operations without an MCP tool).
 EXTRA: dict[str, Any] = {
     "invitation": "commonroom://join/e30", "task_id": "task_authz", "input_responses": {},

@@ -15,9 +15,11 @@ from pathlib import Path
 
 from commonroom.clock import Clock
 from commonroom.engine import Engine
+from commonroom.vocabulary import CAPABILITIES
 
 START = dt.datetime(2026, 11, 29, 8, 0, 0, tzinfo=dt.timezone.utc)
-ALL = ["read", "observe", "propose", "approve", "lease", "write"]
+#: Every capability (an invitation granting them all).
+ALL = list(CAPABILITIES)
 
 
 @dataclass

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Optional
 
 import typer
-
-if TYPE_CHECKING:
-    from ..engine import Engine
 
 from .. import invitation
 from ..errors import InvalidRequest
 from ..roomfiles import RoomFiles
+from ..vocabulary import CAPABILITIES, words
 from . import ids
 from .common import handled, operator_read, operator_write, parse_duration, require_document
 from .options import CursorOpt, LimitOpt
+from .routes import request
 from .sessions import default_session_file, save_session
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
@@ -28,7 +27,7 @@ invitation_app = CeTyper(help="Inspect invitation tokens.", no_args_is_help=True
 def invite_command(
     file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
     participant: Annotated[str, typer.Option("--participant", "-p", help="Who the invitation admits.")],
-    cap: Annotated[str, typer.Option("--cap", help="Capabilities, comma separated: read,observe,propose,lease,write,approve,handoff,message.")] = "read,observe",
+    cap: Annotated[str, typer.Option("--cap", help=f"Capabilities, comma separated, from {words(CAPABILITIES)}.")] = "read,observe",
     expires: Annotated[str, typer.Option(help="How long the invitation is valid: 90s, 30m, 1h, 7d.")] = "24h",
     session_ttl: Annotated[str, typer.Option(help="How long the session lasts once joined.")] = "30d",
     transport: Annotated[str, typer.Option(help="loopback, local, or a plugin such as tailcat.")] = "loopback",
@@ -51,32 +50,13 @@ def invite_command(
         "transport": transport,
     }
 
-    result = operator_write(document, "POST", "/owner/invitations", body, offline("invitation_create", body))
+    result = operator_write(document, "invitation_create", body)
     if JSON_OUTPUT.get():
         show(result, "owner#InviteResult")
         return
     print(result["token"])
     print(f"invitation {result['invitation_id']} for {result['participant']} "
           f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
-
-
-def offline(operation: str, body: dict[str, Any]) -> Callable[["Engine"], Any]:
-    """The offline path of an owner operation: the same declaration the owner port serves.
-
-    The body is validated against the operation's input schema, then the
-    operation's engine method runs on the sidecar (under the writer lock,
-    see :func:`~commonroom.cli.common.operator_write`).
-    """
-    from .. import schemas
-    from ..operations import OPERATIONS
-
-    op = OPERATIONS[operation]
-
-    def run(engine: "Engine") -> Any:
-        schemas.validate(op.input, body)
-        return op.bind(engine, None, body)
-
-    return run
 
 
 @handled
@@ -100,7 +80,7 @@ def revoke_command(
     if session is not None:
         body["session"] = ids.operator_session(document, session)
 
-    show(operator_write(document, "POST", "/owner/revoke", body, offline("revoke", body)), "owner#RevokeResult")
+    show(operator_write(document, "revoke", body), "owner#RevokeResult")
 
 
 @handled
@@ -120,8 +100,8 @@ def join_command(
     from .. import client
 
     payload = invitation.decode(token)
-    result = client.call_json(payload["transport"], "POST", "/workspace/join",
-                              body={"invitation": token.strip(), "client": client_name})
+    method, route, body = request("join", {"invitation": token.strip(), "client": client_name})
+    result = client.call_json(payload["transport"], method, route, body=body)
     path = session_file or default_session_file()
     save_session(path, {
         "token": result["token"],

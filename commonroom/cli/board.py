@@ -23,10 +23,11 @@ import typer
 
 from . import ids
 from ..errors import TransportUnavailable
+from ..vocabulary import MESSAGE_KINDS, words
 from .common import handled
 from .outage import Outage, status_line
 from .options import SessionOpt
-from .sessions import load_session, operation_call
+from .sessions import load_session, session_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 
@@ -39,8 +40,8 @@ MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a 
                                            "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
 PriorityOpt = Annotated[Optional[str], typer.Option(help="low, normal, high or urgent.")]
-KindArg = Annotated[str, typer.Argument(help="The message's kind: note, proposal, question, answer, decision, "
-                                        "risk, progress, guidance or todo (a todo is work someone completes).")]
+KindArg = Annotated[str, typer.Argument(help=f"The message's kind: {words(MESSAGE_KINDS)} (a todo is work someone "
+                                        "completes).")]
 BodyArg = Annotated[str, typer.Argument(help="The message text (markdown; at most 16 KiB of UTF-8).")]
 RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
                                                      help="One of your own sessions to record as author_session_id.")]
@@ -56,12 +57,6 @@ def _board(session_file: Path | None, board: str) -> str:
     return text or board
 
 
-def _run(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
-         timeout: float = 60.0, **params: str) -> Any:
-    """Call ``operation``'s route with the stored session."""
-    return operation_call(session_file, operation, body, query, timeout=timeout, **params)
-
-
 @board_app.command("post")
 @handled(made="message_id")
 def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: PriorityOpt = None, tag: TagsOpt = None,
@@ -70,7 +65,7 @@ def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: Priori
                                                             "acknowledge it: repeated on that session's MCP tool results "
                                                             "until it ACKs (ce board list shows when it did).")] = False,
                  recording_session: RecordingOpt = None, session_file: SessionOpt = None) -> None:
-    """Post a message (note, proposal, question, answer, decision, risk, progress, guidance, todo)."""
+    """Post a message on a board (its kind: see KIND)."""
     payload: dict[str, Any] = {"kind": kind, "body": body}
     board_id = _board(session_file, board)
     if reply_to:
@@ -81,7 +76,7 @@ def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: Priori
             payload[key] = value
     if requires_ack:
         payload["requires_ack"] = True
-    show(_run(session_file, "post_session_message", payload, session_id=board_id), "boards#Message")
+    show(session_call(session_file, "post_session_message", {"session_id": board_id, **payload}), "boards#Message")
 
 
 @board_app.command("list")
@@ -100,9 +95,9 @@ def list_command(board: BoardArg,
         message_id = ids.message(session_file, board_id, message_id)
     if reply_to:
         reply_to = ids.message(session_file, board_id, reply_to, "reply_to")
-    query = {k: v for k, v in (("message_id", message_id), ("reply_to", reply_to), ("kind", kind),
-                                ("status", status), ("limit", str(limit)), ("cursor", cursor)) if v}
-    show(_run(session_file, "list_session_messages", query=query, session_id=board_id), "boards#MessagesPage")
+    values = {"session_id": board_id, "message_id": message_id or None, "reply_to": reply_to or None,
+              "kind": kind or None, "status": status or None, "limit": limit, "cursor": cursor or None}
+    show(session_call(session_file, "list_session_messages", values), "boards#MessagesPage")
 
 
 @board_app.command("assignment")
@@ -110,8 +105,8 @@ def list_command(board: BoardArg,
 def assignment_command(board: BoardArg, message_id: MessageArg, session_file: SessionOpt = None) -> None:
     """The todo, its retained direct replies and the assignment_fence to complete it with."""
     board_id = _board(session_file, board)
-    show(_run(session_file, "get_session_assignment", session_id=board_id,
-              message_id=ids.message(session_file, board_id, message_id)), "boards#Assignment")
+    values = {"session_id": board_id, "message_id": ids.message(session_file, board_id, message_id)}
+    show(session_call(session_file, "get_session_assignment", values), "boards#Assignment")
 
 
 @board_app.command("complete")
@@ -130,8 +125,8 @@ def complete_command(board: BoardArg, message_id: MessageArg, answer: str,
         if value:
             payload[name] = value
     board_id = _board(session_file, board)
-    show(_run(session_file, "complete_session_message", payload, session_id=board_id,
-              message_id=ids.message(session_file, board_id, message_id)), "boards#Completion")
+    payload.update(session_id=board_id, message_id=ids.message(session_file, board_id, message_id))
+    show(session_call(session_file, "complete_session_message", payload), "boards#Completion")
 
 
 @board_app.command("observe")
@@ -154,11 +149,8 @@ def observe_command(board: BoardArg,
     board_id = _board(session_file, board)
 
     def once(after: str | None, seconds: int) -> Any:
-        query: dict[str, str] = {"wait_seconds": str(seconds)}
-        if after:
-            query["after_observation_token"] = after
-        return _run(session_file, "observe_session_messages", query=query, timeout=seconds + 30.0,
-                    session_id=board_id)
+        values = {"session_id": board_id, "wait_seconds": seconds, "after_observation_token": after or None}
+        return session_call(session_file, "observe_session_messages", values, timeout=seconds + 30.0)
 
     if not follow:
         show(once(token, wait), "boards#Observation")
@@ -207,7 +199,7 @@ def _follow(following: Any, token: str | None, seconds: int, board_id: str) -> N
 def peers_command(session_file: SessionOpt = None) -> None:
     """Your peers (your participant's other live sessions) with activity in the last 10 minutes, and the
     peer messages kept for you (24 h), oldest first. Reading records no ACK."""
-    show(_run(session_file, "list_session_peers"), "boards#PeersView")
+    show(session_call(session_file, "list_session_peers"), "boards#PeersView")
 
 
 @board_app.command("peer-post")
@@ -224,7 +216,7 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
             payload[key] = value
     if requires_ack:
         payload["requires_ack"] = True
-    show(_run(session_file, "post_peer_message", payload, peer_id=peer), "boards#PeerMessage")
+    show(session_call(session_file, "post_peer_message", {"peer_id": peer, **payload}), "boards#PeerMessage")
 
 
 # ``ce board summary discussion|handoff`` (commonroom/cli/board_summary.py uses this module's helpers)

@@ -22,6 +22,7 @@ from . import render
 from ..errors import CommonroomError, InvalidRequest, TransportUnavailable
 from ..roomfiles import RoomFiles, RoomNotVerified, private_umask
 from .outcome import invoke
+from .routes import request
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -119,19 +120,31 @@ def owner_endpoint(document: Path) -> tuple[dict[str, Any], str] | None:
 LOCK_WAIT_SECONDS = 5.0
 
 
-def operator_write(document: Path, method: str, path: str, body: Any,
-                   offline: Callable[[Any], Any], *, wait: float = LOCK_WAIT_SECONDS) -> Any:
-    """One operator write: through the running room's owner port, or offline under the lock.
+def owner_call(hint: dict[str, Any], token: str, operation: str, values: dict[str, Any] | None = None) -> Any:
+    """Call ``operation`` (its route in the operation table) with the input ``values`` on the owner port
+    ``hint`` with the owner ``token``: the answer's JSON (the room's error raised)."""
+    from .. import client
+
+    method, path, body = request(operation, values)
+    return client.call_json(hint, method, path, body=body, token=token)
+
+
+def operator_write(document: Path, operation: str, values: dict[str, Any], *, wait: float = LOCK_WAIT_SECONDS,
+                   offline: "Callable[[Engine], Any] | None" = None) -> Any:
+    """One operator write, the operation ``operation`` with the input ``values``: through the running
+    room's owner port, or offline under the lock.
 
     There is only ever one writer of the sidecar. The writer lock ``ce
     serve`` takes (:meth:`RoomFiles.try_lock`) is tried first: when it is
-    free no room runs, so ``offline(engine)`` runs on an engine opened on
-    the sidecar (under the private umask, files made 0600), its result is
-    returned and the lock is released. When it is held, the room holding it
-    is verified (:func:`owner_endpoint`) and the write is ``method path``
-    with ``body`` on its owner port, with the owner token; the answer's JSON
-    is returned. While the lock is held and no room is announced yet, it
-    retries for up to ``wait`` seconds.
+    free no room runs, so the operation runs as the local operator on an
+    engine opened on the sidecar (under the private umask, files made
+    0600; ``values`` validated against its input schema first), its result
+    is returned and the lock is released. When it is held, the room holding
+    it is verified (:func:`owner_endpoint`) and the operation is called on
+    its owner port (its route in the operation table) with the owner
+    token; the answer's JSON is returned. While the lock is held and no
+    room is announced yet, it retries for up to ``wait`` seconds.
+    ``offline(engine)``, when given, runs instead of the operation offline.
 
     Raises the owner port's ``CommonroomError`` as it answered, and
     ``TransportUnavailable`` (exit 23) when the lock is held but the room
@@ -139,8 +152,9 @@ def operator_write(document: Path, method: str, path: str, body: Any,
     state or owner-token file is missing, unreadable or writable by others,
     its pid or port do not match): then nothing was written or sent.
     """
-    from .. import client
-    from ..engine import Engine
+    from .. import client, schemas
+    from ..engine import OPERATOR, Engine
+    from ..operations import OPERATIONS
 
     files = RoomFiles.of(document)
     deadline = time.monotonic() + wait
@@ -152,7 +166,11 @@ def operator_write(document: Path, method: str, path: str, body: Any,
                 with private_umask():
                     engine = Engine.open(files.document)
                     try:
-                        return offline(engine)
+                        if offline is not None:
+                            return offline(engine)
+                        op = OPERATIONS[operation]
+                        schemas.validate(op.input, values)
+                        return op.bind(engine, OPERATOR, values)
                     finally:
                         engine.close()
                         files.make_private()
@@ -161,6 +179,7 @@ def operator_write(document: Path, method: str, path: str, body: Any,
         endpoint = owner_endpoint(document)  # the lock is held: verify who holds it
         if endpoint is not None:
             hint, token = endpoint
+            method, path, body = request(operation, values)
             try:
                 response = client.request(hint, method, path, body=body, token=token)
             except TransportUnavailable as exc:  # not dialled, or no answer: the room did not answer

@@ -1,7 +1,7 @@
 """``ce console FILE [--open]``: a one-time login URL for the room console.
 
 The running room (verified, owner token: :func:`commonroom.cli.common.owner_endpoint`)
-issues a code (``POST /owner/console/codes``, single use, 60 s); the URL
+issues a code (operation ``console_code``, single use, 60 s); the URL
 ``http://127.0.0.1:PORT/console/login?code=…`` is printed on stdout and,
 with ``--open``, opened in the default browser (:mod:`webbrowser`). The
 console needs a running room: without one this is ``transport_unavailable``.
@@ -14,20 +14,18 @@ from pathlib import Path
 import typer
 
 from ..errors import TransportUnavailable
-from .common import handled, owner_endpoint, require_document
+from .common import handled, owner_call, owner_endpoint, require_document
 
 
 def login_url(document: Path) -> str:
     """A fresh one-time console login URL for the room running on ``document``."""
-    from .. import client
-
     path = require_document(document)
     endpoint = owner_endpoint(path)
     if endpoint is None:
         raise TransportUnavailable(f"no room is running for {path}: start it with ce serve {path}",
                                    details={"file": str(path)})
     hint, token = endpoint
-    answer = client.answer_json(client.request(hint, "POST", "/owner/console/codes", body={}, token=token))
+    answer = owner_call(hint, token, "console_code", {})
     return f"http://127.0.0.1:{hint['port']}{answer['login_path']}"
 
 

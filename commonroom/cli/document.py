@@ -7,10 +7,8 @@ Typer command, which declares the options) calls, and what
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ..errors import InvalidRequest
 from .render import show
@@ -41,10 +39,8 @@ def read(heading: list[str] | None = None, lines: str | None = None, session_fil
     """``ce read``: the document (or a region) on stdout, through :func:`commonroom.cli.render.show`.
 
     Rendered on a terminal, its exact bytes when piped; the ``Document``
-    answer (room seed, ``GET /workspace/document``) with ``--json``.
+    answer (room seed, operation ``document_read``) with ``--json``.
     ``raw`` changes nothing (kept for scripts). Raises ``InvalidRequest``
     for a bad region or session file, and the room's error as it answered.
     """
-    region = region_of(heading, lines)
-    path = "/workspace/document" + (f"?region={quote(json.dumps(region))}" if region else "")
-    show(session_call(session_file, "GET", path), "room#Document")
+    show(session_call(session_file, "document_read", {"region": region_of(heading, lines)}), "room#Document")

@@ -19,13 +19,13 @@ import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
-from urllib.parse import quote
 
 import typer
 
 if TYPE_CHECKING:
     from ..engine import Engine
 from ..errors import InvalidRequest
+from ..vocabulary import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
 from . import document, ids
 from .document import region_of
 from .options import CursorOpt, LimitOpt, SessionOpt
@@ -125,23 +125,23 @@ def read_command(heading: HeadingOpt = None, lines: LinesOpt = None, session_fil
 @lease_app.command("acquire")
 @handled(made="id")
 def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
-                  ttl: Annotated[Optional[int], typer.Option(help="Seconds, 1 to 3600 (default 300).")] = None,
+                  ttl: Annotated[Optional[int], typer.Option(help=f"Seconds, {LEASE_TTL_MIN} to {LEASE_TTL_MAX} (default {LEASE_TTL_DEFAULT}).")] = None,
                   session_file: SessionOpt = None) -> None:
     """Lease a region (the whole document when none is given)."""
     body: dict[str, Any] = {"region": region_of(heading, lines)}
     if ttl is not None:
         body["ttl_seconds"] = ttl
-    show(session_call(session_file, "POST", "/workspace/leases", body), "editing#Lease")
+    show(session_call(session_file, "lease_acquire", body), "editing#Lease")
 
 
 @lease_app.command("renew")
 @handled
-def lease_renew(lease_id: LeaseArg, ttl: Annotated[Optional[int], typer.Option(help="Seconds, 1 to 3600.")] = None,
+def lease_renew(lease_id: LeaseArg, ttl: Annotated[Optional[int], typer.Option(help=f"Seconds, {LEASE_TTL_MIN} to {LEASE_TTL_MAX}.")] = None,
                 session_file: SessionOpt = None) -> None:
     """Renew a lease of this session."""
     body = {"ttl_seconds": ttl} if ttl is not None else {}
     lease_id = ids.lease(session_file, lease_id)
-    show(session_call(session_file, "POST", f"/workspace/leases/{quote(lease_id)}/renew", body), "editing#Lease")
+    show(session_call(session_file, "lease_renew", {"lease_id": lease_id, **body}), "editing#Lease")
 
 
 @lease_app.command("release")
@@ -149,7 +149,7 @@ def lease_renew(lease_id: LeaseArg, ttl: Annotated[Optional[int], typer.Option(h
 def lease_release(lease_id: LeaseArg, session_file: SessionOpt = None) -> None:
     """Release a lease of this session."""
     lease_id = ids.lease(session_file, lease_id)
-    show(session_call(session_file, "DELETE", f"/workspace/leases/{quote(lease_id)}"), "editing#Lease")
+    show(session_call(session_file, "lease_release", {"lease_id": lease_id}), "editing#Lease")
 
 
 @lease_app.command("list")
@@ -159,8 +159,7 @@ def lease_list(limit: LimitOpt = 50, cursor: CursorOpt = None, session_file: Ses
 
     Prints a table (a LeasesPage with ``--json``); pass its ``next_cursor`` as ``--cursor`` for the next page.
     """
-    query = f"?limit={limit}" + (f"&cursor={quote(cursor)}" if cursor else "")
-    show(session_call(session_file, "GET", "/workspace/leases" + query), "editing#LeasesPage")
+    show(session_call(session_file, "leases_list", {"limit": limit, "cursor": cursor}), "editing#LeasesPage")
 
 
 def _text(text: str | None, text_file: Path | None) -> str:
@@ -189,14 +188,14 @@ def propose_command(
     """Propose replacement text for a region as seen at --base."""
     body = {"base_version": base, "region": region_of(heading, lines), "text": _text(text, text_file),
             "summary": summary}
-    show(session_call(session_file, "POST", "/workspace/proposals", body), "editing#Proposal")
+    show(session_call(session_file, "proposal_create", body), "editing#Proposal")
 
 
 @handled(made="version.number")
 def approve_command(proposal_id: ProposalArg, session_file: SessionOpt = None) -> None:
     """Approve a proposal: it becomes the next version."""
     proposal_id = ids.proposal(session_file, proposal_id)
-    show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/approve", {}),
+    show(session_call(session_file, "proposal_approve", {"proposal_id": proposal_id}),
          "editing#ApproveResult")
 
 
@@ -205,15 +204,15 @@ def reject_command(proposal_id: ProposalArg, reason: Annotated[Optional[str], ty
                    session_file: SessionOpt = None) -> None:
     """Reject a proposal."""
     proposal_id = ids.proposal(session_file, proposal_id)
-    body = {"reason": reason} if reason else {}
-    show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/reject", body), "editing#Proposal")
+    show(session_call(session_file, "proposal_reject", {"proposal_id": proposal_id, **({"reason": reason} if reason else {})}),
+         "editing#Proposal")
 
 
 @handled
 def withdraw_command(proposal_id: ProposalArg, session_file: SessionOpt = None) -> None:
     """Withdraw your own proposal."""
     proposal_id = ids.proposal(session_file, proposal_id)
-    show(session_call(session_file, "POST", f"/workspace/proposals/{quote(proposal_id)}/withdraw", {}), "editing#Proposal")
+    show(session_call(session_file, "proposal_withdraw", {"proposal_id": proposal_id}), "editing#Proposal")
 
 
 @handled(made="number")
@@ -230,4 +229,4 @@ def write_command(
     """Replace the document or a region directly (needs write)."""
     body = {"expected_version": expected, "region": region_of(heading, lines), "text": _text(text, text_file),
             "summary": summary}
-    show(session_call(session_file, "PUT", "/workspace/document", body), "editing#VersionInfo")
+    show(session_call(session_file, "document_write", body), "editing#VersionInfo")

@@ -26,18 +26,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
-from urllib.parse import quote
+from typing import Annotated, Any, Optional
 
 import typer
 
-if TYPE_CHECKING:
-    from ..engine import Engine
 from . import ids, render_shapes
 from ..errors import HandoffNotFound, InvalidRequest
 from .options import CursorOpt, LimitOpt, SessionOpt
 from .common import handled, operator_read, operator_write, require_document
-from .sessions import operation_call, session_call
+from .sessions import session_call
 from .render import JSON_OUTPUT, show
 
 FileArg = Annotated[Path, typer.Argument(help="The room's markdown file.")]
@@ -48,24 +45,10 @@ ParticipantOpt = Annotated[str, typer.Option("--participant", help="Whose view, 
                                              "participant with approve (required: a task id is not authorization).")]
 
 
-def _offline(operation: str, body: dict[str, Any]) -> Callable[[Engine], Any]:
-    from .. import schemas
-    from ..engine import OPERATOR
-    from ..operations import OPERATIONS
 
-    op = OPERATIONS[operation]
-
-    def run(engine: Engine) -> Any:
-        schemas.validate(op.input, body)
-        return op.bind(engine, OPERATOR, body)
-
-    return run
-
-
-
-def _path(session_file: Path | None, handoff_id: str, action: str = "") -> str:
-    handoff_id = ids.handoff(session_file, handoff_id)
-    return f"/workspace/handoffs/{quote(handoff_id, safe='')}" + (f"/{action}" if action else "")
+def _handoff(session_file: Path | None, handoff_id: str, **values: Any) -> dict[str, Any]:
+    """The input of a handoff operation: the handoff id (a prefix resolved) and ``values``."""
+    return {"handoff_id": ids.handoff(session_file, handoff_id), **values}
 
 
 # -- the local operator ---------------------------------------------------------
@@ -128,7 +111,7 @@ def task_cancel_command(file: FileArg, task_id: TaskArg, participant: Participan
     """Cancel a task as --participant: its owner or a holder of approve (a terminal task stays as it was)."""
     document = require_document(file)
     body = {"task_id": ids.operator_task(file, task_id), "participant": ids.operator_participant(file, participant)}
-    show(operator_write(document, "POST", "/workspace/task/cancel", body, _offline("task_cancel", body)),
+    show(operator_write(document, "task_cancel", body),
          "handoffs#Task")
 
 
@@ -160,7 +143,7 @@ def task_answer_command(
             raise InvalidRequest("--content must be a JSON object", details={"option": "--content"})
     task_id = ids.task(session_file, task_id)
     if key is None:
-        task = operation_call(session_file, "task_get", query={"task_id": task_id})
+        task = session_call(session_file, "task_get", {"task_id": task_id})
         open_keys = sorted(task.get("inputRequests") or {})
         if len(open_keys) != 1:
             raise InvalidRequest(f"the task has {len(open_keys)} open input requests"
@@ -168,7 +151,7 @@ def task_answer_command(
                                     f" (it is {task.get('status')})"),
                                  details={"option": "--key", "open": open_keys})
         key = open_keys[0]
-    show(operation_call(session_file, "task_update", {"task_id": task_id, "input_responses": {key: value}}),
+    show(session_call(session_file, "task_update", {"task_id": task_id, "input_responses": {key: value}}),
          "handoffs#Task")
 
 
@@ -194,13 +177,13 @@ def handoff_create_command(
         body["assignee"] = ids.participant(session_file, assignee, "assignee")
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
-    show(session_call(session_file, "POST", "/workspace/handoffs", body), "handoffs#HandoffAndTask")
+    show(session_call(session_file, "handoff_create", body), "handoffs#HandoffAndTask")
 
 
 @handled
 def handoff_accept_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
     """Accept an open handoff: you become its assignee."""
-    show(session_call(session_file, "POST", _path(session_file, handoff_id, "accept"), {}), "handoffs#HandoffAndTask")
+    show(session_call(session_file, "handoff_accept", _handoff(session_file, handoff_id)), "handoffs#HandoffAndTask")
 
 
 @handled
@@ -208,7 +191,7 @@ def handoff_request_input_command(handoff_id: IdArg,
                                   message: Annotated[str, typer.Option(help="The question for the owner.")],
                                   session_file: SessionOpt = None) -> None:
     """As the assignee, ask the handoff's owner a question (the task waits for input)."""
-    show(session_call(session_file, "POST", _path(session_file, handoff_id, "request-input"), {"message": message}),
+    show(session_call(session_file, "handoff_request_input", _handoff(session_file, handoff_id, message=message)),
          "handoffs#HandoffAndTask")
 
 
@@ -222,21 +205,21 @@ def handoff_complete_command(
     """As the assignee, complete a handoff with its result (at most 256 KiB)."""
     from .editing import _text
 
-    show(session_call(session_file, "POST", _path(session_file, handoff_id, "complete"), {"result": _text(result, result_file)}),
+    show(session_call(session_file, "handoff_complete", _handoff(session_file, handoff_id, result=_text(result, result_file))),
          "handoffs#HandoffAndTask")
 
 
 @handled
 def handoff_approve_command(handoff_id: IdArg, session_file: SessionOpt = None) -> None:
     """Approve a handoff's result (needs approve)."""
-    show(session_call(session_file, "POST", _path(session_file, handoff_id, "approve"), {}), "handoffs#Handoff")
+    show(session_call(session_file, "handoff_approve", _handoff(session_file, handoff_id)), "handoffs#Handoff")
 
 
 @handled
 def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Reject a handoff's result (needs approve)."""
-    show(session_call(session_file, "POST", _path(session_file, handoff_id, "reject"), {"reason": reason} if reason else {}),
+    show(session_call(session_file, "handoff_reject", _handoff(session_file, handoff_id, **({"reason": reason} if reason else {}))),
          "handoffs#Handoff")
 
 
@@ -244,5 +227,5 @@ def handoff_reject_command(handoff_id: IdArg, reason: Annotated[Optional[str], t
 def handoff_cancel_command(handoff_id: IdArg, reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
                            session_file: SessionOpt = None) -> None:
     """Cancel an open or accepted handoff (its owner, or approve)."""
-    show(session_call(session_file, "POST", _path(session_file, handoff_id, "cancel"), {"reason": reason} if reason else {}),
+    show(session_call(session_file, "handoff_cancel", _handoff(session_file, handoff_id, **({"reason": reason} if reason else {}))),
          "handoffs#Handoff")

@@ -21,11 +21,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
-from urllib.parse import urlencode
 
 from ..errors import CommonroomError, InvalidRequest, NotFound
 from .common import operator_read
-from .sessions import operation_route, session_call
+from .sessions import session_call
 
 #: An id as the room mints it (:func:`commonroom.tokens.new_id`).
 FULL_ID = re.compile(r"[a-z]+_[0-9a-f]{24}")
@@ -96,12 +95,11 @@ def resolve(given: str, pages: Pages, what: str, parameter: str, full: re.Patter
 
 
 def session_listing(session_file: Path | None, operation: str, **params: str) -> Callable[[Any], dict[str, Any]]:
-    """``cursor -> page``: ``operation``'s listing (its route in the operation table) with the stored session."""
-    method, path = operation_route(operation, **params)
+    """``cursor -> page``: ``operation``'s listing (its route in the operation table) with the stored session;
+    ``params`` are its other input properties (the board's ``session_id``)."""
 
     def page(cursor: Any) -> dict[str, Any]:
-        query = {"limit": "200", **({"cursor": cursor} if cursor else {})}
-        answer: dict[str, Any] = session_call(session_file, method, f"{path}?{urlencode(query)}")
+        answer: dict[str, Any] = session_call(session_file, operation, {**params, "limit": 200, "cursor": cursor})
         return answer
 
     return page

@@ -36,6 +36,7 @@ from .. import errors
 from ..protocol import LAST_EVENT_ID_HEADER, SSE_EVENT_RESYNC
 from .common import handled
 from .outage import Outage
+from .routes import request
 from .sessions import load_session
 from .render import JSON_OUTPUT, short
 
@@ -149,17 +150,19 @@ class Follower:
         self.outage = Outage(_status)
         self.raw = raw
 
-    def _call(self, path: str) -> Any:
+    def _call(self, operation: str, values: dict[str, Any] | None = None) -> Any:
+        """Call ``operation`` (its route in the operation table) with this session."""
         from .. import client  # the byte client: imported when the command runs (ce --help stays light)
 
-        return client.call_json(self.transport, "GET", path, token=self.token)
+        method, path, body = request(operation, values)
+        return client.call_json(self.transport, method, path, body=body, token=self.token)
 
     def load_names(self) -> None:
         """Participant names from ``/workspace/participants`` (skipped without ``read``)."""
         cursor = None
         try:
             for _ in range(50):
-                page = self._call("/workspace/participants?limit=200" + (f"&cursor={cursor}" if cursor else ""))
+                page = self._call("participants_list", {"limit": 200, "cursor": cursor})
                 for p in page["participants"]:
                     self.names[p["id"]] = p["name"]
                 cursor = page.get("next_cursor")
@@ -171,7 +174,7 @@ class Follower:
     def current_end(self) -> int | None:
         """``last_event_id`` of ``/workspace/room``; None without ``read``."""
         try:
-            return int(self._call("/workspace/room")["last_event_id"])
+            return int(self._call("workspace_status")["last_event_id"])
         except errors.PermissionDenied:
             return None
 
@@ -183,8 +186,9 @@ class Follower:
         from .. import client
 
         headers = {LAST_EVENT_ID_HEADER: str(self.last)} if self.last is not None else {}
+        _, path, _ = request("workspace_observe")
         try:
-            response, frames = client.stream(self.transport, "/workspace/observe", token=self.token,
+            response, frames = client.stream(self.transport, path, token=self.token,
                                             headers=headers, timeout=READ_TIMEOUT)
         except (OSError, ConnectionError):
             return "dropped"

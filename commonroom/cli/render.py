@@ -329,7 +329,7 @@ def next_step(envelope: dict[str, Any]) -> str:
         seconds = envelope.get("retry_after_seconds")
         return f"retry after {seconds} s" if seconds is not None else ""
     if code == "permission_denied":
-        from ..protocol import CAPABILITIES
+        from ..vocabulary import CAPABILITIES
 
         required = (envelope.get("details") or {}).get("required")  # also "assignee": then no capability helps
         return (f"ask the room's operator for an invitation with the {required!r} capability"

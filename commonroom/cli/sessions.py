@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InvalidRequest
 from ..roomfiles import write_private
+from .routes import request
 
 
 def default_session_file() -> Path:
@@ -48,34 +49,12 @@ def load_session(path: Path | None) -> dict[str, Any]:
     return data
 
 
-def session_call(session_file: Path | None, method: str, path: str, body: Any = None, **options: Any) -> Any:
-    """``method path`` on the room with the stored session: the answer's JSON (the room's error raised)."""
+def session_call(session_file: Path | None, operation: str, values: dict[str, Any] | None = None,
+                 *, timeout: float = 60.0) -> Any:
+    """Call ``operation`` (its route in the operation table, :func:`commonroom.cli.routes.request`) with the
+    input ``values`` and the stored session: the answer's JSON (the room's error raised)."""
     from .. import client  # the byte client: only the commands that call a room import it
 
     session = load_session(session_file)
-    return client.call_json(session["transport"], method, path, body=body, token=session["token"], **options)
-
-
-def operation_route(operation: str, **params: str) -> tuple[str, str]:
-    """The method and path ``operation`` declares in the operation table, its path parameters filled (quoted)."""
-    from urllib.parse import quote
-
-    from ..operations import OPERATIONS  # the table imports the engine: only when a command calls an operation
-
-    http = OPERATIONS[operation].http
-    assert http is not None
-    path = http.path
-    for name, value in params.items():
-        path = path.replace("{" + name + "}", quote(value, safe=""))
-    return http.method, path
-
-
-def operation_call(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
-                   *, timeout: float = 60.0, **params: str) -> Any:
-    """Call ``operation``'s route (:func:`operation_route`) with the stored session: the answer's JSON."""
-    from urllib.parse import urlencode
-
-    method, path = operation_route(operation, **params)
-    if query:
-        path += "?" + urlencode(query)
-    return session_call(session_file, method, path, body, timeout=timeout)
+    method, path, body = request(operation, values)
+    return client.call_json(session["transport"], method, path, body=body, token=session["token"], timeout=timeout)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 import typer
 
 from ..roomfiles import RoomFiles
-from .common import handled, operator_read, owner_endpoint, require_document
+from .common import handled, operator_read, owner_call, owner_endpoint, require_document
 from .render import show
 
 #: The parts of the status: key, operation, its arguments (first pages only).
@@ -32,18 +31,11 @@ def room_status(document: Path) -> dict[str, Any]:
     endpoint = owner_endpoint(document)
     answer: dict[str, Any] = {"file": str(document), "running": endpoint is not None}
     if endpoint is not None:
-        from .. import client  # the byte client: for a running room only
-
         hint, token = endpoint
         state = RoomFiles.of(document).read_state() or {}
         answer.update(pid=state.get("pid"), owner_port=state.get("owner_port"), ingress=state.get("ingress"))
         for key, operation, args in PARTS:
-            from ..operations import OPERATIONS  # the table imports the engine: only when status runs
-
-            http = OPERATIONS[operation].http
-            assert http is not None
-            path = http.path + (f"?{urlencode(args)}" if args else "")
-            answer[key] = client.call_json(hint, "GET", path, token=token)
+            answer[key] = owner_call(hint, token, operation, args)
         return answer
     from ..engine import Engine
 

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from generated.types.editing import VersionInfo
 
-from .. import conventions, jsontext, numbers, protocol, regions
+from .. import conventions, jsontext, numbers, regions
 from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
 from ..store.rows import M, select_rows, where_sql
+from ..vocabulary import CAPABILITIES
 from .sessions_cache import SessionCache
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from .filesync import FileFollower
     from .segments import Segments
 
-CAPABILITIES = protocol.CAPABILITIES
 DEFAULT_LIMIT = 50
 
 

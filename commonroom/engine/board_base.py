@@ -23,9 +23,11 @@ from ..errors import InvalidRequest, LimitExceeded, MessageNotFound, NotFound, P
 from ..store import WriteContext
 from ..store.models import BoardMessage as MessageRow
 from ..store.rows import first_row, row_by_id
+from ..vocabulary import MESSAGE_KINDS
 from .base import Actor, EngineBase
 
-KINDS = ("note", "proposal", "question", "answer", "decision", "risk", "progress", "guidance", "todo")
+#: The message kinds: ``boards#MessageKind`` (:mod:`commonroom.vocabulary`).
+KINDS = MESSAGE_KINDS
 PRIORITIES = ("low", "normal", "high", "urgent")
 STATUSES = ("open", "resolved")
 

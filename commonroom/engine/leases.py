@@ -26,17 +26,18 @@ from ..clock import rfc3339
 from ..errors import InvalidRequest, LeaseConflict, NotFound, PermissionDenied
 from ..store import WriteContext
 from ..store.models import live_session_sql
+from ..vocabulary import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
 from .base import Actor, EngineBase, decode_cursor, encode_cursor, parse_limit, require
 
-DEFAULT_TTL = 300
-MAX_TTL = 3600
+#: Lease TTL bounds in seconds: ``editing#TtlSeconds`` (:mod:`commonroom.vocabulary`).
+DEFAULT_TTL, MIN_TTL, MAX_TTL = LEASE_TTL_DEFAULT, LEASE_TTL_MIN, LEASE_TTL_MAX
 
 
 def _ttl(value: Any) -> int:
     if value is None:
         return DEFAULT_TTL
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TTL:
-        raise InvalidRequest(f"ttl_seconds must be an integer from 1 to {MAX_TTL}",
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_TTL <= value <= MAX_TTL:
+        raise InvalidRequest(f"ttl_seconds must be an integer from {MIN_TTL} to {MAX_TTL}",
                              details={"pointer": "/ttl_seconds", "maximum": MAX_TTL})
     return value
 
@@ -234,7 +235,7 @@ class LeasesMixin(EngineBase):
     # -- operations ------------------------------------------------------------
 
     def acquire_lease(self, actor: Actor, region: Any, ttl_seconds: Any = None) -> LeaseWire:
-        """Lease ``region`` for ``ttl_seconds`` (default 300, at most 3600).
+        """Lease ``region`` for ``ttl_seconds`` (:data:`DEFAULT_TTL` when None, at most :data:`MAX_TTL`).
 
         Returns ``editing.json#/$defs/Lease``. Raises ``PermissionDenied``
         (``lease``), ``InvalidRegion``, ``InvalidRequest`` (TTL) or

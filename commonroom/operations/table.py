@@ -2,11 +2,16 @@
 
 Adding an operation is one entry here (plus its engine method and, if
 new, its schemas in ``schema/``): the HTTP route, the MCP tool, both
-OpenAPI documents, the docs tables and the parity tests follow from it.
+OpenAPI documents, the docs tables and the parity tests follow from it
+(``python -m codegen``), and a ``ce`` command calls it by name
+(:func:`commonroom.cli.sessions.session_call`, its route stored by codegen
+in ``commonroom/cli/routes.json``). Capabilities, message kinds and the
+lease TTL bounds come from ``schema/`` (:mod:`commonroom.vocabulary`).
 """
 
 from __future__ import annotations
 
+from ..vocabulary import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, MESSAGE_KINDS, words
 from .spec import BOTH, INGRESS, OWNER, Arg, Http, Mcp, Operation, Table
 
 _PAGE = ("limit", "cursor")
@@ -98,8 +103,8 @@ OPERATIONS = Table([
         "editing#Lease", "leases", args=("region", "ttl_seconds"), capability="lease",
         errors=("lease_conflict", "invalid_region"), read_only=False,
         http=Http("POST", "/workspace/leases", 201),
-        mcp=Mcp("Lease a region", "Reserve a region for your session for ttl_seconds (default 300, at most "
-                "3600) before a long edit; others' commits to it are refused while it lasts. A "
+        mcp=Mcp("Lease a region", f"Reserve a region for your session for ttl_seconds (default {LEASE_TTL_DEFAULT}, at "
+                f"most {LEASE_TTL_MAX}) before a long edit; others' commits to it are refused while it lasts. A "
                 "lease_conflict result names the other lease. Needs lease.")),
     Operation(
         "lease_renew", "Renew a lease of this session", "renew_lease", "editing#LeaseRenewInput",
@@ -248,8 +253,7 @@ OPERATIONS = Table([
         args=("session_id", "kind", "body", "priority", "tags", "reply_to", "requires_ack", "recording_session_id"),
         capability="message", errors=("invalid_request", "not_found", "message_not_found", "limit_exceeded"), read_only=False,
         http=Http("POST", "/workspace/boards/{session_id}/messages", 201),
-        mcp=Mcp("Post a board message", "Post a bounded message (note, proposal, question, answer, decision, "
-                "risk, progress, guidance or todo) on the board of session session_id, optionally replying to "
+        mcp=Mcp("Post a board message", f"Post a bounded message ({words(MESSAGE_KINDS)}) on the board of session session_id, optionally replying to "
                 "one of its messages. A todo is an executable assignment: workers read it with "
                 "get_session_assignment and finish it with complete_session_message. Body at most 16 KiB, at "
                 "most 16 tags. Needs message.")),

@@ -143,20 +143,10 @@ class SummaryInput(TypedDict, closed=True):
     session_id: SessionId
 
 
-class KindCounts(TypedDict, closed=True):
-    """
-    Retained messages by kind.
-    """
-
-    note: int
-    proposal: int
-    question: int
-    answer: int
-    decision: int
-    risk: int
-    progress: int
-    guidance: int
-    todo: int
+KindCounts: TypeAlias = dict[MessageKind, int]
+"""
+Retained messages by kind: every MessageKind, 0 when there is none.
+"""
 
 
 class StatusCounts(TypedDict, closed=True):

@@ -62,7 +62,7 @@ LineSpan: TypeAlias = list[LineSpanItem]
 
 TtlSeconds: TypeAlias = int
 """
-Lease TTL in seconds; default 300, at most 3600.
+Lease TTL in seconds.
 """
 
 

@@ -22,6 +22,7 @@ from commonroom.clock import parse_rfc3339
 from commonroom.errors import STATUS
 from commonroom.merge import unified_diff
 from commonroom.schemas import errors_of
+from commonroom.vocabulary import LEASE_TTL_DEFAULT, LEASE_TTL_MAX
 from tests.conftest import SAMPLE
 from tests.roomproc import Client, Room, corpus_files, start_room
 
@@ -230,23 +231,23 @@ def test_lease_acquire_renew_list_release(room):
     assert got["region"] == {"heading": ["Release plan", "Goals"]}
     assert got["lines"] == [regions.resolve(SAMPLE_TEXT, GOALS).start, regions.resolve(SAMPLE_TEXT, GOALS).end]
     ttl = (parse_rfc3339(got["expires_at"]) - parse_rfc3339(got["acquired_at"])).total_seconds()
-    assert abs(ttl - 300) < 2, ttl  # default TTL
+    assert abs(ttl - LEASE_TTL_DEFAULT) < 2, ttl  # default TTL
 
     listed = ok(alice.get("/workspace/leases"), "editing#LeasesPage")
     assert [x["id"] for x in listed["leases"]] == [got["id"]]
 
-    renewed = ok(alice.post(f"/workspace/leases/{got['id']}/renew", {"ttl_seconds": 3600}), "editing#Lease")
+    renewed = ok(alice.post(f"/workspace/leases/{got['id']}/renew", {"ttl_seconds": LEASE_TTL_MAX}), "editing#Lease")
     ttl = (parse_rfc3339(renewed["expires_at"]) - parse_rfc3339(got["acquired_at"])).total_seconds()
-    assert 3599 < ttl < 3610
-    err(alice.post(f"/workspace/leases/{got['id']}/renew", {"ttl_seconds": 3601}), "invalid_request")
+    assert LEASE_TTL_MAX - 1 < ttl < LEASE_TTL_MAX + 10
+    err(alice.post(f"/workspace/leases/{got['id']}/renew", {"ttl_seconds": LEASE_TTL_MAX + 1}), "invalid_request")
     err(alice.post(f"/workspace/leases/{got['id']}/renew", {"ttl_seconds": 0}), "invalid_request")
     renewed = ok(alice.post(f"/workspace/leases/{got['id']}/renew", {}), "editing#Lease")
     ttl = (parse_rfc3339(renewed["expires_at"]) - parse_rfc3339(got["acquired_at"])).total_seconds()
-    assert 299 < ttl < 310  # renewing without a TTL renews for the default
+    assert LEASE_TTL_DEFAULT - 1 < ttl < LEASE_TTL_DEFAULT + 10  # renewing without a TTL renews for the default
 
-    # TTL at most 3600 on acquire too; 3600 itself is fine.
-    err(lease(alice, OPEN_QUESTIONS, 3601), "invalid_request")
-    long = ok(lease(alice, OPEN_QUESTIONS, 3600), "editing#Lease", 201)
+    # TTL at most the maximum (schema editing#TtlSeconds) on acquire too; the maximum itself is fine.
+    err(lease(alice, OPEN_QUESTIONS, LEASE_TTL_MAX + 1), "invalid_request")
+    long = ok(lease(alice, OPEN_QUESTIONS, LEASE_TTL_MAX), "editing#Lease", 201)
 
     released = ok(alice.request("DELETE", f"/workspace/leases/{got['id']}"), "editing#Lease")
     assert released["status"] == "released"

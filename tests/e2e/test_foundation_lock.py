@@ -140,15 +140,15 @@ def test_offline_commands_hold_the_writer_lock_and_wait_for_it(tmp_path):
         seen.append(files.try_lock())
         return engine.invite("second", ["read"])
 
-    result = operator_write(document, "POST", "/owner/invitations", {}, offline)
+    result = operator_write(document, "invitation_create", {}, offline=offline)
     assert seen == [None] and result["participant"] == "second"
 
     # a second writer holding the lock (taken as ce serve takes it): wait, then write
     holder = hold_lock(document)
     threading.Timer(0.6, holder.stdin.close).start()
     started = time.monotonic()
-    result = operator_write(document, "POST", "/owner/invitations", {},
-                            lambda engine: engine.invite("third", ["read"]), wait=30)
+    result = operator_write(document, "invitation_create", {},
+                            offline=lambda engine: engine.invite("third", ["read"]), wait=30)
     assert time.monotonic() - started >= 0.5
     assert result["participant"] == "third"
     holder.wait(10)
@@ -162,8 +162,8 @@ def test_a_lock_held_by_no_reachable_room_fails_and_writes_nothing(tmp_path):
     called: list[bool] = []
     try:
         with pytest.raises(TransportUnavailable) as refused:
-            operator_write(document, "POST", "/owner/invitations", {},
-                           lambda engine: called.append(True), wait=0.3)
+            operator_write(document, "invitation_create", {},
+                           offline=lambda engine: called.append(True), wait=0.3)
         assert "nothing was changed" in refused.value.message
         assert refused.value.details["lock"] == str(RoomFiles.of(document).lock)
         assert called == []
