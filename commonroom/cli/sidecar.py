@@ -1,4 +1,4 @@
-"""``ce sidecar size FILE`` and ``ce sidecar compact FILE``: the operator's view of the sidecar (issue 37).
+"""``ce sidecar size FILE`` and ``ce sidecar compact FILE``: the operator's view of the sidecar.
 
 ``size`` reads the sidecar directly (read-only; the room may run or not);
 ``compact`` is one write of the room's one writer: through the owner port
@@ -13,7 +13,6 @@ from typing import Annotated
 
 import typer
 
-from .access import offline
 from .common import handled, operator_read, operator_write, require_document
 from .render import show
 from .usage import CeTyper
@@ -36,5 +35,4 @@ def size_command(file: FileArg) -> None:
 def compact_command(file: FileArg) -> None:
     """Repack checkpoints stored before schema 10, then VACUUM (through the room if it runs, else offline)."""
     document = require_document(file)
-    show(operator_write(document, "POST", "/owner/sidecar/compact", {}, offline("sidecar_compact", {})),
-         "owner#SidecarCompaction")
+    show(operator_write(document, "sidecar_compact", {}), "owner#SidecarCompaction")
