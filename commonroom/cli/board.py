@@ -16,25 +16,23 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from . import ids
 from ..errors import TransportUnavailable
+from .board_target import BoardArg, board_id as _board, call as _run
+from .board_summary import summary_app
 from .common import handled
 from .outage import Outage, status_line
 from .options import SessionOpt
-from .sessions import load_session, operation_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 
 board_app = CeTyper(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True, rich_markup_mode=None)
 
-BoardArg = Annotated[str, typer.Argument(help="The board: a session id as ce sessions prints it, or - for your "
-                                         "own session.")]
 MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a unique start of it as the tables "
                                            "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
@@ -44,22 +42,6 @@ KindArg = Annotated[str, typer.Argument(help="The message's kind: note, proposal
 BodyArg = Annotated[str, typer.Argument(help="The message text (markdown; at most 16 KiB of UTF-8).")]
 RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
                                                      help="One of your own sessions to record as author_session_id.")]
-
-
-def _board(session_file: Path | None, board: str) -> str:
-    """The board's session id: ``-`` and a start of it are the stored session's own, else as given
-    (``ce sessions FILE`` prints whole session ids)."""
-    own = str(load_session(session_file).get("session_id") or "")
-    text = ids.bare(board)
-    if board == "-" or (own and len(text) > len("s_") and own.startswith(text)):
-        return own
-    return text or board
-
-
-def _run(session_file: Path | None, operation: str, body: Any = None, query: dict[str, str] | None = None,
-         timeout: float = 60.0, **params: str) -> Any:
-    """Call ``operation``'s route with the stored session."""
-    return operation_call(session_file, operation, body, query, timeout=timeout, **params)
 
 
 @board_app.command("post")
@@ -227,7 +209,4 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
     show(_run(session_file, "post_peer_message", payload, peer_id=peer), "boards#PeerMessage")
 
 
-# ``ce board summary discussion|handoff`` (commonroom/cli/board_summary.py uses this module's helpers)
-from .board_summary import summary_app  # noqa: E402
-
-board_app.add_typer(summary_app, name="summary")
+board_app.add_typer(summary_app, name="summary")  # ``ce board summary discussion|handoff``

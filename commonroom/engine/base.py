@@ -21,6 +21,7 @@ from ..clock import Clock
 from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
 from ..store.rows import M, select_rows, where_sql
+from .actor import Actor
 from .sessions_cache import SessionCache
 
 if TYPE_CHECKING:
@@ -29,26 +30,6 @@ if TYPE_CHECKING:
 
 CAPABILITIES = protocol.CAPABILITIES
 DEFAULT_LIMIT = 50
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who is calling: a participant's session, or the local operator.
-
-    ``capabilities`` is the session's grant; the operator holds all of them.
-    """
-
-    kind: str  # "session" | "operator"
-    capabilities: frozenset[str]
-    session_id: str | None = None
-    participant_id: str | None = None
-    participant_name: str | None = None
-    expires_at: str | None = None
-
-    @property
-    def name(self) -> str:
-        """A display name: the participant's, or ``operator``."""
-        return self.participant_name or "operator"
 
 
 OPERATOR = Actor(kind="operator", capabilities=frozenset(CAPABILITIES), participant_name="operator")
