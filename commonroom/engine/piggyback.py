@@ -74,7 +74,7 @@ class PiggybackMixin(EngineBase):
             return bool(db.execute_sql(_BOARD, (session,)).fetchone()[0])
         now = self.clock.now()
         key = (db.connection(), session)  # the connection itself: a new one is never taken for an old one
-        quiet = self.__dict__.setdefault("_quiet", {})
+        quiet = self._quiet
         generation = self._generation()
         kept = quiet.get(key)
         if kept is not None and kept[0] == generation and kept[1] <= now < kept[2]:

@@ -17,7 +17,6 @@ After the SQLite commit the file on disk follows the head atomically
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from typing import Any, Literal, cast, overload
 
 from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
@@ -29,8 +28,7 @@ from ..store import WriteContext
 from ..store.models import Version as VersionRow
 from ..store.rows import select_rows
 from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
-from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, CheckpointLines, CheckpointWarmer,
-                          encoded_lines, json_line, text_lines)
+from .checkpoints import CheckpointLines, CheckpointWarmer, encoded_lines, json_line, text_lines
 from .pieces import EncodedLines, Pieces
 
 CHECKPOINT_EVERY = 64
@@ -58,8 +56,6 @@ def apply_hunk(lines: list[str], delta: dict[str, Any]) -> list[str]:
 
 class VersionsMixin(EngineBase):
     """Commit, list, get and diff versions (capability ``read`` for reads)."""
-
-    _version_cache: "OrderedDict[int, str]"
 
     # -- commit --------------------------------------------------------------
 
@@ -121,7 +117,7 @@ class VersionsMixin(EngineBase):
             self._set_head(number, text, digest, new_lines)
             self._remember(number, text)
             self.follower.submit(number, text, digest)
-            warmer = self.__dict__.get("_warmer")
+            warmer = self._warmer
             if checkpoint and warmer is not None:
                 warmer.submit(number, text, new_lines)
 
@@ -133,7 +129,7 @@ class VersionsMixin(EngineBase):
     # -- reading -------------------------------------------------------------
 
     def _remember(self, number: int, text: str) -> None:
-        cache = self.__dict__.setdefault("_version_cache", OrderedDict())
+        cache = self._version_cache
         cache[number] = text
         cache.move_to_end(number)
         while len(cache) > _CACHE_SIZE:
@@ -144,7 +140,7 @@ class VersionsMixin(EngineBase):
         head = self.head()
         if number == head.number:
             return head.text
-        cache = self.__dict__.setdefault("_version_cache", OrderedDict())
+        cache = self._version_cache
         if number in cache:
             return cache[number]
         self._check_number(number)
@@ -214,12 +210,7 @@ class VersionsMixin(EngineBase):
 
     def _checkpoint_cache(self, encoded: bool) -> CheckpointLines[Any]:
         """The cache of checkpoints' text lines, or with ``encoded`` of their JSON escapes (made once)."""
-        key = "_checkpoints_json" if encoded else "_checkpoints"
-        cache = self.__dict__.get(key)
-        if cache is None:
-            cache = self.__dict__.setdefault(
-                key, CheckpointLines(CHECKPOINT_JSON_CACHE_BYTES if encoded else CHECKPOINT_CACHE_BYTES))
-        return cache
+        return self._checkpoints_json if encoded else self._checkpoints
 
     def _checkpoint_text(self, number: int) -> str:
         """The stored text of checkpoint ``number`` (on the calling thread's connection)."""
@@ -239,13 +230,13 @@ class VersionsMixin(EngineBase):
             'SELECT "number" FROM "version" WHERE "content" IS NOT NULL ORDER BY "number" DESC')]
         warmer = CheckpointWarmer(self._checkpoint_cache(False), self._checkpoint_cache(True), self._checkpoint_text,
                                   release=self.store.db.close)
-        self.__dict__["_warmer"] = warmer
+        self._warmer = warmer
         warmer.warm_stored(numbers)
         return warmer
 
     def stop_warming(self) -> None:
         """Stop the checkpoint warmer, if :meth:`warm_checkpoints` started one."""
-        warmer = self.__dict__.pop("_warmer", None)
+        warmer, self._warmer = self._warmer, None
         if warmer is not None:
             warmer.close()
 
