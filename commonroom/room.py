@@ -7,7 +7,9 @@ apps with their routes derived from the operation table: the owner port
 (operator routes, ``/workspace/observe``, the console: ``commonroom.http.console``) and the session ingress
 (session routes, ``/workspace/observe``, ``/mcp``). Each app is wrapped in
 :class:`commonroom.live.guard.StreamGuard` (bounded writes for event
-streams); the ingress counts requests per bearer (``commonroom.limits``).
+streams); the ingress counts requests per bearer (``commonroom.limits``)
+and has the room's front door outside that (:mod:`commonroom.front`:
+cached reads, direct writes and cached tool calls answered before Falcon).
 SIGTERM ends the streams at once (``commonroom.live.stopping``). The room
 timers (``commonroom.timers``: one :class:`~commonroom.timers.Scheduler`,
 its sweeps on the writer thread) and the checkpoint warmer (old versions'
@@ -32,8 +34,7 @@ from typing import Any, Callable
 from .engine import Engine
 from .http.app import create_app
 from .http.console import ConsoleGate, console_routes
-from .http.directwrites import DirectWrites, direct_writes
-from .http.fastpath import CachedReads, fast_reads
+from .front import FrontDoor, front_routes
 from .http.operations import room_answers
 from .limits import RateLimiter
 from .live.guard import StreamGuard
@@ -42,7 +43,6 @@ from .live.sse import LiveSettings, ObserveResource
 from .live.stream import Streams
 from .live.stopping import end_streams_on_sigterm
 from .mcp import mcp_routes
-from .mcp.fastpath import CachedToolCalls
 from .operations import INGRESS, OPERATIONS, OWNER, Table
 from .operations.runner import Runner
 from .memory import Trimmer
@@ -133,12 +133,9 @@ def build_room(document: Path, owner_token_hash: str, *,
         engine,
         StreamGuard(owner_app, settings.write_timeout_seconds),
         # plain writes, and the hot cached reads, HTTP and MCP, are answered before the guard and Falcon
-        # when all they need is known (commonroom/http/directwrites.py, commonroom/http/fastpath.py,
-        # commonroom/mcp/fastpath.py); none of them streams
-        DirectWrites(
-            CachedReads(CachedToolCalls(StreamGuard(ingress_app, settings.write_timeout_seconds), mcp["/mcp"], limiter),
-                        engine, room_answers(runner), limiter, fast_reads(table, INGRESS)),
-            engine, runner, limiter, direct_writes(table, INGRESS)),
+        # when all they need is known (commonroom/front/, derived from the table); none of them streams
+        FrontDoor(StreamGuard(ingress_app, settings.write_timeout_seconds), engine, limiter,
+                  front_routes(table, INGRESS, engine, runner, room_answers(runner), mcp)),
         Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
               [fail_interrupted, scheduler.start, warm_old_versions, trimmer.start], scheduler),
     )

@@ -38,7 +38,7 @@ class Rendered:
 
     ``status`` (int), ``content_type``, ``data`` (bytes) and the headers
     :meth:`set_header` was given, in order; :meth:`asgi_headers` gives them
-    as Falcon sends them (``tests/unit/test_direct_writes.py`` compares).
+    as Falcon sends them (``tests/unit/test_front_writes.py`` compares).
     """
 
     __slots__ = ("status", "content_type", "data", "headers")
@@ -87,7 +87,7 @@ def retry_after(resp: Any, error: CommonroomError) -> None:
 
 
 def counted(limiter: Any, digest: str) -> bool:
-    """Count one request answered before Falcon (a fast path); False, nothing recorded, past the limit.
+    """Count one request answered before Falcon (the front door); False, nothing recorded, past the limit.
 
     The limiter records no refused request, so the app, given the request
     instead, counts it again and answers 429: it is counted once either way.

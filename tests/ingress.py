@@ -1,7 +1,7 @@
-"""The room's ingress stack over raw ASGI, for the fast-path tests (``tests/unit/test_cached_*.py``, ``test_direct_writes.py``).
+"""The room's ingress stack over raw ASGI, for the front door tests (``tests/unit/test_front_*.py``).
 
 :func:`sample_room` builds it as the room does (``commonroom.room.build_room``:
-DirectWrites → CachedReads → CachedToolCalls → StreamGuard → Falcon) on a
+FrontDoor → StreamGuard → Falcon) on a
 real engine and sidecar over a copy of ``examples/sample.md``; the tests
 drive it with a hand-made ``receive``/``send`` instead of gunicorn.
 """
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from commonroom import tokens
-from commonroom.http.directwrites import DirectWrites
+from commonroom.front import FrontDoor
 from commonroom.room import build_room
 from tests.roomproc import ROOT
 
 
-def sample_room(folder: Path) -> Iterator[tuple[Any, DirectWrites]]:
+def sample_room(folder: Path) -> Iterator[tuple[Any, FrontDoor]]:
     """Yield ``(engine, ingress)`` for ``examples/sample.md`` copied into ``folder``; the engine is closed after.
 
     The ingress answers as ``127.0.0.1:8000``; set ``COMMONROOM_RATE_LIMIT``
@@ -29,7 +29,7 @@ def sample_room(folder: Path) -> Iterator[tuple[Any, DirectWrites]]:
     shutil.copyfile(ROOT / "examples" / "sample.md", doc)
     engine, _owner, ingress, _hooks = build_room(doc, tokens.digest("owner-token"))
     engine.set_ingress({"host": "127.0.0.1", "port": 8000})
-    assert isinstance(ingress, DirectWrites)
+    assert isinstance(ingress, FrontDoor)
     try:
         yield engine, ingress
     finally:

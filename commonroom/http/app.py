@@ -94,7 +94,7 @@ async def _commonroom_error(req: falcon.asgi.Request, resp: falcon.asgi.Response
 async def _internal_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: Exception,
                           params: dict[str, Any]) -> None:
     """A bug: logged with its traceback, answered 500 with one body whatever the ``Accept`` (as the
-    writes answered before Falcon, :mod:`commonroom.http.directwrites`)."""
+    writes answered before Falcon, :mod:`commonroom.front.writes`)."""
     log.error("%s %s failed", req.method, req.path, exc_info=error)
     send_internal_error(resp)
 

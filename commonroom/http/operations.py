@@ -196,7 +196,7 @@ _ANSWERS: WeakKeyDictionary[Runner, AnswerCache] = WeakKeyDictionary()
 
 
 def room_answers(runner: Runner | None) -> AnswerCache:
-    """The room's answer cache: one per runner (room), shared by both listeners and the fast path."""
+    """The room's answer cache: one per runner (room), shared by both listeners and the front door (``commonroom.front``)."""
     if runner is None:
         return AnswerCache()
     answers = _ANSWERS.get(runner)

@@ -38,7 +38,7 @@ API
     ``head_key(engine, arguments)`` (optional): the same key from the
     room's head alone (None: these arguments need the handler); a call it
     names whose encoding is cached, with nothing to piggyback, is answered
-    from that encoding before the handler and Falcon (``mcp/fastpath.py``):
+    from that encoding before the handler and Falcon (``commonroom/front/``):
     the handler does not run for it, so give one only to a tool whose
     handler checks and writes nothing beyond ``authorize``.
 
@@ -335,7 +335,7 @@ class Registry:
         that key computed from the room's head alone, before any handler
         runs, or None when the arguments need the handler: a call it names
         whose encoding is cached is answered before Falcon
-        (:mod:`commonroom.mcp.fastpath`).
+        (:mod:`commonroom.front.toolcalls`).
         ``authorize(ctx)`` (optional) runs before the arguments are validated
         and may raise ``CommonroomError`` (an ``isError`` result).
         """

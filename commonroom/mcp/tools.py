@@ -10,41 +10,45 @@ room's :class:`~commonroom.operations.runner.Runner` (writes on the one
 writer thread). A refusal by the engine (``CommonroomError``:
 permission_denied, stale_version, lease_conflict…) becomes an
 ``isError: true`` result whose text is the HTTP error object
-(:mod:`commonroom.mcp.dispatch`).
+(:mod:`commonroom.mcp.dispatch`). A tool declared ``Mcp(cache="head")``
+keeps its encoded result per head version and arguments (``cache_key``,
+``head_key``).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 from typing import Any, Callable
 
 from ..bundle import bundle
 from ..operations import OPERATIONS, Operation, Table
 from .registry import Context, Registry
 
-def _document_key(version: int, content_hash: str, region: Any) -> tuple[int, str, str]:
-    """The cache key of a ``document_read`` answer: the version, its hash and the region asked for."""
-    return version, content_hash, repr(region)
+def _arguments_key(arguments: dict[str, Any]) -> str:
+    """The arguments given (those not null), as canonical JSON: part of a cached result's key."""
+    return json.dumps({name: value for name, value in arguments.items() if value is not None},
+                      sort_keys=True, separators=(",", ":"))
 
 
-def _document_head_key(engine: Any, arguments: dict[str, Any]) -> tuple[int, str, str] | None:
-    """The key of the whole head's ``document_read`` answer, from the head alone (a region needs the handler)."""
-    if arguments.get("region") is not None:
+#: The key of a call with no argument given (the head's whole answer).
+NO_ARGUMENTS = _arguments_key({})
+
+
+def _cache_key(ctx: Context, value: Any) -> tuple[int, str, str]:
+    """The key of a ``Mcp(cache="head")`` result: its version, its content hash and the arguments."""
+    return value["version"], value["content_hash"], _arguments_key(ctx.arguments)
+
+
+def _head_key(engine: Any, arguments: dict[str, Any]) -> tuple[int, str, str] | None:
+    """The same key from the head alone, for a call with no argument given (else None: the handler answers).
+
+    The room's front (:mod:`commonroom.front.toolcalls`) answers such a call from the cached encoding.
+    """
+    if any(value is not None for value in arguments.values()):
         return None
     head = engine.head()
-    return _document_key(head.number, head.hash, None)
-
-
-#: Tools whose encoded result may be reused while the key is the same
-#: (the engine answers every call the full path takes; only the JSON encoding is cached).
-CACHE_KEYS: dict[str, Callable[[Context, Any], Any]] = {
-    "document_read": lambda ctx, v: _document_key(v["version"], v["content_hash"], ctx.arguments.get("region")),
-}
-#: ... and that key from the head alone, for the calls :mod:`commonroom.mcp.fastpath` answers from
-#: the cached encoding (``engine.document(actor)`` is the head's text, number and hash: nothing else).
-HEAD_KEYS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
-    "document_read": _document_head_key,
-}
+    return head.number, head.hash, NO_ARGUMENTS
 
 
 def tool_annotations(op: Operation) -> dict[str, Any]:
@@ -95,5 +99,5 @@ def register_tools(registry: Registry, table: Table = OPERATIONS) -> None:
         assert op.mcp is not None
         registry.add_tool(op.name, title=op.mcp.title, description=op.mcp.description,
                           input_schema=input_schema(op), output_schema=output_schema(op),
-                          annotations=tool_annotations(op), handler=_handler(op), cache_key=CACHE_KEYS.get(op.name),
-                          authorize=_authorize(op), checked=True, head_key=HEAD_KEYS.get(op.name))  # schema/ is checked by the tests
+                          annotations=tool_annotations(op), handler=_handler(op), cache_key=_cache_key if op.mcp.cache == "head" else None,
+                          authorize=_authorize(op), checked=True, head_key=_head_key if op.mcp.cache == "head" else None)  # schema/ is checked by the tests

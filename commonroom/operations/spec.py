@@ -107,13 +107,19 @@ class Mcp:
     """The MCP tool binding: ``title``, ``description`` (for the model),
     annotations (``read_only``, ``destructive``, ``idempotent``) and
     ``headers``: input property → ``x-mcp-header`` name (MCP 2026-07-28,
-    Mcp-Param headers)."""
+    Mcp-Param headers). ``cache="head"`` keeps the encoded result of a
+    successful call per head version and arguments (the answer carries
+    ``version`` and ``content_hash``; :mod:`commonroom.mcp.tools`), and lets
+    the room's front (:mod:`commonroom.front`) answer a call without
+    arguments from it, as ``Http(cache="head")`` does for a request
+    without a query."""
 
     title: str
     description: str
     destructive: bool = False
     idempotent: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    cache: str | None = None
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ OPERATIONS = Table([
         errors=("invalid_region",), http=Http("GET", "/workspace/document", cache="head"),
         mcp=Mcp("Read the document", "The head version of the markdown document, or one region of it (a "
                 "heading path or a line range): text, version number and content hash. Use the version as "
-                "base_version when you propose. Needs read.")),
+                "base_version when you propose. Needs read.", cache="head")),
     Operation(
         "document_write", "Replace the document or a region if the head is expected_version", "write",
         "editing#WriteRequest", "editing#VersionInfo", "document",

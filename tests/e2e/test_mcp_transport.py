@@ -276,12 +276,13 @@ def test_other_origins_403(mcp, origin):
     check("JSONRPCErrorResponse", r.json())
 
 
-@pytest.mark.parametrize("host", ["localhost", "127.0.0.1:1", "commonroom", "[::1]:80", "LOCALHOST:9"])
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1:1", "commonroom", "LOCALHOST:9"])
 def test_served_hosts_allowed(mcp, host):
     assert mcp.post("tools/list", headers={"Host": host}).status_code == 200
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.2", "localhost.evil.example", ""])
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.2", "localhost.evil.example", "",
+                                  "[::1]:80"])
 def test_other_hosts_421(mcp, host):
     """The room's one Host rule (commonroom.http.edge) answers /mcp as every route: 421, the error envelope."""
     r = mcp.post("tools/list", headers={"Host": host})

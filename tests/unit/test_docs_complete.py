@@ -39,7 +39,7 @@ def _routes(tmp_path: Path) -> set[str]:
     try:
         for guarded in (owner, ingress):
             app = guarded
-            while not hasattr(app, "_router"):  # the wrappers (StreamGuard, CachedReads) keep theirs in .app
+            while not hasattr(app, "_router"):  # the wrappers (StreamGuard, FrontDoor) keep theirs in .app
                 app = app.app
 
             def walk(nodes):

@@ -2,8 +2,8 @@
 
 The contracts say, over the whole import graph of ``commonroom`` (imports
 inside functions and under ``TYPE_CHECKING`` included, as grimp reads them):
-``ce`` above the room process, the room above its adapters (``http/`` and
-``mcp/``, independent of each other), the adapters above ``live/`` and the
+``ce`` above the room process, the room above its front door (``front/``)
+and adapters (``http/`` and ``mcp/``, independent of each other), the adapters above ``live/`` and the
 operation table, those above the engine, the engine above the store; the
 engine imports no adapter, client or room process (nor falcon, gunicorn,
 Typer, click or Rich); no package has an import cycle among its modules.

@@ -1,14 +1,14 @@
-"""Writes answered before Falcon (commonroom/http/directwrites.py), over raw ASGI.
+"""Writes answered by the room's front (commonroom/front/writes.py), over raw ASGI.
 
-``build_room`` gives the room's own ingress stack (DirectWrites → CachedReads
-→ CachedToolCalls → StreamGuard → Falcon) on a real engine, runner and
+``build_room`` gives the room's own ingress stack (FrontDoor → StreamGuard →
+Falcon) on a real engine, runner and
 sidecar, under the worker's ``BodyGuard``; only gunicorn is replaced by a
 hand-driven ``receive``/``send``.
 The same request sent to the whole stack and to the stack below the fast
 path (``ingress.app``: Falcon's route) must get the same answer, byte for
 byte where the room's state allows (an error), and field for field with
 new ids and stamps masked where it cannot (two leases); every request the
-fast path does not take must reach Falcon unread and uncounted.
+front does not take must reach Falcon unread and uncounted.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from commonroom.http.directwrites import BODY_BYTES
+from commonroom.front.writes import BODY_BYTES
 from commonroom.bodyguard import BodyGuard
 from tests.fakeclock import join
 from tests.ingress import sample_room
@@ -220,7 +220,7 @@ def test_a_client_gone_before_its_request_began_gets_nothing_done(room):
     engine, ingress = room
     _, joined = join(engine, "writer", ["read", "lease"])
     token = joined["token"]
-    for app in (ingress.app, ingress):  # the route, then the fast path
+    for app in (ingress.app, ingress):  # the route, then the front
         lease_id = json.loads(call(ingress, "POST", "/workspace/leases", token, lease(2)).body)["id"]
         gone = exchange(app, "DELETE", f"/workspace/leases/{lease_id}", token, [{"type": "http.disconnect"}], None)
         assert (gone.status, gone.body) == (0, b""), "nobody to answer"

@@ -1,8 +1,8 @@
-"""The hot cached read answered before Falcon (commonroom/http/fastpath.py), over raw ASGI.
+"""The cached read answered by the room's front (commonroom/front/reads.py), over raw ASGI.
 
-``build_room`` gives the room's own ingress stack (CachedReads → StreamGuard →
+``build_room`` gives the room's own ingress stack (FrontDoor → StreamGuard →
 Falcon) on a real engine and sidecar; only gunicorn is replaced by a
-hand-driven ``receive``/``send``. Every answer of the fast path must be the
+hand-driven ``receive``/``send``. Every answer of the front must be the
 answer the Falcon route gives to the same request, byte for byte, and every
 request it cannot answer in full (errors included) must reach Falcon.
 """
@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from commonroom.http.fastpath import CachedReads
+from commonroom.front.reads import CachedRead
 from tests.fakeclock import join
 from tests.ingress import sample_room
 
@@ -22,10 +22,9 @@ from tests.ingress import sample_room
 @pytest.fixture
 def room(tmp_path, monkeypatch):
     monkeypatch.setenv("COMMONROOM_RATE_LIMIT", "20")
-    for engine, ingress in sample_room(tmp_path):  # DirectWrites passes reads through untouched
-        fast = ingress.app
-        assert isinstance(fast, CachedReads)
-        yield engine, ingress, fast
+    for engine, ingress in sample_room(tmp_path):
+        assert isinstance(ingress.door("GET", "/workspace/document"), CachedRead)
+        yield engine, ingress, ingress
 
 
 def call(app, token: str | None, *headers: tuple[bytes, bytes], query: bytes = b"") -> tuple[int, list, bytes]:
@@ -68,8 +67,9 @@ def test_the_fast_answer_is_the_routes_answer_byte_for_byte(room, variant):
     headers = tuple((name, value.replace(b"GZTAG", tag[:-1] + b'-gzip"').replace(b"TAG", tag))
                     for name, value in VARIANTS[variant])
     before = fast.served
-    fast.answers._entries.clear()  # the next request is a miss: the Falcon route answers it
-    fast.answers.held = 0
+    answers = fast.door("GET", "/workspace/document").answers
+    answers._entries.clear()  # the next request is a miss: the Falcon route answers it
+    answers.held = 0
     route = call(ingress, token, *headers)
     assert fast.served == before
     answered = call(ingress, token, *headers)

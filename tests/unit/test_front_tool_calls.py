@@ -1,9 +1,9 @@
-"""The hot MCP read answered before Falcon (commonroom/mcp/fastpath.py), over raw ASGI.
+"""The cached MCP tool call answered by the room's front (commonroom/front/toolcalls.py), over raw ASGI.
 
-``build_room`` gives the room's own ingress stack (CachedReads →
-CachedToolCalls → StreamGuard → Falcon) on a real engine and sidecar; only
+``build_room`` gives the room's own ingress stack (FrontDoor → StreamGuard →
+Falcon) on a real engine and sidecar; only
 gunicorn is replaced by a hand-driven ``receive``/``send``. Every answer of
-the fast path must be the answer the transport gives to the same request,
+the front must be the answer the transport gives to the same request,
 byte for byte (``fast.app`` is the stack without it), and every request it
 cannot answer in full (errors, ACKs, piggybacks included) must reach the
 transport, counted once.
@@ -17,8 +17,7 @@ import json
 
 import pytest
 
-from commonroom.http.fastpath import CachedReads
-from commonroom.mcp.fastpath import BODY_BYTES, CachedToolCalls
+from commonroom.front.toolcalls import BODY_BYTES, CachedToolCall
 from commonroom.bodyguard import BodyGuard
 from tests.fakeclock import join
 from tests.ingress import sample_room
@@ -35,8 +34,13 @@ def room(tmp_path, monkeypatch):
 
 def _room(tmp_path):
     for engine, ingress in sample_room(tmp_path):
-        assert isinstance(ingress.app, CachedReads) and isinstance(ingress.app.app, CachedToolCalls)
-        yield engine, ingress, ingress.app.app
+        assert isinstance(ingress.door("POST", "/mcp"), CachedToolCall)
+        yield engine, ingress, ingress
+
+
+def shapes(fast) -> dict:
+    """The checked calls the front keeps (commonroom/front/shapes.py)."""
+    return fast.door("POST", "/mcp").shapes
 
 
 def message(request_id=1, name="document_read", arguments=None, meta=None, **extra) -> dict:
@@ -139,10 +143,10 @@ def test_a_write_makes_the_next_call_a_miss_then_it_is_fast_again(room):
 
 
 def _left_to_the_transport(fast, headers, body, **kw):
-    """``body`` with ``headers`` is answered by the transport, the same as without the fast path."""
+    """``body`` with ``headers`` is answered by the transport, the same as without the front."""
     served = fast.served
     answer = call(fast, headers, body, **kw)
-    assert fast.served == served, "the fast path answered a call it must leave to the transport"
+    assert fast.served == served, "the front answered a call it must leave to the transport"
     return answer
 
 
@@ -238,7 +242,7 @@ def test_a_repeated_call_with_new_ids_is_answered_as_the_transport_answers_it(ro
     # the id is last and its text, 1, also appears before it: the template is found where the id is
     body = message(meta={"io.modelcontextprotocol/clientInfo": {"name": "one", "version": "1"}})
     call(fast, headers, _raw(body, "1"))
-    assert len(fast.shapes) == 1
+    assert len(shapes(fast)) == 1
     for token in ("2", "-7", "0", str(2**62), '"abc"', '""', '"r 1"', "1"):
         raw = _raw(body, token)
         served = fast.served
@@ -247,11 +251,11 @@ def test_a_repeated_call_with_new_ids_is_answered_as_the_transport_answers_it(ro
         assert answered == call(fast.app, headers, raw), token
         assert json.loads(answered[2])["id"] == json.loads(token)
     secret = joined["token"].encode()
-    assert secret not in repr(fast.shapes).encode(), "a shape keeps no bearer token (only its hash)"
+    assert secret not in repr(shapes(fast)).encode(), "a shape keeps no bearer token (only its hash)"
     for token in ("null", "true", "1.5", '"a\\"b"', '"\\u00e9"', "1" * 21, "[1]"):
         raw = _raw(body, token)
         assert call(fast, headers, raw) == call(fast.app, headers, raw), token  # the full checks decided
-    assert len(fast.shapes) == 1
+    assert len(shapes(fast)) == 1
 
 
 @pytest.mark.parametrize("id_last", [True, False])
@@ -269,7 +273,7 @@ def test_a_body_that_differs_elsewhere_is_checked_in_full(room, id_last):
                  # the same length as the shape's body, the same start and end
                  message(arguments={}, meta={"io.modelcontextprotocol/protocolVersion": "2025-06-18"})):
         call(fast, headers, shaped)  # the shape of these headers is this body's
-        assert len(fast.shapes) == 1
+        assert len(shapes(fast)) == 1
         raw = raw_of(body, 2)
         assert _left_to_the_transport(fast, headers, raw) == call(fast.app, headers, raw)
     other = headers_for(observer["token"])  # another bearer: another shape, its own checks
@@ -278,7 +282,7 @@ def test_a_body_that_differs_elsewhere_is_checked_in_full(room, id_last):
 
 
 def test_the_template_is_where_the_id_is_not_where_its_text_first_appears():
-    from commonroom.mcp.fastpath import template
+    from commonroom.front.shapes import template
 
     body = message(meta={"x": 1, "y": "1"})
     raw = _raw(body, "1")
@@ -296,7 +300,7 @@ def test_an_id_that_is_a_probe_of_the_template_is_never_a_shape(room):
         first = json.dumps(message(request_id=value, meta={"x": value})).encode()
         call(fast, headers, first)
         call(fast, headers, first)
-        assert not fast.shapes, probe
+        assert not shapes(fast), probe
         for other in (b'"other"', b"5"):
             raw = other.join(first.rsplit(probe.encode(), 1))  # the meta member (last), not the id
             assert call(fast, headers, raw) == call(fast.app, headers, raw)
@@ -338,8 +342,8 @@ def test_only_a_live_sessions_small_requests_are_kept_as_shapes(room):
     _, joined = join(engine, "reader", ["read"])
     for token in ("cr_s_unknown", "x"):
         assert call(fast, headers_for(token), message())[0] == 401
-    assert not fast.shapes
+    assert not shapes(fast)
     padded = headers_for(joined["token"], "document_read", (b"x-pad", b"p" * 4096))
     for _ in range(3):
         assert call(fast, padded, message())[0] == 200
-    assert not fast.shapes and fast.served == 2  # answered, checked in full each time, not kept
+    assert not shapes(fast) and fast.served == 2  # answered, checked in full each time, not kept
