@@ -19,7 +19,7 @@ import copy
 from functools import lru_cache
 from typing import Any
 
-from .schemas import load_all
+from .schemafiles import load_all
 
 ANNOTATIONS = frozenset({"description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly"})
 #: Keywords dropped from inlined schemas (they only make sense at a file's root).

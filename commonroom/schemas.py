@@ -1,10 +1,8 @@
 """The wire schemas (``schema/*.json``) and validators built from them.
 
-:func:`load_all` reads the schema files, which ship as the package data of
-``commonroom.schema`` (``pyproject.toml`` maps the top-level ``schema/``
-directory there, in editable and regular installs alike); every reader
-(validation here, ``mcp/bundle.py``, ``http/openapi.py``, the tests) goes
-through it.
+:func:`~commonroom.schemafiles.load_all` reads the schema files (every
+reader goes through it: validation here, :mod:`commonroom.bundle`,
+``http/openapi.py``, the tests); it is re-exported here.
 
 ``validate(name, instance)`` checks a request body at the boundary and raises
 :class:`~commonroom.errors.InvalidRequest` naming the JSON pointer that
@@ -17,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from importlib.resources import files
 from typing import Any
 
 from jsonschema import Draft202012Validator, validators
@@ -25,25 +22,11 @@ from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from .bundle import bundle
 from .errors import InvalidRequest
+from .schemafiles import load_all
 
 BASE = "https://commonroom.invalid/schema/"
-#: The package whose data files are ``schema/*.json``.
-PACKAGE = "commonroom.schema"
-
-
-def _sorted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    return dict(sorted(pairs, key=lambda pair: pair[0]))
-
-
-@lru_cache(maxsize=1)
-def load_all() -> dict[str, dict[str, Any]]:
-    """Every schema file, by file name (``"room.json"``), keys sorted at every level.
-
-    Read once and shared: callers must not change what they get (copy first).
-    """
-    found = sorted((f for f in files(PACKAGE).iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
-    return {f.name: json.loads(f.read_text("utf-8"), object_pairs_hook=_sorted) for f in found}
 
 
 @lru_cache(maxsize=1)
@@ -114,8 +97,6 @@ def fast_validator(name: str) -> Draft202012Validator:
     (message, pointer, ``schema_path``) stay those of the source schemas.
     KeyError if unknown; a recursive schema (none exists) gets the plain validator.
     """
-    from .bundle import bundle  # bundle imports this module
-
     plain = validator(name)  # KeyError for an unknown name, as validator()
     try:
         return _YesNoValidator(bundle(name))
@@ -151,8 +132,6 @@ _VALID: dict[tuple[str, str], None] = {}
 @lru_cache(maxsize=None)
 def _branching(name: str) -> bool:
     """Whether ``name``'s schema has an ``anyOf``/``oneOf`` (the checks that cost tens of µs)."""
-    from .bundle import bundle  # bundle imports this module
-
     text = json.dumps(bundle(name))
     return '"anyOf"' in text or '"oneOf"' in text
 

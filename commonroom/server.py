@@ -33,7 +33,7 @@ from .affinity import cpu_choice, pin_worker
 from .clock import Clock
 from .roomfiles import PRIVATE_UMASK, RoomFiles, room_on_port, write_private
 from .bodyguard import BodyGuard
-from .cli.entry import running_ce
+from .program import running_ce
 from .worker import LISTEN_BACKLOG, ConnectionLimits, RoomWorker
 
 log = logging.getLogger("commonroom.server")
@@ -212,7 +212,8 @@ def plugin_listener(options: ServeOptions) -> tuple[str, str, int] | None:
     ``transport_unavailable:`` (exit status that code's).
     """
     from .errors import EXIT_CODES, TransportUnavailable
-    from .transport import BUILTIN, check_listener, plugin
+    from .transport import check_listener
+    from .transport_hints import BUILTIN, plugin
 
     if options.transport is None:
         if options.address is not None or options.transport_port is not None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -24,18 +23,18 @@ import typer
 from . import ids
 from ..errors import TransportUnavailable
 from ..vocabulary import MESSAGE_KINDS, words
+from .board_summary import summary_app
+from .board_target import BoardArg, board_id as _board
 from .common import handled
 from .outage import Outage, status_line
 from .options import SessionOpt
-from .sessions import load_session, session_call
+from .sessions import session_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 
 board_app = CeTyper(help="Session message boards: post, list, observe, read and complete todos.",
                         no_args_is_help=True, rich_markup_mode=None)
 
-BoardArg = Annotated[str, typer.Argument(help="The board: a session id as ce sessions prints it, or - for your "
-                                         "own session.")]
 MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a unique start of it as the tables "
                                            "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
@@ -45,16 +44,6 @@ KindArg = Annotated[str, typer.Argument(help=f"The message's kind: {words(MESSAG
 BodyArg = Annotated[str, typer.Argument(help="The message text (markdown; at most 16 KiB of UTF-8).")]
 RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
                                                      help="One of your own sessions to record as author_session_id.")]
-
-
-def _board(session_file: Path | None, board: str) -> str:
-    """The board's session id: ``-`` and a start of it are the stored session's own, else as given
-    (``ce sessions FILE`` prints whole session ids)."""
-    own = str(load_session(session_file).get("session_id") or "")
-    text = ids.bare(board)
-    if board == "-" or (own and len(text) > len("s_") and own.startswith(text)):
-        return own
-    return text or board
 
 
 @board_app.command("post")
@@ -219,7 +208,4 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
     show(session_call(session_file, "post_peer_message", {"peer_id": peer, **payload}), "boards#PeerMessage")
 
 
-# ``ce board summary discussion|handoff`` (commonroom/cli/board_summary.py uses this module's helpers)
-from .board_summary import summary_app  # noqa: E402
-
-board_app.add_typer(summary_app, name="summary")
+board_app.add_typer(summary_app, name="summary")  # ``ce board summary discussion|handoff``

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .board import BoardArg, _board
+from .board_target import BoardArg, board_id
 from .sessions import session_call
 from .common import handled
 from .options import SessionOpt
-from .render import line, renders, short, show, table, when
+from .printing import line, renders, short, table, when
+from .render import show
 from .usage import CeTyper
 
 summary_app = CeTyper(help="Bounded summaries: a board's discussion, a session's work in the room.",
@@ -28,7 +29,7 @@ summary_app = CeTyper(help="Bounded summaries: a board's discussion, a session's
 @handled
 def discussion_command(board: BoardArg, session_file: SessionOpt = None) -> None:
     """A board from its retained messages: counts, open todos and questions, the latest decisions, risks, answers."""
-    show(session_call(session_file, "session_discussion_summary", {"session_id": _board(session_file, board)}),
+    show(session_call(session_file, "session_discussion_summary", {"session_id": board_id(session_file, board)}),
          "boards#DiscussionSummary")
 
 
@@ -36,7 +37,7 @@ def discussion_command(board: BoardArg, session_file: SessionOpt = None) -> None
 @handled
 def handoff_command(board: BoardArg, session_file: SessionOpt = None) -> None:
     """What a session did in the room: versions, proposals, leases, handoffs, completed todos, messages."""
-    show(session_call(session_file, "session_handoff_summary", {"session_id": _board(session_file, board)}),
+    show(session_call(session_file, "session_handoff_summary", {"session_id": board_id(session_file, board)}),
          "boards#HandoffSummary")
 
 

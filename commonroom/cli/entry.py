@@ -17,14 +17,18 @@ terminal is at least :data:`COLUMNS` columns wide (click's help is then
 Anything else, ``--help`` on a narrower terminal included, runs
 :func:`commonroom.cli.main.main` as before.
 
-This module imports only :mod:`os` and :mod:`sys`, loaded at every
-interpreter start; its package's ``__init__`` modules import nothing.
+This module imports only :mod:`os`, :mod:`sys` (loaded at every
+interpreter start), :mod:`commonroom.program` and :mod:`commonroom.cli.stdio`
+(which import only them); its package's ``__init__`` modules import nothing.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+from ..program import program_name
+from .stdio import refuse_closed_stdout, stdout_to_devnull
 
 #: The program name click detects when ``ce`` runs (the script's file name).
 PROG = "ce"
@@ -57,30 +61,9 @@ def terminal_columns() -> int:
         return 80
 
 
-def _program_name() -> str:
-    """Click's ``_detect_program_name`` for a script: the file name of ``sys.argv[0]``, else ``""`` (``python -m``)."""
-    if getattr(sys.modules.get("__main__"), "__package__", None) not in (None, ""):
-        return ""
-    return os.path.basename(sys.argv[0])
-
-
-def running_ce() -> str:
-    """This very ``ce``, as a command that runs from any directory: the absolute path of the script
-    (``/home/me/commonroom/.venv/bin/ce``), or ``/…/python -m commonroom``; quoted for a shell where needed."""
-    from shlex import quote
-    from shutil import which
-
-    if _program_name() == "":
-        return f"{quote(sys.executable)} -m commonroom"
-    path = sys.argv[0]
-    if os.sep not in path:
-        path = which(path) or path
-    return quote(os.path.abspath(path))
-
-
 def stored_help_applies() -> bool:
     """Whether click would print :data:`HELP_TEXT` for this process's arguments, environment and terminal."""
-    return (sys.argv[1:] == ["--help"] and _program_name() == PROG and not os.environ.get(COMPLETE_VAR)
+    return (sys.argv[1:] == ["--help"] and program_name() == PROG and not os.environ.get(COMPLETE_VAR)
             and terminal_columns() >= COLUMNS)
 
 
@@ -111,34 +94,6 @@ def print_stored(text: str) -> bool:
     return True
 
 
-def stdout_to_devnull() -> None:
-    """After a ``BrokenPipeError``: stdout's descriptor goes to ``/dev/null``, so the flush at shutdown cannot fail."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def refuse_closed_stdout() -> None:
-    """With standard output closed (``ce read >&-``), say so on stderr and exit 1.
-
-    Python then sets ``sys.stdout`` to None: click would drop what it
-    prints without a word, and ``ce``'s own output raised a traceback.
-    The closed descriptors 0-2 are first pointed at ``/dev/null``, so no
-    file this process opens can take their place (and be written to as
-    if it were stdout).
-    """
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            null = os.open(os.devnull, os.O_RDWR)
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
-    if sys.stderr is not None:
-        print("ce: standard output is closed, so nothing can be printed "
-              "(to discard what ce prints, redirect it to /dev/null)", file=sys.stderr)
-    sys.exit(1)
-
-
 def main() -> None:
     """Console-script entry point (``[project.scripts] ce``).
 
@@ -158,7 +113,7 @@ def main() -> None:
     text = stored_help() if stored_help_applies() else None
     if text is not None and print_stored(text):
         return
-    if _program_name() == PROG and not os.environ.get(COMPLETE_VAR):  # else completion may be asked for
+    if program_name() == PROG and not os.environ.get(COMPLETE_VAR):  # else completion may be asked for
         from .fastpath import load_spec, plan, run
 
         chosen = plan(sys.argv[1:], load_spec())

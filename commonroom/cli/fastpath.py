@@ -30,6 +30,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from .stdio import stdout_to_devnull
+
 #: The stored spec: ``{command: {"target": "module:function", "params": [param, ...]}}``, each param
 #: ``{"name", "opts", "kind" ("text", "path" or "flag"), "multiple", "default"}`` (written by codegen/cli_fast.py).
 SPEC_FILE = "fast.json"
@@ -106,7 +108,6 @@ def run(chosen: Plan) -> int:
     130 and prints nothing; end of input (``EOFError``) prints ``Aborted!``
     on stderr and gives 1.
     """
-    from .entry import stdout_to_devnull
     from .outcome import invoke
 
     module_name, _, function = chosen.target.partition(":")

@@ -1,6 +1,6 @@
 """Ids as ``ce`` prints them: a command that takes an id takes a unique prefix too.
 
-The tables print short ids (``pr_85ee0f…``, :func:`commonroom.cli.render.short`);
+The tables print short ids (``pr_85ee0f…``, :func:`commonroom.cli.printing.short`);
 a command that takes an id accepts one as printed, with or without the
 ``…``, or any other start of it (with or without the ``pr_``), like git's
 and docker's short ids. The

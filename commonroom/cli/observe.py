@@ -38,7 +38,8 @@ from .common import handled
 from .outage import Outage
 from .routes import request
 from .sessions import load_session
-from .render import JSON_OUTPUT, short
+from .printing import short
+from .render import JSON_OUTPUT
 
 #: No byte for this long (heartbeats come every 15 s) means the link is dead.
 READ_TIMEOUT = 60.0

@@ -1,4 +1,4 @@
-"""The readable form of each answer shape ``ce`` prints (registered in :mod:`commonroom.cli.render`).
+"""The readable form of each answer shape ``ce`` prints (registered in :mod:`commonroom.cli.printing`, picked by :mod:`commonroom.cli.render`).
 
 Pages are tables (short ids, who, when relative to now, summary, status)
 followed by the next-page hint; outcomes are one line; ``--json`` never
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .render import DETAIL_WIDTH, console, detail, diff, line, markdown, place, renders, short, table, when
+from .printing import DETAIL_WIDTH, console, detail, diff, line, markdown, place, renders, short, table, when
 
 
 def _name(who: Any) -> str:

@@ -23,6 +23,7 @@ from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
 from .filesync import FileFollower, file_state, write_atomic
 from .tasks import TasksMixin
+from .handoffs import HandoffsMixin
 from .history import HistoryMixin
 from .leases import LeasesMixin
 from .peers import PeersMixin
@@ -38,8 +39,8 @@ __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "requi
 log = logging.getLogger("commonroom.engine")
 
 
-class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, TasksMixin,
-             BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin, SidecarMixin):
+class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, HandoffsMixin,
+             TasksMixin, BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin, SidecarMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

@@ -18,7 +18,7 @@ import unicodedata
 import peewee as pw
 
 from .. import PROTOCOL, PROTOCOL_VERSION, invitation, tokens
-from ..transport import hint as transport_hint
+from ..transport_hints import hint as transport_hint
 from ..clock import parse_rfc3339, rfc3339
 from ..errors import (
     InvalidRequest,

@@ -10,10 +10,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from generated.types.boards import Observation
 from generated.types.editing import VersionInfo
 
 from .. import conventions, jsontext, numbers, regions
@@ -22,6 +24,10 @@ from ..errors import InvalidRequest, PermissionDenied
 from ..store import Store, WriteContext
 from ..store.rows import M, select_rows, where_sql
 from ..vocabulary import CAPABILITIES
+from .actor import Actor
+from .checkpoints import CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, CheckpointLines, CheckpointWarmer
+from .pieces import EncodedLines
+from .segments import Segments
 from .sessions_cache import SessionCache
 
 if TYPE_CHECKING:
@@ -30,26 +36,6 @@ if TYPE_CHECKING:
     from .segments import Segments
 
 DEFAULT_LIMIT = 50
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who is calling: a participant's session, or the local operator.
-
-    ``capabilities`` is the session's grant; the operator holds all of them.
-    """
-
-    kind: str  # "session" | "operator"
-    capabilities: frozenset[str]
-    session_id: str | None = None
-    participant_id: str | None = None
-    participant_name: str | None = None
-    expires_at: str | None = None
-
-    @property
-    def name(self) -> str:
-        """A display name: the participant's, or ``operator``."""
-        return self.participant_name or "operator"
 
 
 OPERATOR = Actor(kind="operator", capabilities=frozenset(CAPABILITIES), participant_name="operator")
@@ -158,6 +144,31 @@ class EngineBase:
     #: live sessions by token digest (:mod:`commonroom.engine.sessions_cache`)
     session_cache: SessionCache = field(default_factory=SessionCache, repr=False)
 
+    # -- what the parts keep in memory (each written by the part named; declared here, so the
+    # -- engine's whole state is in one place). All of it can be rebuilt from the sidecar.
+    #: participant id → name (names never change): :meth:`participant_name`
+    _names: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    #: version number → text of the last few versions read (``versions``: at most ``_CACHE_SIZE``)
+    _version_cache: OrderedDict[int, str] = field(default_factory=OrderedDict, init=False, repr=False)
+    #: checkpoints' text lines, and their JSON escapes (``versions``, :mod:`commonroom.engine.checkpoints`)
+    _checkpoints: CheckpointLines[tuple[str, ...]] = field(
+        default_factory=lambda: CheckpointLines(CHECKPOINT_CACHE_BYTES), init=False, repr=False)
+    _checkpoints_json: CheckpointLines[EncodedLines] = field(
+        default_factory=lambda: CheckpointLines(CHECKPOINT_JSON_CACHE_BYTES), init=False, repr=False)
+    #: the thread filling both checkpoint caches, while one runs (``versions.warm_checkpoints``)
+    _warmer: CheckpointWarmer | None = field(default=None, init=False, repr=False)
+    #: ``(head, hunks since the last checkpoint, their stored size)`` as of the last commit (``versions._chain``)
+    _chain_at: tuple[int, int, int] | None = field(default=None, init=False, repr=False)
+    #: the stored checkpoints' numbers and the segments read so far, made at first use (``versions._segments``)
+    _segments_kept: Segments | None = field(default=None, init=False, repr=False)
+    #: the sidecar's board token key, read once (``board_observation``)
+    _board_token_key: bytes | None = field(default=None, init=False, repr=False)
+    #: observation answers while the database is unchanged (``board_observation._observe_now``)
+    _observe_cache: dict[tuple[Any, ...], Observation] = field(default_factory=dict, init=False, repr=False)
+    #: "nothing to piggyback" answers by (connection, session) (``piggyback``)
+    _quiet: dict[tuple[Any, str], tuple[tuple[int, int], Any, Any]] = field(default_factory=dict, init=False,
+                                                                             repr=False)
+
     def __post_init__(self) -> None:
         self.store.watchers.append(self.session_cache.observe)
 
@@ -202,13 +213,14 @@ class EngineBase:
         def _changes(self, after: int, upto: int) -> list[dict[str, Any]]: ...
         def _shift_leases(self, delta: dict[str, Any], number: int) -> None: ...
         def _sweep_expired(self, ctx: WriteContext) -> int: ...
+        def _prune_peers(self, recipient: str) -> int: ...
         def _check_leases(self, actor_sessions: set[str | None], span: regions.Span, text: str) -> None: ...
 
     def participant_name(self, participant_id: str | None) -> str | None:
         """A participant's name (names never change, so they are cached)."""
         if participant_id is None:
             return None
-        cache = self.__dict__.setdefault("_names", {})
+        cache = self._names
         if participant_id not in cache:
             Participant = self.store.models.Participant
             row = Participant.get_or_none(Participant.id == participant_id)

@@ -15,8 +15,15 @@ from typing import Any
 from generated.types.boards import Message
 
 from ..store import WriteContext
+from ..store.rows import select_rows
 from .base import Actor
 from .board_base import ACK_PIGGYBACK, AUDIT_ROWS, BoardBase, completion_identity, fence_fingerprint
+
+
+#: The open ``requires_ack`` messages of a board, as the condition on ``"board_message"`` (one parameter:
+#: the board's session id): the one reading of what :meth:`AcksMixin.pending_acks` shows, which the
+#: piggyback probe (:mod:`commonroom.engine.piggyback`) also asks.
+OPEN_ACKS = '"board_session_id" = ? AND "requires_ack" = 1 AND "status" = \'open\''
 
 
 class AcksMixin(BoardBase):
@@ -32,33 +39,33 @@ class AcksMixin(BoardBase):
         """
         if actor.session_id is None:
             return [], 0
-        # the hot path (every tool call): one indexed probe, no query building
-        found = self.store.db.execute_sql(
-            'SELECT "id" FROM "board_message" WHERE "board_session_id" = ? AND "requires_ack" = 1 AND '
-            '"status" = \'open\' ORDER BY "seq" LIMIT ?', (actor.session_id, ACK_PIGGYBACK + 1 + len(acked))).fetchall()
+        # the hot path (every tool call): one indexed probe
+        found = self.store.db.execute_sql(f'SELECT "id" FROM "board_message" WHERE {OPEN_ACKS} ORDER BY "seq" LIMIT ?',
+                                          (actor.session_id, ACK_PIGGYBACK + 1 + len(acked))).fetchall()
         if not found or all(row[0] in acked for row in found):
             if len(found) <= ACK_PIGGYBACK + len(acked):
                 return [], 0
-        M = self.store.models.BoardMessage
-        query = M.select().where((M.board_session_id == actor.session_id) & (M.requires_ack == True)  # noqa: E712
-                                 & (M.status == "open"))
-        if acked:
-            query = query.where(M.id.not_in(list(acked)))
-        rows = list(query.order_by(M.seq).limit(ACK_PIGGYBACK + 1))
+        shown = sorted(acked)
+        unacked = f'WHERE {OPEN_ACKS} AND "id" NOT IN ({", ".join("?" * len(shown))}) ' if shown else f'WHERE {OPEN_ACKS} '
+        rows = select_rows(self.store.models.BoardMessage, unacked + 'ORDER BY "seq" LIMIT ?',
+                           (actor.session_id, *shown, ACK_PIGGYBACK + 1))
         if len(rows) <= ACK_PIGGYBACK:
             return [self._message_wire(r) for r in rows], 0
-        return [self._message_wire(r) for r in rows[:ACK_PIGGYBACK]], query.count() - ACK_PIGGYBACK
+        total = self.store.db.execute_sql(f'SELECT COUNT(*) FROM "board_message" {unacked}',
+                                          (actor.session_id, *shown)).fetchone()[0]
+        return [self._message_wire(r) for r in rows[:ACK_PIGGYBACK]], total - ACK_PIGGYBACK
 
     def unrecorded_acks(self, actor: Actor, acked: frozenset[str]) -> list[str]:
         """Which of ``acked`` are open ``requires_ack`` messages of the caller's board with no ACK yet (a read)."""
         if actor.session_id is None or not acked:
             return []
-        M, A = self.store.models.BoardMessage, self.store.models.BoardAck
-        rows = (M.select(M.id).where((M.board_session_id == actor.session_id) & (M.requires_ack == True)  # noqa: E712
-                                     & (M.status == "open") & M.id.in_(list(acked))))
-        found = [r.id for r in rows]
+        ids = sorted(acked)
+        found = [row[0] for row in self.store.db.execute_sql(
+            f'SELECT "id" FROM "board_message" WHERE {OPEN_ACKS} AND "id" IN ({", ".join("?" * len(ids))})',
+            (actor.session_id, *ids)).fetchall()]
         if not found:
             return []
+        A = self.store.models.BoardAck
         done = {r.message_id for r in A.select(A.message_id).where((A.session_id == actor.session_id)
                                                                     & A.message_id.in_(found))}
         return [m for m in found if m not in done]

@@ -34,12 +34,12 @@ class ObservationMixin(BoardBase):
     board_streams: Any = None
 
     def _token_key(self) -> bytes:
-        key = self.__dict__.get("_board_token_key")
+        key = self._board_token_key
         if key is None:
             secret = self.store.meta("board_token_secret")
             if not secret:
                 raise InvalidRequest("this sidecar has no board token key")
-            key = self.__dict__["_board_token_key"] = secret.encode("ascii")  # minted once per sidecar
+            key = self._board_token_key = secret.encode("ascii")  # minted once per sidecar
         return key
 
     def _token(self, session_id: str, revision: int) -> str:
@@ -75,7 +75,7 @@ class ObservationMixin(BoardBase):
         connection or by this one, so a shared answer is never stale).
         """
         db = self.store.db
-        cache: dict[tuple, Observation] = self.__dict__.setdefault("_observe_cache", {})
+        cache = self._observe_cache
         with db.atomic():
             connection = db.connection()  # per thread: its counters mean nothing on another connection
             key = (session_id, after, limit, id(connection), db.execute_sql("PRAGMA data_version").fetchone()[0],

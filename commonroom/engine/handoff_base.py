@@ -177,6 +177,18 @@ class HandoffBase(EngineBase):
                           type=type, created_at=event["time"], participant_id=participant_id,
                           session_id=session_id, payload=payload)
 
+    def _cancel(self, ctx: WriteContext, actor: Actor | None, row: HandoffRow, task: TaskRow | None,
+                reason: str | None, *, by: str | None = None) -> None:
+        """Cancel handoff ``row`` and its unfinished ``task`` (inside a write): shared by ``cancel_handoff``
+        and the task's own cancel (``tasks``); ``by`` is who is named, else the actor, else ``room``."""
+        now = self.clock.stamp()
+        by = by or (actor.name if actor else "room")
+        if task is not None and task.status not in TERMINAL:
+            self._save(task, status="cancelled", status_message=reason or f"cancelled by {by}",
+                       input_requests=None, last_updated_at=now)
+        self._save(row, status="cancelled", decided_at=now, decided_by=by, reason=reason, updated_at=now)
+        self._emit(ctx, actor, row, task, "handoff.cancelled", by=by, reason=reason)
+
     def _require_capacity(self) -> None:
         """``LimitExceeded`` (``active_tasks``) when :data:`MAX_ACTIVE_TASKS` tasks are active (in a write)."""
         Task = self.store.models.Task

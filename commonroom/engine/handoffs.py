@@ -311,16 +311,6 @@ class HandoffsMixin(HandoffBase):
 
         return self.store.write(cancel)
 
-    def _cancel(self, ctx: WriteContext, actor: Actor | None, row: HandoffRow, task: TaskRow | None,
-                reason: str | None, *, by: str | None = None) -> None:
-        now = self.clock.stamp()
-        by = by or (actor.name if actor else "room")
-        if task is not None and task.status not in TERMINAL:
-            self._save(task, status="cancelled", status_message=reason or f"cancelled by {by}",
-                       input_requests=None, last_updated_at=now)
-        self._save(row, status="cancelled", decided_at=now, decided_by=by, reason=reason, updated_at=now)
-        self._emit(ctx, actor, row, task, "handoff.cancelled", by=by, reason=reason)
-
     # -- reading -------------------------------------------------------------------
 
     def handoff(self, actor: Actor, handoff_id: str) -> HandoffWire:

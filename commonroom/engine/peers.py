@@ -22,8 +22,6 @@ import hashlib
 import hmac
 from typing import Any
 
-import peewee as pw
-
 from generated.types.boards import PeerActivity, PeersView, ReceivedPeerMessage
 
 from .. import tokens
@@ -47,8 +45,43 @@ MEANINGFUL_EVENTS = ("board.message_posted", "board.message_resolved", "lease.ac
                      "lease.renewed", "proposal.created", "proposal.approved", "version.committed")
 #: Peer messages shown on one tool result (oldest first).
 PEER_PIGGYBACK = 20
-#: The caller's participant's other live sessions (the awareness probe of every tool call).
-_OTHER_LIVE_SESSIONS = f'SELECT "id" FROM "session" WHERE "participant_id" = ? AND "id" != ? AND {live_session_sql()}'
+
+# The peer part of a tool result, each rule written once as SQL: read by the piggyback (:meth:`PeersMixin._peer_plan`,
+# :meth:`PeersMixin._awareness`), by :meth:`PeersMixin.peer_work` and by the one-statement probe of every tool call
+# (:mod:`commonroom.engine.piggyback`), which composes them.
+
+#: A peer message still to show its recipient, as a condition on ``"peer_message"`` (parameters: the recipient
+#: session, the retention cutoff): not yet projected, or waiting for its ACK.
+PEER_TO_SHOW = ('"recipient_session_id" = ? AND "created_at" >= ? AND '
+                '(("requires_ack" = 0 AND "projection_count" = 0) OR ("requires_ack" = 1 AND "first_acked_at" IS NULL))')
+#: The caller's participant's other live sessions, as a condition on ``"session"`` (parameters: participant,
+#: session, now).
+_OTHER_LIVE = f'"participant_id" = ? AND "id" != ? AND {live_session_sql()}'
+#: The awareness rows of an observer since a cutoff: the peers it was shown (parameters: the observer session,
+#: the cutoff).
+SEEN_SINCE = '"peer_seen" WHERE "observer_session_id" = ? AND "shown_at" >= ?'
+_SEEN = f'SELECT "peer_session_id" FROM {SEEN_SINCE}'
+
+
+def _active(session: str) -> str:
+    """Meaningful activity of ``session`` (an SQL expression) as ``FROM "event" WHERE …`` (parameters: the
+    awareness cutoff, then :data:`MEANINGFUL_EVENTS`)."""
+    return (f'FROM "event" WHERE "session_id" = {session} AND "created_at" >= ? '
+            f'AND "type" IN ({", ".join("?" * len(MEANINGFUL_EVENTS))})')
+
+
+_PEER_ACTIVE = _active('"session"."id"')
+#: Is there a peer message to show, or a peer to make the caller aware of? (:meth:`PeersMixin.peer_work`.)
+#: Parameters: :func:`peer_work_parameters`.
+PEER_WORK = (f'EXISTS (SELECT 1 FROM "peer_message" WHERE {PEER_TO_SHOW}) OR EXISTS (SELECT 1 FROM "session" '
+             f'WHERE {_OTHER_LIVE} AND "id" NOT IN ({_SEEN}) AND EXISTS (SELECT 1 {_PEER_ACTIVE}))')
+
+
+def peer_work_parameters(session: str, participant: str, now: _dt.datetime) -> tuple[Any, ...]:
+    """The parameters of :data:`PEER_WORK` for ``session`` of ``participant`` at ``now``."""
+    retain = rfc3339(now - _dt.timedelta(seconds=PEER_RETAIN_SECONDS))
+    since = rfc3339(now - _dt.timedelta(seconds=AWARENESS_SECONDS))
+    return (session, retain, participant, session, rfc3339(now), session, retain, since, *MEANINGFUL_EVENTS)
 
 
 class PeersMixin(EngineBase):
@@ -116,13 +149,9 @@ class PeersMixin(EngineBase):
         """(messages to show, ids to ACK now, awareness session → last activity); reads only."""
         if actor.session_id is None or actor.participant_id is None:
             return [], [], {}
-        P = self.store.models.PeerMessage
         cutoff = self._ago(PEER_RETAIN_SECONDS)
-        mine = (P.recipient_session_id == actor.session_id) & (P.created_at >= cutoff)
-        show = list(P.select().where(mine & (
-            ((P.requires_ack == False) & (P.projection_count == 0))  # noqa: E712
-            | ((P.requires_ack == True) & P.first_acked_at.is_null()))).order_by(P.created_at, pw.SQL("rowid"))  # noqa: E712
-            .limit(PEER_PIGGYBACK + len(acked)))
+        show = select_rows(self.store.models.PeerMessage, f'WHERE {PEER_TO_SHOW} ORDER BY "created_at", rowid LIMIT ?',
+                           (actor.session_id, cutoff, PEER_PIGGYBACK + len(acked)))
         to_ack = [r.id for r in show if r.requires_ack and r.id in acked]
         show = [r for r in show if r.id not in acked][:PEER_PIGGYBACK]
         aware = self._awareness(actor, cutoff)
@@ -136,32 +165,24 @@ class PeersMixin(EngineBase):
         """
         if actor.session_id is None or actor.participant_id is None:
             return False
-        db = self.store.db
-        cutoff = self._ago(PEER_RETAIN_SECONDS)
-        if db.execute_sql('SELECT 1 FROM "peer_message" WHERE "recipient_session_id" = ? AND "created_at" >= ? AND '
-                          '(("requires_ack" = 0 AND "projection_count" = 0) OR ("requires_ack" = 1 AND '
-                          '"first_acked_at" IS NULL)) LIMIT 1', (actor.session_id, cutoff)).fetchone():
-            return True
-        return bool(self._awareness(actor, cutoff))
+        parameters = peer_work_parameters(actor.session_id, actor.participant_id, self.clock.now())
+        return bool(self.store.db.execute_sql(f"SELECT {PEER_WORK}", parameters).fetchone()[0])
 
     def _awareness(self, actor: Actor, cutoff: str, dedup: bool = True) -> dict[str, str]:
         """Peer session → last meaningful activity (plain SQL); with ``dedup``, only peers not yet shown."""
         db = self.store.db
         live = [row[0] for row in db.execute_sql(
-            _OTHER_LIVE_SESSIONS, (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
+            f'SELECT "id" FROM "session" WHERE {_OTHER_LIVE}',
+            (actor.participant_id, actor.session_id, self.clock.stamp())).fetchall()]
         if not live:
             return {}
-        seen = {row[0] for row in db.execute_sql(
-            'SELECT "peer_session_id" FROM "peer_seen" WHERE "observer_session_id" = ? AND "shown_at" >= ?',
-            (actor.session_id, cutoff)).fetchall()} if dedup else set()
+        seen = {row[0] for row in db.execute_sql(_SEEN, (actor.session_id, cutoff)).fetchall()} if dedup else set()
         since = self._ago(AWARENESS_SECONDS)
-        marks = ", ".join("?" * len(MEANINGFUL_EVENTS))
         out: dict[str, str] = {}
         for sid in live:
             if sid in seen:
                 continue
-            row = db.execute_sql(f'SELECT MAX("created_at") FROM "event" WHERE "session_id" = ? AND "created_at" >= ? '
-                                 f'AND "type" IN ({marks})', (sid, since, *MEANINGFUL_EVENTS)).fetchone()
+            row = db.execute_sql(f'SELECT MAX("created_at") {_active("?")}', (sid, since, *MEANINGFUL_EVENTS)).fetchone()
             if row and row[0]:
                 out[sid] = row[0]
         return out

@@ -9,6 +9,9 @@ Every tool result of a session may carry, in ``_meta``, the open
 statements a call. :meth:`PiggybackMixin.piggyback_pending` asks the same
 questions in one statement, so a call with nothing to carry pays for one
 probe; only when it says yes are the others asked, to build what is shown.
+The statement is composed of the conditions each concern writes once
+(:data:`~commonroom.engine.board_acks.OPEN_ACKS`,
+:data:`~commonroom.engine.peers.PEER_WORK`), so it cannot drift from them.
 ``tests/engine/test_board_acks_peers.py`` holds it equal to them.
 
 A "nothing" is kept per connection (peewee's: one per thread; the
@@ -30,27 +33,17 @@ from __future__ import annotations
 import datetime as _dt
 
 from ..clock import parse_rfc3339, rfc3339
-from ..store.models import live_session_sql
 from .base import Actor, EngineBase
-from .peers import AWARENESS_SECONDS, MEANINGFUL_EVENTS, PEER_RETAIN_SECONDS
+from .board_acks import OPEN_ACKS
+from .peers import PEER_RETAIN_SECONDS, PEER_WORK, SEEN_SINCE, peer_work_parameters
 
 #: Is there an open ``requires_ack`` message on the board of the session (the parameter)?
-_BOARD = ('SELECT EXISTS (SELECT 1 FROM "board_message" WHERE "board_session_id" = ? AND "requires_ack" = 1 '
-          'AND "status" = \'open\')')
-#: ... or a peer message or a peer to show it? Parameters, in order: session; session, retention
-#: cutoff; participant, session, now, session, retention cutoff, awareness cutoff, the meaningful event types.
-_PENDING = (
-    _BOARD + ' OR EXISTS (SELECT 1 FROM "peer_message" WHERE "recipient_session_id" = ? AND "created_at" >= ? AND '
-    '(("requires_ack" = 0 AND "projection_count" = 0) OR ("requires_ack" = 1 AND "first_acked_at" IS NULL))) '
-    'OR EXISTS (SELECT 1 FROM "session" AS s WHERE s."participant_id" = ? AND s."id" != ? AND '
-    f'{live_session_sql("s")} AND s."id" NOT IN (SELECT "peer_session_id" FROM "peer_seen" '
-    'WHERE "observer_session_id" = ? AND "shown_at" >= ?) AND EXISTS (SELECT 1 FROM "event" '
-    'WHERE "session_id" = s."id" AND "created_at" >= ? AND '
-    f'"type" IN ({", ".join("?" * len(MEANINGFUL_EVENTS))})))'
-)
-
+_BOARD = f'SELECT EXISTS (SELECT 1 FROM "board_message" WHERE {OPEN_ACKS})'
+#: ... or peer work (:data:`~commonroom.engine.peers.PEER_WORK`)? Parameters: the session, then
+#: :func:`~commonroom.engine.peers.peer_work_parameters`.
+_PENDING = f'{_BOARD} OR {PEER_WORK}'
 #: The oldest awareness row still hiding a peer from the observer (it stops 24 h after shown_at).
-_OLDEST_SEEN = 'SELECT MIN("shown_at") FROM "peer_seen" WHERE "observer_session_id" = ? AND "shown_at" >= ?'
+_OLDEST_SEEN = f'SELECT MIN("shown_at") FROM {SEEN_SINCE}'
 #: "Nothing" answers kept (per thread and session); all dropped when full.
 QUIET_KEPT = 4096
 
@@ -81,15 +74,13 @@ class PiggybackMixin(EngineBase):
             return bool(db.execute_sql(_BOARD, (session,)).fetchone()[0])
         now = self.clock.now()
         key = (db.connection(), session)  # the connection itself: a new one is never taken for an old one
-        quiet = self.__dict__.setdefault("_quiet", {})
+        quiet = self._quiet
         generation = self._generation()
         kept = quiet.get(key)
         if kept is not None and kept[0] == generation and kept[1] <= now < kept[2]:
             return False
         retain = rfc3339(now - _dt.timedelta(seconds=PEER_RETAIN_SECONDS))
-        since = rfc3339(now - _dt.timedelta(seconds=AWARENESS_SECONDS))
-        row = db.execute_sql(_PENDING, (session, session, retain, participant, session, rfc3339(now),
-                                        session, retain, since, *MEANINGFUL_EVENTS)).fetchone()
+        row = db.execute_sql(_PENDING, (session, *peer_work_parameters(session, participant, now))).fetchone()
         if row[0]:
             quiet.pop(key, None)
             return True

@@ -31,10 +31,9 @@ from ..clock import rfc3339
 from ..store import WriteContext
 from . import board_base, peers
 from .board_base import BoardBase
-from .peers import PeersMixin
 
 
-class RetentionMixin(PeersMixin, BoardBase):
+class RetentionMixin(BoardBase):
     """The retention sweep of boards and peer messages."""
 
     def _retention_due(self) -> tuple[list[str], str, list[str], bool]:

@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
-if TYPE_CHECKING:
-    from .base import Actor
+from .actor import Actor
 
 #: Most sessions kept; past it the cache starts over (each entry is ~1 KB).
 MAX_SESSIONS = 10_000
@@ -46,14 +45,14 @@ class SessionCache:
     def __init__(self, limit: int = MAX_SESSIONS):
         self.limit = limit
         self.generation = 0
-        self._entries: dict[str, tuple["Actor", dt.datetime]] = {}
+        self._entries: dict[str, tuple[Actor, dt.datetime]] = {}
         self._lock = threading.Lock()
 
-    def get(self, digest: str) -> tuple["Actor", dt.datetime] | None:
+    def get(self, digest: str) -> tuple[Actor, dt.datetime] | None:
         """The kept ``(actor, expires)`` of the token whose digest is ``digest``, or None."""
         return self._entries.get(digest)
 
-    def put(self, digest: str, generation: int, actor: "Actor", expires: dt.datetime) -> None:
+    def put(self, digest: str, generation: int, actor: Actor, expires: dt.datetime) -> None:
         """Keep ``actor`` for ``digest`` unless a watched write committed since ``generation``."""
         with self._lock:
             if generation != self.generation:

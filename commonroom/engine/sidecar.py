@@ -101,7 +101,7 @@ class SidecarMixin(EngineBase):
             result["repacked"] = self._repack()
 
             def vacuum() -> None:  # an after-commit hook: it must not raise (the batch's other hooks follow)
-                self.__dict__.pop("_chain_at", None)
+                self._chain_at = None
                 self._segments().reset()  # which versions are checkpoints changed
                 try:
                     self.store.vacuum()

@@ -44,8 +44,7 @@ from ..store.models import live_session, participant_key
 from ..store.rows import row_by_id
 from .base import Actor
 from .handoff_base import (ACTIVE, MIN_TASK_TTL_MS, NEEDS, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL,
-                           acting_id)
-from .handoffs import HandoffsMixin
+                           HandoffBase, acting_id)
 
 #: What ``task.handoff_id`` holds for a tool's task (the column is NOT NULL since schema 3).
 NO_HANDOFF = ""
@@ -53,7 +52,7 @@ NO_HANDOFF = ""
 TOOL_OPERATION_PREFIX = "tool:"
 
 
-class TasksMixin(HandoffsMixin):
+class TasksMixin(HandoffBase):
     """Read, answer and cancel tasks; expire them; run the tasks of task-running tools."""
 
     # -- reading and steering (GET /workspace/task; the MCP tasks methods plug in here) --

@@ -23,7 +23,6 @@ After the SQLite commit the file on disk follows the head atomically
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from typing import Any, Literal, cast, overload
 
 from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
@@ -36,8 +35,8 @@ from ..store.models import Version as VersionRow
 from ..store.models import stored_json
 from ..store.rows import select_rows
 from .base import Actor, EngineBase, Head, content_hash, decode_cursor, encode_cursor, parse_limit, require
-from .checkpoints import (CHECKPOINT_CACHE_BYTES, CHECKPOINT_JSON_CACHE_BYTES, PAUSE_SECONDS, CheckpointLines,
-                          CheckpointWarmer, encoded_lines, pack, text_lines, unpack)
+from .checkpoints import (PAUSE_SECONDS, CheckpointLines, CheckpointWarmer, encoded_lines, json_line, pack,
+                          text_lines, unpack)
 from .pieces import EncodedLines, Pieces
 from .segments import Segment, Segments
 
@@ -88,8 +87,6 @@ def apply_hunk(lines: list[str], delta: dict[str, Any]) -> list[str]:
 
 class VersionsMixin(EngineBase):
     """Commit, list, get and diff versions (capability ``read`` for reads)."""
-
-    _version_cache: "OrderedDict[int, str]"
 
     # -- commit --------------------------------------------------------------
 
@@ -154,13 +151,13 @@ class VersionsMixin(EngineBase):
         )
 
         def follow() -> None:
-            self.__dict__["_chain_at"] = chain
+            self._chain_at = chain
             if checkpoint:
                 self._segments().committed(number)
             self._set_head(number, text, digest, new_lines)
             self._remember(number, text)
             self.follower.submit(number, text, digest)
-            warmer = self.__dict__.get("_warmer")
+            warmer = self._warmer
             if checkpoint and warmer is not None:
                 warmer.submit(number, text, new_lines)
 
@@ -173,7 +170,7 @@ class VersionsMixin(EngineBase):
     # -- reading -------------------------------------------------------------
 
     def _remember(self, number: int, text: str) -> None:
-        cache = self.__dict__.setdefault("_version_cache", OrderedDict())
+        cache = self._version_cache
         cache[number] = text
         cache.move_to_end(number)
         while len(cache) > _CACHE_SIZE:
@@ -184,7 +181,7 @@ class VersionsMixin(EngineBase):
         head = self.head()
         if number == head.number:
             return head.text
-        cache = self.__dict__.setdefault("_version_cache", OrderedDict())
+        cache = self._version_cache
         if number in cache:
             return cache[number]
         self._check_number(number)
@@ -206,7 +203,7 @@ class VersionsMixin(EngineBase):
         Kept per version (staged inside a group commit, like the head);
         read from the sidecar when what is kept is of another version.
         """
-        kept = self.store.staged("chain") or self.__dict__.get("_chain_at")
+        kept = self.store.staged("chain") or self._chain_at
         if kept is not None and kept[0] == head:
             return kept[1], kept[2]
         db = self.store.db
@@ -217,10 +214,10 @@ class VersionsMixin(EngineBase):
 
     def _segments(self) -> Segments:
         """The stored checkpoints' numbers and the segments read so far (made once)."""
-        segments = self.__dict__.get("_segments_kept")
+        segments = self._segments_kept
         if segments is None:
-            segments = self.__dict__.setdefault(
-                "_segments_kept", Segments(lambda sql, params: self.store.db.execute_sql(sql, params).fetchall()))
+            segments = self._segments_kept = Segments(
+                lambda sql, params: self.store.db.execute_sql(sql, params).fetchall())
         return segments
 
     def _committed(self, number: int) -> bool:
@@ -294,12 +291,7 @@ class VersionsMixin(EngineBase):
 
     def _checkpoint_cache(self, encoded: bool) -> CheckpointLines[Any]:
         """The cache of checkpoints' text lines, or with ``encoded`` of their JSON escapes (made once)."""
-        key = "_checkpoints_json" if encoded else "_checkpoints"
-        cache = self.__dict__.get(key)
-        if cache is None:
-            cache = self.__dict__.setdefault(
-                key, CheckpointLines(CHECKPOINT_JSON_CACHE_BYTES if encoded else CHECKPOINT_CACHE_BYTES))
-        return cache
+        return self._checkpoints_json if encoded else self._checkpoints
 
     def _checkpoint_text(self, number: int) -> str:
         """The stored text of checkpoint ``number`` (on the calling thread's connection), either form."""
@@ -335,13 +327,13 @@ class VersionsMixin(EngineBase):
 
         warmer = CheckpointWarmer(self._checkpoint_cache(False), self._checkpoint_cache(True), self._checkpoint_text,
                                   release=self.store.db.close, ready=ready, pause=pause)
-        self.__dict__["_warmer"] = warmer
+        self._warmer = warmer
         warmer.warm_stored(numbers)
         return warmer
 
     def stop_warming(self) -> None:
         """Stop the checkpoint warmer, if :meth:`warm_checkpoints` started one."""
-        warmer = self.__dict__.pop("_warmer", None)
+        warmer, self._warmer = self._warmer, None
         if warmer is not None:
             warmer.close()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import falcon
 import falcon.asgi
@@ -189,9 +190,19 @@ def stream_routes(table: Table, listener: str, streams: dict[str, Any]) -> dict[
     return out
 
 
+#: The answer cache of each room, by its runner (one runner per room): the HTTP adapter's state, kept here
+#: rather than on the runner, which sits below the adapters and knows nothing of HTTP answers.
+_ANSWERS: WeakKeyDictionary[Runner, AnswerCache] = WeakKeyDictionary()
+
+
 def room_answers(runner: Runner | None) -> AnswerCache:
     """The room's answer cache: one per runner (room), shared by both listeners and the front door (``commonroom.front``)."""
-    return runner.__dict__.setdefault("answers", AnswerCache()) if runner is not None else AnswerCache()
+    if runner is None:
+        return AnswerCache()
+    answers = _ANSWERS.get(runner)
+    if answers is None:
+        answers = _ANSWERS[runner] = AnswerCache()
+    return answers
 
 
 def operation_routes(table: Table, listener: str, runner: Runner) -> dict[str, OperationResource]:

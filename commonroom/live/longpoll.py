@@ -4,7 +4,7 @@ Boards seed (``observe_session_messages`` with ``wait``): one answer, not a
 stream. :func:`wait_next` subscribes on the room's hub before it reads the
 ring, so nothing committed in between is missed, and unsubscribes before it
 returns (also when cancelled). It shares the hub, the ring reader and the
-end reasons with :mod:`commonroom.live.stream`.
+end reasons (:mod:`commonroom.live.base`) with :mod:`commonroom.live.stream`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..engine.history import REPLAY_PAGE
-from .hub import HEARTBEAT, RESYNC
-from .stream import CURSOR_LOST, LAGGED, REVOKED, SHUTDOWN, Streams, accepts
+from .base import CURSOR_LOST, LAGGED, REVOKED, SHUTDOWN, Source, accepts
+from .hub import HEARTBEAT, RESYNC, Hub
 
 __all__ = ["Wait", "wait_next"]
 
@@ -36,23 +36,24 @@ class Wait:
     last_event_id: int = 0
 
 
-async def wait_next(streams: Streams, after: int, timeout: float, *, session_id: str | None = None,
+async def wait_next(hub: Hub, source: Source, after: int, timeout: float, *, session_id: str | None = None,
                     accept: Callable[[dict], bool] | None = None) -> Wait:
     """Events after ``after`` (an event id ≥ 0) accepted by ``accept``, or
     wait up to ``timeout`` seconds for the next: the board long-poll.
 
+    ``hub`` is the room's hub, ``source`` reads its ring (the engine).
     Subscribes before reading the ring (no gap), returns at most
     :data:`REPLAY_PAGE` events, and always unsubscribes before returning
     (also when cancelled). ``reason`` says why it returned (see
     :class:`Wait`).
     """
-    sub = streams.hub.subscribe(session_id=session_id, accept=accept)
+    sub = hub.subscribe(session_id=session_id, accept=accept)
     try:
-        if streams.source.cursor_lost(after):
+        if source.cursor_lost(after):
             return Wait([], CURSOR_LOST, after)
         last = after
         while True:
-            page = streams.source.events_after(last, REPLAY_PAGE)
+            page = source.events_after(last, REPLAY_PAGE)
             found = [e for e in page if accepts(accept, e)]
             if page:
                 last = page[-1]["id"]
@@ -69,7 +70,7 @@ async def wait_next(streams: Streams, after: int, timeout: float, *, session_id:
                     return Wait([], "timeout", last)
                 continue
             if not isinstance(item, dict):
-                reason = LAGGED if item is RESYNC else SHUTDOWN if streams.hub.closed else REVOKED
+                reason = LAGGED if item is RESYNC else SHUTDOWN if hub.closed else REVOKED
                 return Wait([], reason, last)
             found, last, _ = sub.take_after(item, last, REPLAY_PAGE)
             if found:

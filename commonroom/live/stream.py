@@ -48,16 +48,17 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Hashable, Protocol
+from typing import Any, AsyncIterator, Callable, Hashable
 
 from ..clock import parse_rfc3339
 from ..engine.history import REPLAY_PAGE
-from ..protocol import RESYNC_CURSOR_LOST as CURSOR_LOST, RESYNC_LAGGED as LAGGED, SSE_HEARTBEAT
+from ..protocol import SSE_HEARTBEAT
 from .guard import Suspended, exchange_of, on_disconnect, on_request_end
+from .base import (CANCELLED, CURSOR_LOST, DISCONNECTED, END_REASONS, EXPIRED, LAGGED, REVOKED, SHUTDOWN, Source,
+                   accepts)
 from .hub import CLOSED, HEARTBEAT, RESYNC, Hub, Subscription
+from .longpoll import Wait, wait_next
 
-if TYPE_CHECKING:
-    from .longpoll import Wait
 
 __all__ = [
     "BATCH_EVENTS", "CANCELLED", "CURSOR_LOST", "DISCONNECTED", "END_REASONS", "EXPIRED", "Encoder",
@@ -71,15 +72,6 @@ LIVE_CACHE_SECONDS = 1.0
 #: The comment line every encoder sends as its heartbeat by default.
 HEARTBEAT_BYTES = f": {SSE_HEARTBEAT}\n\n".encode()
 
-# LAGGED and CURSOR_LOST (the two resync reasons) come from ..protocol.
-REVOKED = "revoked"
-EXPIRED = "expired"
-SHUTDOWN = "shutdown"
-CANCELLED = "cancelled"
-DISCONNECTED = "disconnected"
-#: Every reason a stream ends with (``LiveStream.reason``).
-END_REASONS = (LAGGED, CURSOR_LOST, REVOKED, EXPIRED, SHUTDOWN, CANCELLED, DISCONNECTED)
-
 
 class Frame:
     """Pre-serialised SSE bytes that Falcon's ``resp.sse`` loop writes as is."""
@@ -91,17 +83,6 @@ class Frame:
 
     def serialize(self, handler: Any = None) -> bytes:  # noqa: D102 - falcon protocol
         return self.data
-
-
-class Source(Protocol):
-    """What a stream reads besides the hub (the :class:`~commonroom.engine.Engine` is one)."""
-
-    clock: Any
-
-    def events_after(self, event_id: int, limit: int = ...) -> list[dict[str, Any]]: ...
-    def cursor_lost(self, after: int) -> bool: ...
-    def last_event_id(self) -> int: ...
-    def session_live(self, session_id: str) -> bool: ...
 
 
 class Encoder:
@@ -134,15 +115,6 @@ class Encoder:
         ``disconnected``); ``last_event_id`` is the room's newest id for
         ``lagged``/``cursor_lost``, else None. Default: nothing."""
         return None
-
-
-def accepts(accept: Callable[[dict], bool] | None, event: dict[str, Any]) -> bool:
-    if accept is None:
-        return True
-    try:
-        return bool(accept(event))
-    except Exception:  # the hub's rule: a failing filter counts as "no"
-        return False
 
 
 class LiveStream:
@@ -443,11 +415,9 @@ class Streams:
         return live
 
     async def wait_next(self, after: int, timeout: float, *, session_id: str | None = None,
-                        accept: Callable[[dict], bool] | None = None) -> "Wait":
+                        accept: Callable[[dict], bool] | None = None) -> Wait:
         """The board long-poll on this room's hub: :func:`commonroom.live.longpoll.wait_next`."""
-        from .longpoll import wait_next  # it builds on this module
-
-        return await wait_next(self, after, timeout, session_id=session_id, accept=accept)
+        return await wait_next(self.hub, self.source, after, timeout, session_id=session_id, accept=accept)
 
 
 def respond(req: Any, resp: Any, stream: LiveStream, *,

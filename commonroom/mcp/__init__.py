@@ -13,7 +13,7 @@ Modules, one concern each:
 - :mod:`.completions`: ``completion/complete`` (prompt and template arguments);
 - :mod:`.tasks`: the tasks extension (``tasks/get|update|cancel``, ``handoff_create``
   answering ``resultType: "task"``, ``handoff_id`` completions);
-- :mod:`.tooltasks`: task-running tools (``registry.add_task_tool``): a call declaring the
+- :mod:`.tooltasks`: task-running tools (``add_task_tool(registry, …)``): a call declaring the
   extension becomes a durable task of the room, run in the background;
 - :mod:`.listen`: ``subscriptions/listen`` (resource updates and task notifications);
 - :mod:`.stream`: ``GET /mcp`` notifications and POST-answered streams on

@@ -42,7 +42,8 @@ API
     the handler does not run for it, so give one only to a tool whose
     handler checks and writes nothing beyond ``authorize``.
 
-``registry.add_task_tool(name, *, description, input_schema, run, task_support="optional", prepare=None, title=None, annotations=None)``
+``add_task_tool(registry, name, *, description, input_schema, run, task_support="optional", prepare=None, title=None, annotations=None)``
+    (from :mod:`commonroom.mcp.tooltasks`, which builds on this registry, the tool-call encoding and the tasks extension)
     A tool whose call, when the request declared the tasks extension,
     becomes a durable task of the room answered ``resultType: "task"``:
     ``async run(job)`` goes on in the background and its value (or error)
@@ -348,15 +349,6 @@ class Registry:
                     Draft202012Validator(input_schema), cache_key, authorize, head_key)
         self.tools[name] = tool
         return tool
-
-    def add_task_tool(self, name: str, *, description: str, input_schema: dict[str, Any],
-                      run: Callable[[Any], Any], task_support: str = "optional",
-                      prepare: Callable[[Context], Any] | None = None, title: str | None = None,
-                      annotations: dict[str, Any] | None = None) -> Tool:
-        """Register a task-running tool (:func:`commonroom.mcp.tooltasks.add_task_tool`)."""
-        from .tooltasks import add_task_tool  # it builds on this module
-        return add_task_tool(self, name, description=description, input_schema=input_schema, run=run,
-                             task_support=task_support, prepare=prepare, title=title, annotations=annotations)
 
     def add_resource(self, uri: str, *, name: str, mime_type: str | None, read: Callable[[Context], Any],
                      description: str | None = None, title: str | None = None,

@@ -6,10 +6,11 @@ The tasks extension lets ``tools/call`` answer ``resultType: "task"``
 ``tasks/get``, answers its input requests with ``tasks/update``, stops it
 with ``tasks/cancel`` and hears of it on ``subscriptions/listen``. The
 room's own tool of that kind is ``handoff_create`` (:mod:`.tasks`); a
-plugin adds others with::
+plugin adds others with this module's function (it builds on the registry,
+so the registry does not know it)::
 
-    registry.add_task_tool(name, *, description, input_schema, run,
-                           task_support="optional", prepare=None, title=None, annotations=None)
+    add_task_tool(registry, name, *, description, input_schema, run,
+                  task_support="optional", prepare=None, title=None, annotations=None)
 
 ``run(job)`` (``async def``) does the work with a :class:`TaskJob` and
 returns the tool's value, as a handler does (any JSON value, or ``Raw``
@@ -177,7 +178,8 @@ def add_task_tool(registry: Registry, name: str, *, description: str, input_sche
                   run: Callable[[TaskJob], Awaitable[Any]], task_support: str = "optional",
                   prepare: Callable[[Context], Any] | None = None, title: str | None = None,
                   annotations: dict[str, Any] | None = None) -> Tool:
-    """Register a task-running tool (``Registry.add_task_tool``; see the module docstring)."""
+    """Register a task-running tool on ``registry`` (see the module docstring); ``ValueError`` for a bad
+    ``task_support`` or a ``run`` that is not ``async``."""
     if task_support not in TASK_SUPPORT:
         raise ValueError(f"tool {name!r}: task_support must be one of {', '.join(TASK_SUPPORT)}")
     if not inspect.iscoroutinefunction(run):

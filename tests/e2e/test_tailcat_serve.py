@@ -19,7 +19,8 @@ import pytest
 from commonroom import schemas, tailcat
 from commonroom.errors import EXIT_CODES, TransportUnavailable
 from commonroom.roomfiles import RoomFiles
-from commonroom.transport import check_listener, hint, plugin
+from commonroom.transport import check_listener
+from commonroom.transport_hints import hint, plugin
 from tests.roomproc import ce
 
 

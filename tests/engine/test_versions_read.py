@@ -80,8 +80,8 @@ def answers(engine) -> dict[int, bytes]:
 def test_warmed_checkpoints_answer_the_same_bytes(engine):
     write_history(engine)
     cold = answers(engine)  # built by the reads themselves
-    engine.__dict__.pop("_checkpoints")
-    engine.__dict__.pop("_checkpoints_json")
+    engine._checkpoints = CheckpointLines(checkpoints.CHECKPOINT_CACHE_BYTES)  # empty: only the warmer fills them
+    engine._checkpoints_json = CheckpointLines(checkpoints.CHECKPOINT_JSON_CACHE_BYTES)
     warmer = engine.warm_checkpoints()
     assert warmer.wait(30)
     stored = stored_checkpoints(engine)
@@ -93,7 +93,7 @@ def test_warmed_checkpoints_answer_the_same_bytes(engine):
         assert engine._checkpoints_json.get(n) == encoded_lines(list(plain))
     assert answers(engine) == cold
     engine.stop_warming()
-    assert not warmer._thread.is_alive() and "_warmer" not in engine.__dict__
+    assert not warmer._thread.is_alive() and engine._warmer is None
 
 
 def test_a_committed_checkpoint_is_warmed_after_its_commit(engine):

@@ -78,7 +78,9 @@ def imported(*args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
 def test_ce_help_imports_neither_typer_nor_a_command():
     done, modules = imported("--help")
     assert done.returncode == 0 and done.stdout.encode("utf-8") == STORED.read_bytes()
-    assert modules == ["commonroom", "commonroom.cli", "commonroom.cli.entry"]
+    # program and stdio: the entry's own pieces (os and sys only), shared with the room process and the fast path
+    assert modules == ["commonroom", "commonroom.cli", "commonroom.cli.entry", "commonroom.cli.stdio",
+                       "commonroom.program"]
 
 
 def test_importtime_sees_typer_when_the_entry_hands_over():

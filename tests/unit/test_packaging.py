@@ -5,7 +5,7 @@ mapped onto ``commonroom.schema``), so a package added without being listed
 would silently be missing from a regular install; this builds a wheel with
 ``pip wheel`` from a copy of the tree and compares. The wheel, unpacked and
 imported ahead of the checkout, reads the same schemas through
-``commonroom.schemas.load_all``.
+``commonroom.schemafiles.load_all``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_the_installed_package_reads_its_schemas(wheel: Path, tmp_path: Path) ->
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
-    probe = ("import json, commonroom.schemas as s, commonroom.cli.entry as e, commonroom.cli.fastpath as f;"
+    probe = ("import json, commonroom.schemafiles as s, commonroom.cli.entry as e, commonroom.cli.fastpath as f;"
              "print(json.dumps({'file': s.__file__, 'data': str(s.files(s.PACKAGE)), 'schemas': s.load_all(),"
              " 'entry': e.__file__, 'help': e.stored_help(), 'fast': f.load_spec()}))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,

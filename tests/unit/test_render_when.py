@@ -1,4 +1,4 @@
-"""``ce``'s relative times (commonroom.cli.render.when): to the nearest of the largest unit reached."""
+"""``ce``'s relative times (commonroom.cli.printing.when): to the nearest of the largest unit reached."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from commonroom.cli.render import when
+from commonroom.cli.printing import when
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -3,7 +3,7 @@
 The ``tasks-*`` scenarios of @modelcontextprotocol/conformance 0.2.0-alpha.12
 call these names (their descriptions, and the checks inside the installed
 ``dist/index.js``, say what each must do). Each is a real task-running tool
-of the room (``registry.add_task_tool``, :mod:`commonroom.mcp.tooltasks`):
+of the room (``add_task_tool(registry, …)`` of :mod:`commonroom.mcp.tooltasks`):
 called with the tasks extension declared, it answers ``CreateTaskResult``
 after the task is committed in the sidecar and runs in the background; the
 task answers ``tasks/get``, ``tasks/update``, ``tasks/cancel`` and shows up on
@@ -29,6 +29,7 @@ from typing import Any
 
 from commonroom.mcp.jsonrpc import JsonRpcError
 from commonroom.mcp.registry import Raw
+from commonroom.mcp.tooltasks import add_task_tool
 
 from .fixtures import _accepted, _elicit
 
@@ -93,7 +94,9 @@ async def with_task(job: Any) -> Raw:
 
 def register_task_tools(registry: Any) -> None:
     """Add the ``tasks-*`` scenarios' fixture tools."""
-    add = registry.add_task_tool
+    def add(name: str, **kwargs: Any) -> None:
+        add_task_tool(registry, name, **kwargs)
+
     add("slow_compute", description="Sleeps `seconds`, then answers (a task when the client declares tasks)",
         input_schema=SLOW_COMPUTE, run=slow_compute)
     add("failing_job", description="Always ends in a tool error after ~0.5 s (runs only as a task)",

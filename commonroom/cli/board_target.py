@@ -1,0 +1,30 @@
+"""Which board a ``ce board`` command means: shared by :mod:`commonroom.cli.board` and
+:mod:`commonroom.cli.board_summary`.
+
+``BOARD`` is the public id of the session whose board it is; ``-`` is the
+stored session's own, and a unique start of an id is taken as the tables
+print it (:mod:`commonroom.cli.ids`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from . import ids
+from .sessions import load_session
+
+BoardArg = Annotated[str, typer.Argument(help="The board: a session id as ce sessions prints it, or - for your "
+                                         "own session.")]
+
+
+def board_id(session_file: Path | None, board: str) -> str:
+    """The board's session id: ``-`` and a start of it are the stored session's own, else as given
+    (``ce sessions FILE`` prints whole session ids)."""
+    own = str(load_session(session_file).get("session_id") or "")
+    text = ids.bare(board)
+    if board == "-" or (own and len(text) > len("s_") and own.startswith(text)):
+        return own
+    return text or board
