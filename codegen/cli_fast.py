@@ -1,6 +1,6 @@
 """Store the options of ``ce read`` into ``commonroom/cli/fast.json`` (parsed without Typer).
 
-:mod:`commonroom.cli.fastpath` parses a command of
+:mod:`commonroom.cli.quickread` parses a command of
 :data:`commonroom.cli.main.FAST_COMMANDS` with this spec instead of
 importing Typer. ``python -m codegen`` writes it after ``commonroom/cli/help.txt``;
 ``python -m codegen --check`` fails when it differs from the application.
@@ -18,7 +18,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from commonroom.cli.fastpath import JSON_PARAM, SPEC_FILE
+from commonroom.cli.quickread import JSON_PARAM, SPEC_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_PATH = ROOT / "commonroom" / "cli" / SPEC_FILE

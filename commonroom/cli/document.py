@@ -2,7 +2,7 @@
 
 :func:`read` is what :func:`commonroom.cli.editing.read_command` (the
 Typer command, which declares the options) calls, and what
-:mod:`commonroom.cli.fastpath` calls when it parsed the arguments itself.
+:mod:`commonroom.cli.quickread` calls when it parsed the arguments itself.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``ce``'s console-script entry: ``ce --help`` and ``ce read`` without Typer (so they start fast).
 
 ``ce read`` and the other commands of the stored spec are parsed and run
-by :mod:`commonroom.cli.fastpath` when their arguments are plain.
+by :mod:`commonroom.cli.quickread` when their arguments are plain.
 
 ``ce --help`` prints the root help stored beside this module
 (:data:`HELP_TEXT`, package data) instead of importing Typer and
@@ -98,7 +98,7 @@ def main() -> None:
     """Console-script entry point (``[project.scripts] ce``).
 
     The stored help; else a command of the stored spec that
-    :mod:`commonroom.cli.fastpath` parses (``ce read``); else
+    :mod:`commonroom.cli.quickread` parses (``ce read``); else
     :func:`commonroom.cli.main.main` (Typer). Standard output closed:
     :func:`refuse_closed_stdout`.
     """
@@ -114,7 +114,7 @@ def main() -> None:
     if text is not None and print_stored(text):
         return
     if program_name() == PROG and not os.environ.get(COMPLETE_VAR):  # else completion may be asked for
-        from .fastpath import load_spec, plan, run
+        from .quickread import load_spec, plan, run
 
         chosen = plan(sys.argv[1:], load_spec())
         if chosen is not None:

@@ -38,7 +38,7 @@ COMMANDS: dict[str, str] = {
 }
 
 #: Commands whose body imports no Typer, as ``name: "module:function"`` of :mod:`commonroom.cli`:
-#: :mod:`commonroom.cli.fastpath` runs them from the options stored by ``python -m codegen``
+#: :mod:`commonroom.cli.quickread` runs them from the options stored by ``python -m codegen``
 #: (``codegen/cli_fast.py``) when their arguments are plain.
 FAST_COMMANDS: dict[str, str] = {"read": "document:read"}
 

@@ -1,7 +1,7 @@
 """How a ``ce`` command's body runs: ``--json`` in effect, a ``CommonroomError`` printed as its exit status.
 
 Shared by :func:`commonroom.cli.common.handled` (Typer) and
-:mod:`commonroom.cli.fastpath` (``ce read`` without Typer); imports no Typer.
+:mod:`commonroom.cli.quickread` (``ce read`` without Typer); imports no Typer.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A session file is JSON, mode 0600: ``{"transport": ..., "token": ...}``
 and what ``ce join`` adds. The default is ``$COMMONROOM_SESSION``, else
 ``$XDG_CONFIG_HOME/commonroom/session.json`` (``~/.config`` when unset).
-This module imports no Typer: :mod:`commonroom.cli.fastpath` runs
+This module imports no Typer: :mod:`commonroom.cli.quickread` runs
 ``ce read`` with it.
 """
 

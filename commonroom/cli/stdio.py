@@ -1,7 +1,7 @@
 """``ce``'s standard streams when they are gone: a closed stdout, a reader that left.
 
 Shared by the console-script entry (:mod:`commonroom.cli.entry`) and the
-Typer-free command runner (:mod:`commonroom.cli.fastpath`); imports only
+Typer-free command runner (:mod:`commonroom.cli.quickread`); imports only
 :mod:`os` and :mod:`sys` (``ce --help`` and ``ce read`` stay light).
 """
 

@@ -33,14 +33,16 @@ from .reading import ReadingMixin
 from .retention import RetentionMixin
 from .sidecar import SidecarMixin
 from .versions import VersionsMixin
+from .writes import WritesMixin
 
 __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "require"]
 
 log = logging.getLogger("commonroom.engine")
 
 
-class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, HistoryMixin, HandoffsMixin,
-             TasksMixin, BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin, SidecarMixin):
+class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, WritesMixin, HistoryMixin,
+             HandoffsMixin, TasksMixin, BoardsMixin, RetentionMixin, PeersMixin, PiggybackMixin, ConsoleMixin,
+             SidecarMixin):
     """One room's engine over its document and sidecar."""
 
     follower: FileFollower

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..http.answers import AnswerCache
 from ..http.operations import Binding
-from ..mcp.transport import McpEndpoint
+from ..mcp.endpoint import McpEndpoint
 from ..operations import Table
 from ..operations.runner import Runner
 from .reads import CachedRead

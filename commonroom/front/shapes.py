@@ -20,7 +20,7 @@ from typing import Any
 from ..mcp.dispatch import dumps
 from ..mcp.jsonrpc import JsonRpcError
 from ..mcp.registry import Tool
-from ..mcp.transport import parse_message
+from ..mcp.endpoint import parse_message
 from ..operations import Operation
 
 __all__ = ["Shape", "template", "SHAPES", "SHAPE_BYTES"]

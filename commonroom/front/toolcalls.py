@@ -6,10 +6,10 @@ head's result is encoded (the dispatcher's cache of encoded results),
 gives. It runs the transport's own checks, in the functions both share:
 
 - before the body is read (as the transport, which refuses a foreign
-  ``Origin`` unread): ``Origin`` (:func:`~commonroom.mcp.transport.origin_allowed`)
+  ``Origin`` unread): ``Origin`` (:func:`~commonroom.mcp.endpoint.origin_allowed`)
   and ``Mcp-Method: tools/call`` with an ``Mcp-Name`` of a cached tool
   (:meth:`CachedToolCall.admit`); the door checks the bearer then;
-- one JSON-RPC request (:func:`~commonroom.mcp.transport.parse_message`)
+- one JSON-RPC request (:func:`~commonroom.mcp.endpoint.parse_message`)
   with an id, method ``tools/call``; the 2026-07-28 header rules
   (:func:`~commonroom.mcp.headers.check_request`), the params schema, the
   tool and its ``Mcp-Param-*`` headers
@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import CommonroomError
 from ..mcp.headers import NAME_PARAMS, check_request
 from ..mcp.jsonrpc import JsonRpcError
-from ..mcp.transport import McpEndpoint, answer_bytes, origin_allowed, parse_message
+from ..mcp.endpoint import McpEndpoint, answer_bytes, origin_allowed, parse_message
 from ..operations import Operation
 from ..protocol import HeaderValueError, decode_header_value
 from .request import Answer, Request
@@ -52,7 +52,7 @@ HeaderKey = tuple[tuple[bytes, bytes], ...]
 class CachedToolCall:
     """The door of the cached tool calls (:class:`~commonroom.front.request.Door`).
 
-    ``endpoint``: the ingress's :class:`~commonroom.mcp.transport.McpEndpoint`
+    ``endpoint``: the ingress's :class:`~commonroom.mcp.endpoint.McpEndpoint`
     (the engine, the dispatcher); ``ops``: the operations whose calls are
     answered here, by tool name. ``shapes``: the checked calls kept, by
     their headers (less ``Content-Length`` and ``Authorization``).

@@ -4,7 +4,7 @@ Modules, one concern each:
 
 - :mod:`.jsonrpc`: framing, error objects and their HTTP statuses;
 - :mod:`.headers`: the standard headers and the request checks, in order;
-- :mod:`.transport`: the Falcon resource (POST/GET/DELETE, Host/Origin, bearer);
+- :mod:`.endpoint`: the Falcon resource `/mcp` (POST/GET/DELETE, Origin, bearer; Host is the edge's);
 - :mod:`.dispatch`: the method table; results get resultType and serverInfo;
 - :mod:`.registry`: tools, resources, templates, prompts, extension methods,
   and the ``COMMONROOM_MCP_PLUGINS`` hook (the API is in its docstring);
@@ -36,7 +36,7 @@ from .listen import register_listen
 from .skills import register_skills
 from .tasks import register_tasks
 from .tools import register_tools
-from .transport import McpEndpoint
+from .endpoint import McpEndpoint
 
 __all__ = ["McpEndpoint", "Registry", "build_registry", "mcp_routes"]
 

@@ -6,7 +6,7 @@ each is imported by the command that needs it (``ce serve``, ``ce mcp``,
 the operator's offline reads). Nor pydantic, which typer 0.29 imports to
 coerce any non-bool option (why typer is pinned to 0.28, see
 pyproject.toml). ``ce read`` imports neither Typer nor any other command's
-module (commonroom.cli.fastpath parses it; tests/e2e/test_ce_fastpath.py); ``ce --help``
+module (commonroom.cli.quickread parses it; tests/e2e/test_ce_quickread.py); ``ce --help``
 prints the help stored at codegen time and imports no command at all
 (tests/unit/test_cli_help.py). The test
 checks the set of modules a real ``ce`` run loaded (a subprocess, against a real room), not a timing.
@@ -71,6 +71,6 @@ def test_read_imports_no_server_parts(room, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout == room.document.read_text("utf-8")
     assert heavy(modules) == []
-    assert sorted(m for m in modules if m.split(".")[0] in ("typer", "click")) == []  # commonroom.cli.fastpath
+    assert sorted(m for m in modules if m.split(".")[0] in ("typer", "click")) == []  # commonroom.cli.quickread
     assert sorted(m for m in modules if m.rsplit(".", 1)[-1] in OTHER_COMMANDS
                   and m.startswith("commonroom.cli.")) == []

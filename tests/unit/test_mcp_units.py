@@ -11,7 +11,7 @@ from commonroom.mcp.dispatch import encode_tool_value, finish, tool_result
 from commonroom.mcp.headers import decode_value
 from commonroom.mcp.jsonrpc import JsonRpcError
 from commonroom.mcp.skills import frontmatter
-from commonroom.mcp.transport import origin_allowed
+from commonroom.mcp.endpoint import origin_allowed
 
 
 @pytest.mark.parametrize("raw,value", [

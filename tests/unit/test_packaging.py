@@ -48,7 +48,7 @@ def expected_files() -> set[str]:
         out |= {p.relative_to(ROOT).as_posix() for p in (ROOT / top).rglob("*.py")}
     out |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "commonroom" / "skills").rglob("*") if p.is_file()}
     out.add("commonroom/cli/help.txt")  # what `ce --help` prints (commonroom/cli/entry.py)
-    out.add("commonroom/cli/fast.json")  # the options `ce read` parses without Typer (commonroom/cli/fastpath.py)
+    out.add("commonroom/cli/fast.json")  # the options `ce read` parses without Typer (commonroom/cli/quickread.py)
     return out
 
 
@@ -70,7 +70,7 @@ def test_the_installed_package_reads_its_schemas(wheel: Path, tmp_path: Path) ->
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
-    probe = ("import json, commonroom.schemafiles as s, commonroom.cli.entry as e, commonroom.cli.fastpath as f;"
+    probe = ("import json, commonroom.schemafiles as s, commonroom.cli.entry as e, commonroom.cli.quickread as f;"
              "print(json.dumps({'file': s.__file__, 'data': str(s.files(s.PACKAGE)), 'schemas': s.load_all(),"
              " 'entry': e.__file__, 'help': e.stored_help(), 'fast': f.load_spec()}))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,

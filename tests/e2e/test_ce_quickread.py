@@ -29,7 +29,7 @@ import typer
 
 from codegen import cli_fast
 from commonroom.errors import EXIT_CODES
-from commonroom.cli import entry, fastpath
+from commonroom.cli import entry, quickread
 from tests.conftest import SAMPLE
 from tests.roomproc import ce, ce_path, start_room
 
@@ -196,7 +196,7 @@ def test_completion_under_another_program_name_is_typers(reader):
 
 def test_the_stored_spec_is_what_codegen_renders():
     assert not cli_fast.stale()
-    spec = fastpath.load_spec()
+    spec = quickread.load_spec()
     assert spec is not None and list(spec) == ["read"]
     assert [p["name"] for p in spec["read"]["params"]] == ["heading", "lines", "session_file", "raw", "json_output"]
 
