@@ -117,11 +117,27 @@ def _property_schema(op: Operation, prop: str) -> dict[str, Any]:
     return _rewrite(copy.deepcopy(shape["properties"][prop]), _file(file))
 
 
+#: A path parameter is one segment taken as sent: no ``/`` or ``\\``, which the room's edge refuses even
+#: percent-encoded (``commonroom.http.edge.target_refusal``, docs/hardening.md).
+PATH_SEGMENT = {"pattern": "^[^/\\\\]*$"}
+
+
+def _segment(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` of a path parameter, held to :data:`PATH_SEGMENT` when it is a string."""
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema:
+        return {**schema, **PATH_SEGMENT}
+    if "$ref" in schema:
+        return {"allOf": [schema, PATH_SEGMENT]}
+    return schema
+
+
 def _parameters(op: Operation, binding: Binding, required: set[str]) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = []
     for where, table in (("path", binding.path), ("query", binding.query)):
         for wire, prop in table.items():
             schema = _property_schema(op, prop)
+            if where == "path":
+                schema = _segment(schema)
             description = schema.pop("description", None) or binding.properties.get(prop, {}).get("description")
             param: dict[str, Any] = {"name": wire, "in": where, "required": where == "path" or prop in required}
             if description:
@@ -245,8 +261,8 @@ def _published(listener: str) -> dict[str, Any]:
             not_found: bool = False) -> dict[str, Any]:
         responses: dict[str, Any] = {"200": {"description": summary,
                                              "content": {"application/json": {"schema": schema}}}}
-        if not_found:
-            responses.update(_error_responses({404: ["not_found"]}))
+        if not_found:  # a name of a path segment: also 400 for a '/' or '\\' in it (the edge's path rule)
+            responses.update(_error_responses({400: ["invalid_request"], 404: ["not_found"]}))
         op: dict[str, Any] = {"operationId": op_id, "summary": summary, "tags": ["published"],
                               "security": [], "responses": responses}
         if params:
@@ -259,7 +275,7 @@ def _published(listener: str) -> dict[str, Any]:
             "type": "object", "required": ["schemas"], "additionalProperties": False,
             "properties": {"schemas": {"type": "array", "items": {"type": "string"}}}}),
         "/schema/{name}": get("schema_get", "One schema file (JSON Schema 2020-12)", {"type": "object"}, [
-            {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1},
+            {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1, **PATH_SEGMENT},
              "description": "A file name, with or without .json (editing.json)."}], not_found=True),
     }
 
