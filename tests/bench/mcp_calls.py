@@ -67,28 +67,36 @@ def head_text(db_path: str) -> str:
     """The head version's text from a room sidecar (checkpoint plus hunks).
 
     One read-only connection per thread, kept open; the usual head row is a
-    checkpoint and comes back as stored.
+    checkpoint (its text stored as is, or compressed in ``packed``).
     """
     con = getattr(_local, "con", None)
     if con is None:
         con = _local.con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
-    number, content, delta = con.execute(
-        "SELECT number, content, delta FROM version ORDER BY number DESC LIMIT 1").fetchone()
-    if content is not None:
-        return content
+    from commonroom.engine.checkpoints import unpack
+
+    def text_of(content: str | None, packed: bytes | None) -> str | None:
+        return content if content is not None else None if packed is None else unpack(packed)
+
+    number, content, packed, delta = con.execute(
+        "SELECT number, content, packed, delta FROM version ORDER BY number DESC LIMIT 1").fetchone()
+    text = text_of(content, packed)
+    if text is not None:
+        return text
     from commonroom import regions
     from commonroom.engine.versions import apply_hunk
 
     hunks = [json.loads(delta)]
-    for _number, content, delta in con.execute(
-            "SELECT number, content, delta FROM version WHERE number < ? ORDER BY number DESC LIMIT 64", (number,)):
-        if content is not None:
-            lines = regions.lines_of(content)
+    for _number, content, packed, delta in con.execute(
+            "SELECT number, content, packed, delta FROM version WHERE number < ? ORDER BY number DESC LIMIT 1100",
+            (number,)):
+        text = text_of(content, packed)
+        if text is not None:
+            lines = regions.lines_of(text)
             for item in reversed(hunks):
                 lines = apply_hunk(lines, item)
             return "".join(lines)
         hunks.append(json.loads(delta))
-    raise RuntimeError("no checkpoint within the last 64 versions")
+    raise RuntimeError("no checkpoint within the last 1,100 versions")
 
 
 def serve_sdk(db_path: str, port: int, tool_name: str) -> None:
