@@ -9,7 +9,6 @@ rows, commits, and only then hands the committed events to the live hub
 
 from __future__ import annotations
 
-import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,37 +17,12 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import peewee as pw
 
-from . import faults
-from .models import ACK_AUDIT_TEMPLATES, DUPLICATE_KEY_SEPARATOR, HANDOFF_TEMPLATES, Models, participant_key
+from . import faults, migrations
+from .migrations import SCHEMA_VERSION  # noqa: F401 - the store package's name for it
+from .models import Models
 
 T = TypeVar("T")
 
-#: The schema version this code writes; stored in Meta so later code can migrate.
-#: 1: the first sidecar. 2: participants are identified by ``name_key``
-#: (NFKC, case-folded; unique) and invitations carry ``participant_key``
-#: (:meth:`Store._upgrade`). 3: handoffs, their tasks and their own event
-#: lists (tables ``handoff``, ``task``, ``handoff_event``). 4: boards
-#: (tables ``board`` and ``board_message``, Meta ``board_token_secret``).
-#: 5: ACK state, the board audit log and peers (tables ``board_ack``, ``board_audit``,
-#: ``peer_message``, ``peer_seen``; the index ``event_session``;
-#: the partial index ``board_message_ack`` over open ``requires_ack`` messages).
-#: 6: indexes only, so that no query of the write path or of a list scans the
-#: whole history: ``lease_open`` (partial, over open leases), ``proposal_created``,
-#: ``handoff_created`` (list order). 7: indexes only: ``task_status_created`` and
-#: ``task_status_updated``, so the task TTL sweep reads only the tasks that are due.
-#: 8: the lease indexes no query reads are dropped (``lease_session_id``,
-#: ``lease_expires_at``; every lease read goes through ``lease_open`` or the
-#: primary key), so an acquire changes two b-trees fewer.
-#: 9: indexes only, for the two board summaries (one session's facts without a whole-table scan):
-#: ``version_session``, ``proposal_session``, ``handoff_owner_session``, the partial
-#: ``handoff_event_accepted`` (accept events by session) and ``board_message_author``
-#: (messages with an ``author_session_id``).
-#: 10: ``version.packed``, a checkpoint's text compressed (zlib); checkpoints stored as
-#: text (``version.content``) before it are read as they are (docs/decisions.md).
-SCHEMA_VERSION = 10
-#: Indexes older sidecars have that no query reads (dropped by schema 8: each cost every
-#: lease write a b-tree update).
-UNREAD_INDEXES = ("lease_session_id", "lease_expires_at")
 #: Field classes whose ``db_value`` of a ``str`` is that ``str`` (``Store.insert`` skips the call).
 _PLAIN_TEXT = (pw.TextField, pw.CharField)
 #: Events kept in the ring (seed protocol.txt, Persistence).
@@ -176,7 +150,7 @@ class Store:
         """Open (creating if needed) the SQLite file at ``path``.
 
         ``clock`` stamps events (``stamp() -> str``); ``migrate`` creates
-        the tables; an older sidecar is upgraded either way (:meth:`_migrate`;
+        the tables; an older sidecar is upgraded either way (:func:`~commonroom.store.migrations.migrate`;
         ``RuntimeError`` when the file is newer than this code);
         ``peewee.OperationalError`` when the file cannot be opened.
         """
@@ -191,187 +165,12 @@ class Store:
         self._insert_plans: dict[tuple, tuple[str, tuple[Callable[[Any], Any], ...], tuple[bool, ...]]] = {}
         self._batch: Batch | None = None
         self.db.connect(reuse_if_open=True)
-        self._migrate(create=migrate)
+        migrations.migrate(self.db, self.models, self.path, create=migrate)
         #: Disk faults (:mod:`commonroom.store.faults`): the files this store has open,
         #: the fault that stopped its writes (None: none), and what to do when one starts.
         self.watch = faults.FileWatch(self.path)
         self.fault: str | None = None
         self.on_fault: Callable[[str], None] | None = None
-
-    def _migrate(self, create: bool = True) -> None:
-        """Bring the sidecar to :data:`SCHEMA_VERSION` in one transaction.
-
-        An older sidecar is upgraded in place (:meth:`_upgrade`; history is
-        kept); with ``create`` missing tables are created and a new file is
-        stamped. ``create=False`` (a read-only open) still upgrades an older
-        sidecar: this code cannot read the old layout. ``RuntimeError`` when
-        the file is newer than this code.
-        """
-        Meta = self.models.Meta
-        if not create and self._stored_version() in (None, SCHEMA_VERSION):
-            return  # a read-only open of a current sidecar takes no write lock
-        with self.db.atomic("IMMEDIATE"):
-            version = self._stored_version()
-            if version is not None and version > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.path} has schema version {version}; this commonroom knows "
-                    f"{SCHEMA_VERSION}. Upgrade commonroom."
-                )
-            if version is not None and version < SCHEMA_VERSION:
-                self._upgrade(version)
-            if create:
-                self.db.create_tables(self.models.all, safe=True)
-                self._ack_index()
-                self._history_indexes()
-                self._summary_indexes()
-                if version is None:
-                    Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
-                    self._board_secret()
-
-    def _stored_version(self) -> int | None:
-        """The sidecar's ``schema_version`` (None: a new file)."""
-        if not self.db.table_exists("meta"):
-            return None
-        row = self.db.execute_sql('SELECT "value" FROM "meta" WHERE "key" = ?', ("schema_version",)).fetchone()
-        return None if row is None else int(row[0])
-
-    def _columns(self, table: str) -> set[str]:
-        return {row[1] for row in self.db.execute_sql(f'PRAGMA table_info("{table}")').fetchall()}
-
-    def _upgrade(self, version: int) -> None:
-        """Upgrade a sidecar of ``version`` to :data:`SCHEMA_VERSION` (inside the transaction).
-
-        1 → 2: ``participant.name_key`` and ``invitation.participant_key``
-        are added and filled with :func:`~commonroom.store.models.participant_key`
-        of the names; ``name_key`` gets its unique index. If two participants
-        already share a key (``Ana`` and ``ana`` joined before keys existed),
-        both are kept with their sessions and history: the earliest
-        (``created_at``, then insertion order) takes the key and so every new invitation
-        for the name; each later one is keyed ``<key>\\x1f<id>``, which no
-        invitation can produce. Each step is skipped when already done.
-
-        5 → 6 and 6 → 7: the indexes of :meth:`_history_indexes`; nothing else changes.
-        7 → 8: the :data:`UNREAD_INDEXES` are dropped; nothing else changes.
-        8 → 9: the indexes of :meth:`_summary_indexes`; nothing else changes.
-        9 → 10: the column ``version.packed`` (compressed checkpoints) is
-        added; every stored version is kept as it is (text checkpoints are
-        read as text).
-
-        4 → 5: ``board_ack``, ``board_audit``, ``peer_message``, ``peer_seen``
-        and the partial index ``board_message_ack``; nothing else changes.
-
-        2 → 3: the handoff tables (``handoff``, ``task``, ``handoff_event``)
-        and their indexes are created; nothing else changes, so every
-        version, event, participant and session is kept.
-        """
-        if version < 2:
-            if self.db.table_exists("participant"):
-                if "name_key" not in self._columns("participant"):
-                    self.db.execute_sql('ALTER TABLE "participant" ADD COLUMN "name_key" TEXT NOT NULL DEFAULT \'\'')
-                taken: set[str] = set()
-                rows = self.db.execute_sql(
-                    'SELECT "id", "name" FROM "participant" ORDER BY "created_at", rowid').fetchall()
-                for participant_id, name in rows:
-                    key = participant_key(name)
-                    if key in taken:
-                        key = f"{key}{DUPLICATE_KEY_SEPARATOR}{participant_id}"
-                    taken.add(key)
-                    self.db.execute_sql('UPDATE "participant" SET "name_key" = ? WHERE "id" = ?',
-                                        (key, participant_id))
-                self.db.execute_sql(
-                    'CREATE UNIQUE INDEX IF NOT EXISTS "participant_name_key" ON "participant" ("name_key")')
-            if self.db.table_exists("invitation"):
-                if "participant_key" not in self._columns("invitation"):
-                    self.db.execute_sql(
-                        'ALTER TABLE "invitation" ADD COLUMN "participant_key" TEXT NOT NULL DEFAULT \'\'')
-                for invitation_id, name in self.db.execute_sql(
-                        'SELECT "id", "participant_name" FROM "invitation"').fetchall():
-                    self.db.execute_sql('UPDATE "invitation" SET "participant_key" = ? WHERE "id" = ?',
-                                        (participant_key(name), invitation_id))
-                self.db.execute_sql('CREATE INDEX IF NOT EXISTS "invitation_participant_key" '
-                                    'ON "invitation" ("participant_key")')
-        if version < 3:
-            names = {t.__name__ for t in HANDOFF_TEMPLATES}
-            self.db.create_tables([m for m in self.models.all if m.__name__ in names], safe=True)
-        if version < 4:
-            # 2 or 3 → 4 (boards): new tables only, so it applies the same after the
-            # handoffs step (3) or straight from 2; every part is IF NOT EXISTS / OR IGNORE.
-            self.db.create_tables([self.models.Board, self.models.BoardMessage], safe=True)
-            self._board_secret()
-        if version < 5:
-            # 4 → 5 (ACK and audit): new tables and an index only; IF NOT EXISTS throughout.
-            names = {t.__name__ for t in ACK_AUDIT_TEMPLATES}
-            self.db.create_tables([m for m in self.models.all if m.__name__ in names], safe=True)
-            self._ack_index()
-        if version < 7:  # 5 → 6 and 6 → 7: indexes only (IF NOT EXISTS)
-            self._history_indexes()
-        if version < 8:  # 7 → 8: indexes only (IF EXISTS)
-            for index in UNREAD_INDEXES:
-                self.db.execute_sql(f'DROP INDEX IF EXISTS "{index}"')
-        if version < 9:  # 8 → 9: indexes only (IF NOT EXISTS)
-            self._summary_indexes()
-        if version < 10 and self.db.table_exists("version") and "packed" not in self._columns("version"):
-            # 9 → 10: one nullable column; the text checkpoints stay as they are and are read as such
-            self.db.execute_sql('ALTER TABLE "version" ADD COLUMN "packed" BLOB')
-        self.db.execute_sql('INSERT OR REPLACE INTO "meta" ("key", "value") VALUES (?, ?)',
-                            ("schema_version", str(SCHEMA_VERSION)))
-
-    def _ack_index(self) -> None:
-        """The indexes every tool call's piggyback probes use (schema 5).
-
-        ``board_message_ack``: a session's open ``requires_ack`` messages;
-        ``event_session``: a session's recent events in the ring
-        (``peer_awareness``).
-        """
-        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "board_message_ack" ON "board_message" '
-                            '("board_session_id", "seq") WHERE "requires_ack" = 1 AND "status" = \'open\'')
-        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "event_session" ON "event" ("session_id", "created_at")')
-
-    def _history_indexes(self) -> None:
-        """Indexes that keep the write path and the lists off whole-history scans (schema 6).
-
-        ``lease_open``: the open leases every commit moves and every lease
-        change checks (without it each write scanned every lease ever
-        taken, growing by two rows per acquire/release); ``proposal_created``
-        and ``handoff_created``: the lists' order (``created_at``, ``id``),
-        so a page reads ``limit`` rows instead of sorting the table.
-        ``task_status_created`` and ``task_status_updated`` (schema 7): the
-        task TTL sweep's two reads (active tasks created, terminal tasks last
-        updated, before a horizon), which loaded every task of the last 24 h
-        once a minute before.
-        """
-        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "lease_open" ON "lease" ("expires_at") '
-                            'WHERE "released_at" IS NULL AND "expired_at" IS NULL')
-        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "proposal_created" ON "proposal" ("created_at", "id")')
-        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "handoff_created" ON "handoff" ("created_at", "id")')
-        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "task_status_created" ON "task" ("status", "created_at")')
-        self.db.execute_sql('CREATE INDEX IF NOT EXISTS "task_status_updated" ON "task" ("status", "last_updated_at")')
-
-    def _summary_indexes(self) -> None:
-        """The indexes the two board summaries read one session's facts through (schema 9).
-
-        ``session_handoff_summary`` counts and pages a session's versions
-        (``version_session``), proposals (``proposal_session``), the
-        handoffs it created (``handoff_owner_session``) or accepted
-        (``handoff_event_accepted``, partial) and the messages recorded
-        under it (``board_message_author``, partial: only messages with an
-        ``author_session_id`` pay for it). Without them each summary scanned
-        every version, proposal and message of the room.
-        """
-        for statement in (
-                'CREATE INDEX IF NOT EXISTS "version_session" ON "version" ("session_id", "number")',
-                'CREATE INDEX IF NOT EXISTS "proposal_session" ON "proposal" ("session_id", "created_at")',
-                'CREATE INDEX IF NOT EXISTS "handoff_owner_session" ON "handoff" ("owner_session_id")',
-                'CREATE INDEX IF NOT EXISTS "handoff_event_accepted" ON "handoff_event" ("session_id") '
-                'WHERE "type" = \'handoff.accepted\'',
-                'CREATE INDEX IF NOT EXISTS "board_message_author" ON "board_message" ("author_session_id", '
-                '"created_at") WHERE "author_session_id" IS NOT NULL'):
-            self.db.execute_sql(statement)
-
-    def _board_secret(self) -> None:
-        """Mint the key that signs board observation tokens, once (inside the transaction)."""
-        self.db.execute_sql('INSERT OR IGNORE INTO "meta" ("key", "value") VALUES (?, ?)',
-                            ("board_token_secret", secrets.token_hex(32)))
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         """A Meta value (or ``default``)."""

@@ -66,7 +66,7 @@ def participant_key(name: str) -> str:
 #: Joins a key to a participant id for the later of two participants whose
 #: names already normalized alike in a sidecar written before keys existed
 #: (schema version 1). No name holds it (control characters are refused),
-#: so no invitation can reach those later participants; see ``Store._upgrade``.
+#: so no invitation can reach those later participants; see ``store.migrations.upgrade``.
 DUPLICATE_KEY_SEPARATOR = "\x1f"
 
 
@@ -275,7 +275,7 @@ class HandoffEvent(_Row):
     payload = JSONField()
 
 
-#: The tables added by schema version 3 (``Store._upgrade``).
+#: The tables added by schema version 3 (``store.migrations.upgrade``).
 HANDOFF_TEMPLATES: tuple[type[pw.Model], ...] = (Handoff, Task, HandoffEvent)
 
 class Board(_Row):

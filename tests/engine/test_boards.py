@@ -21,7 +21,7 @@ from commonroom.errors import (AssignmentHistoryLost, AssignmentStale, Assignmen
                                NotFound, PermissionDenied)
 from commonroom.live.hub import Hub
 from commonroom.live.stream import Streams
-from commonroom.store import db as store_db
+from commonroom.store import db as store_db, migrations
 from tests.engine.boardkit import CAPS, observe, post_todo, room  # noqa: F401 - room is a fixture
 from tests.fakeclock import join, open_engine
 
@@ -382,7 +382,7 @@ def test_a_version_2_or_3_sidecar_is_upgraded_in_place(tmp_path, clock, start):
         assert again.authenticate  # sessions kept
         posted = again.post_session_message(OPERATOR, c.session_id, "note", "after the upgrade")
         assert again.list_session_messages(OPERATOR, c.session_id)["messages"] == [posted]
-        again.store._upgrade(3)  # idempotent: running the step again changes nothing
+        migrations.upgrade(again.store.db, again.store.models, 3)  # idempotent: running the step again changes nothing
         assert again.list_session_messages(OPERATOR, c.session_id)["messages"] == [posted]
     finally:
         again.close()
