@@ -122,12 +122,22 @@ def _property_schema(op: Operation, prop: str) -> dict[str, Any]:
 PATH_SEGMENT = {"pattern": "^[^/\\\\]*$"}
 
 
+@lru_cache(maxsize=1)
+def _named_shapes() -> dict[str, Any]:
+    """:func:`components`, built once (read, never changed: :func:`_segment` copies what it takes)."""
+    return components()
+
+
 def _segment(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` of a path parameter, held to :data:`PATH_SEGMENT` when it is a string."""
+    """``schema`` of a path parameter, held to :data:`PATH_SEGMENT` when it is a string (a named string
+    shape is written out in place: client generators take no ``allOf`` of a string)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_PREFIX):
+        named = _named_shapes().get(ref[len(_PREFIX):])
+        if isinstance(named, dict) and named.get("type") == "string":
+            schema = {**copy.deepcopy(named), **{k: v for k, v in schema.items() if k != "$ref"}}
     if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema:
         return {**schema, **PATH_SEGMENT}
-    if "$ref" in schema:
-        return {"allOf": [schema, PATH_SEGMENT]}
     return schema
 
 
