@@ -249,12 +249,12 @@ def plugin_listener(options: ServeOptions) -> tuple[str, str, int, str] | None:
     if not 0 <= port <= 65535:
         raise ServeError(f"--transport-port {port}: a port is 0 to 65535 (0 picks a free one)")
     try:
-        answer = tuple(plugin(options.transport).listen(options.address, port))
+        answer: tuple[Any, ...] = tuple(plugin(options.transport).listen(options.address, port))
         if len(answer) != 3 or not isinstance(answer[2], str) or not answer[2]:
             raise TransportUnavailable(f"the {options.transport} plugin's listen named no network interface; the "
                                        "room binds every plugin listener to one (docs/transport-plugins.md)",
                                        details={"transport": options.transport})
-        address, port, interface = answer
+        address, port, interface = str(answer[0]), answer[1], answer[2]
         return options.transport, check_listener(options.transport, address, port), port, interface
     except TransportUnavailable as exc:
         raise ServeError(f"transport_unavailable: {exc}", code=EXIT_CODES["transport_unavailable"]) from None
