@@ -21,7 +21,7 @@ import os
 import resource
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -59,6 +59,7 @@ class ServeOptions:
     transport: str | None = None  # a plugin's extra session ingress (ce serve --transport NAME)
     address: str | None = None  # its address (--address), None: the plugin finds one
     transport_port: int | None = None  # its port (--transport-port), None: the same number as ``port``
+    allow_hosts: tuple[str, ...] = ()  # extra Host names of both session listeners (--allow-host NAME)
     graceful_timeout: int = 5
     log_level: str = "warning"
     limits: ConnectionLimits | None = None  # None: ConnectionLimits.from_env()
@@ -208,6 +209,17 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
                          "only (127.0.0.1, ::1, localhost); other machines reach a room through a "
                          "transport plugin")
     extra = plugin_listener(options)
+    from . import hostnames
+
+    try:
+        allow_hosts = hostnames.allowed(options.allow_hosts)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+    if extra is not None:
+        from .transport_hints import plugin
+
+        allow_hosts = tuple(sorted({*allow_hosts, *hostnames.plugin_names(plugin(extra[0]))}))
+    options = replace(options, allow_hosts=allow_hosts)
     try:
         limits = options.limits or ConnectionLimits.from_env()
         cpu_choice()  # COMMONROOM_CPU, checked before the fork (commonroom/affinity.py)
@@ -274,7 +286,9 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         ingress_sock = _listen(options.host, options.port)
         listeners.append(ingress_sock)
         owner_port = owner_sock.getsockname()[1]
-        ingress = {"host": options.host, "port": ingress_sock.getsockname()[1]}
+        ingress: dict[str, Any] = {"host": options.host, "port": ingress_sock.getsockname()[1]}
+        if options.allow_hosts:
+            ingress["allowed_hosts"] = list(options.allow_hosts)
         if options.socket:
             listeners.append(_listen_unix(files.socket))
             ingress["socket"] = str(files.socket)
@@ -329,6 +343,9 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         print(f"commonroom serving {files.document}", file=out)
         print(f"  owner port:      http://127.0.0.1:{owner_port}  (token in {files.owner_token})", file=out)
         print(f"  session ingress: http://{ingress['host']}:{ingress['port']}", file=out)
+        if options.allow_hosts:
+            print(f"  also answers to: {', '.join(options.allow_hosts)}  (Host names of the session listeners)",
+                  file=out)
         if options.socket:
             print(f"  local socket:    {files.socket}", file=out)
         ce = running_ce()  # the commands as they run from any directory, ce on PATH or not
@@ -347,6 +364,8 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             limits=limits,
             plugin_listeners=tuple((listener["address"], listener["port"])
                                    for listener in ingress.get("transports", {}).values()),
+            ingress_listener=(str(ingress_sock.getsockname()[0]), int(ingress_sock.getsockname()[1])),
+            allow_hosts=options.allow_hosts,
         )
         app = RoomApplication(config, [s.fileno() for s in listeners], options)
         try:
@@ -383,11 +402,28 @@ class WorkerConfig:
     #: each transport plugin's listener: ``(address, port)`` as the worker sees it (the ASGI scope's
     #: ``server``), the Host rule's names for it being its own address (``commonroom.http.edge``)
     plugin_listeners: tuple[tuple[str, int], ...] = ()
+    #: the loopback session ingress's ``(address, port)`` as bound (the scope's ``server``)
+    ingress_listener: tuple[str, int] | None = None
+    #: Host names both session listeners answer to besides their own (``ce serve --allow-host``); never the
+    #: owner port's
+    allow_hosts: tuple[str, ...] = ()
 
     def edge_names(self) -> dict[tuple[str, int], frozenset[str]]:
-        """``(address, port)`` → the Host names that plugin listener answers to (its address; ``[v6]``)."""
-        return {(address, port): frozenset({f"[{address}]" if ":" in address else address})
-                for address, port in self.plugin_listeners}
+        """``(address, port)`` → the Host names that session listener answers to.
+
+        A plugin listener: its address (``[v6]``) and :attr:`allow_hosts`;
+        the loopback ingress: its own names (``listener_names``) and
+        :attr:`allow_hosts`. Every other listener (the owner port) keeps
+        the edge's default names.
+        """
+        from .http.edge import listener_names
+
+        extra = frozenset(self.allow_hosts)
+        names = {(address, port): frozenset({f"[{address}]" if ":" in address else address}) | extra
+                 for address, port in self.plugin_listeners}
+        if self.ingress_listener is not None and extra:
+            names[self.ingress_listener] = listener_names(self.ingress_listener) | extra
+        return names
 
 
 def build_app(config: WorkerConfig) -> Any:

@@ -19,6 +19,7 @@ import peewee as pw
 
 from .. import PROTOCOL, PROTOCOL_VERSION, invitation, tokens
 from ..transport_hints import hint as transport_hint
+from ..transport_hints import invitation_address
 from ..clock import parse_rfc3339, rfc3339
 from ..errors import (
     InvalidRequest,
@@ -105,11 +106,15 @@ class AccessMixin(EngineBase):
         *,
         expires_in_seconds: int = DEFAULT_INVITATION_TTL,
         session_ttl_seconds: int = DEFAULT_SESSION_TTL,
+        address: str | None = None,
     ) -> InviteResult:
         """Create an invitation; returns ``owner.json#/$defs/InviteResult``.
 
         ``transport`` names the transport whose hint (``transport.json``) goes
-        into the token. Operator only (the owner port or the local CLI).
+        into the token; ``address`` (a plugin transport only) replaces the
+        listener's address in it by a name the room answers to (the
+        listener's address or one of ``ce serve --allow-host``), else
+        ``InvalidRequest``. Operator only (the owner port or the local CLI).
         A participant is identified by :func:`participant_key` of the name
         (NFKC, case-folded): the invitation goes to the participant of that
         key, and the answer's ``participant`` is the name it is shown by
@@ -123,6 +128,8 @@ class AccessMixin(EngineBase):
         key = participant_key(name)
         caps = sorted(set(capabilities), key=capabilities.index)
         hint = transport_hint(transport, self.ingress())
+        if address is not None:
+            hint = {**hint, "address": invitation_address(transport, hint, address, self.ingress())}
         secret = tokens.new_secret(tokens.INVITATION_PREFIX)
         expires_at = self.clock.after(expires_in_seconds)
         token = invitation.encode(
