@@ -134,7 +134,7 @@ def resolve(name: str, port: int) -> list[str]:
     the name does not resolve.
     """
     try:
-        return [check_listener(NAME, address, port)]
+        return [check_listener(NAME, name, port)]
     except TransportUnavailable:
         pass
     try:
