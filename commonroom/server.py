@@ -33,6 +33,7 @@ from .affinity import cpu_choice, pin_worker
 from .clock import Clock
 from .roomfiles import PRIVATE_UMASK, RoomFiles, room_on_port, write_private
 from .bodyguard import BodyGuard
+from .listenwatch import bind_to_device
 from .program import running_ce
 from .worker import LISTEN_BACKLOG, ConnectionLimits, RoomWorker
 
@@ -131,23 +132,6 @@ def _listen(host: str, port: int, device: str | None = None) -> socket.socket:
     sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
-
-
-def bind_to_device(sock: socket.socket, device: str) -> None:
-    """Make ``sock`` take only packets that arrive through interface ``device`` (``SO_BINDTODEVICE``).
-
-    Linux accepts a packet for a local address on any interface (the weak
-    host model): without this, a LAN neighbour routing the overlay address
-    through the room's LAN address would reach a plugin's listener in
-    clear. Bound, the kernel finds no listener for such a packet and
-    answers it with a reset: no HTTP byte. Raises ``OSError`` (``ENODEV``
-    for an interface that does not exist, ``ENOPROTOOPT`` where the system
-    has no such option).
-    """
-    option = getattr(socket, "SO_BINDTODEVICE", None)
-    if option is None:
-        raise OSError(errno.ENOPROTOOPT, "this system cannot bind a listener to one interface (SO_BINDTODEVICE)")
-    sock.setsockopt(socket.SOL_SOCKET, option, device.encode())
 
 
 def _port_taken(port: int, exc: OSError) -> str:
@@ -365,6 +349,8 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             plugin_listeners=tuple((listener["address"], listener["port"])
                                    for listener in ingress.get("transports", {}).values()),
             ingress_listener=(str(ingress_sock.getsockname()[0]), int(ingress_sock.getsockname()[1])),
+            transports=tuple((name, listener["address"], listener["port"], listener["interface"])
+                             for name, listener in ingress.get("transports", {}).items()),
             allow_hosts=options.allow_hosts,
         )
         app = RoomApplication(config, [s.fileno() for s in listeners], options)
@@ -407,6 +393,8 @@ class WorkerConfig:
     #: Host names both session listeners answer to besides their own (``ce serve --allow-host``); never the
     #: owner port's
     allow_hosts: tuple[str, ...] = ()
+    #: each transport plugin's listener: ``(transport, address, port, interface)`` (``commonroom.listenwatch``)
+    transports: tuple[tuple[str, str, int, str], ...] = ()
 
     def edge_names(self) -> dict[tuple[str, int], frozenset[str]]:
         """``(address, port)`` → the Host names that session listener answers to.
@@ -430,10 +418,16 @@ def build_app(config: WorkerConfig) -> Any:
     """The ASGI app of the room, built inside the worker (after the fork)."""
     from .http.app import RoomASGI
     from .http.edge import Edge
+    from .listenwatch import ListenerWatch
     from .room import build_room
+    from .transport_hints import plugin
+    from .worker import listening_sockets
 
     pin_worker()  # both busy threads on one CPU, before they start (commonroom/affinity.py)
     engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
+    watch = ListenerWatch(config.transports, listening_sockets(), engine.listener_gone, plugin)
+    watch.start()
+    shutdown.insert(0, watch.stop)
     # what the room built lives as long as the worker: out of every later collection's walk. No
     # collection first: a full one costs ~50 ms of every start for the few hundred objects of
     # start-up garbage it would find (they stay, frozen)

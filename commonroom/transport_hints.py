@@ -90,7 +90,15 @@ def hint(kind: str, ingress: dict[str, Any] | None) -> dict[str, Any]:
             f"the room does not listen for the {kind} transport; start it with ce serve FILE --transport {kind}",
             details={"transport": kind},
         )
-    return impl.hint(dict(listener))
+    if listener.get("gone_since"):
+        raise TransportUnavailable(
+            f"the room's {kind} address {listener.get('address')} is gone from this machine (since "
+            f"{listener['gone_since']}): an invitation naming it would not reach the room. The room listens "
+            "again when the address comes back; or restart it on the new one (ce serve FILE --transport "
+            f"{kind} --address NEW)",
+            details={"transport": kind, "address": listener.get("address"), "gone_since": listener["gone_since"]},
+        )
+    return impl.hint({k: v for k, v in listener.items() if k != "gone_since"})
 
 
 def invitation_address(kind: str, hint: dict[str, Any], address: str, ingress: dict[str, Any] | None) -> str:

@@ -192,9 +192,44 @@ class AccessMixin(EngineBase):
         return first.participant_name if first is not None else None
 
     def ingress(self) -> dict[str, Any] | None:
-        """The room's ingress listener as last recorded by ``ce serve``."""
+        """The room's ingress listener as last recorded by ``ce serve``.
+
+        A transport plugin's listener whose address this room process saw
+        go (:meth:`listener_gone`) carries ``"gone_since": <timestamp>``.
+        """
         raw = self.store.meta("ingress")
-        return json.loads(raw) if raw else None
+        if not raw:
+            return None
+        ingress: dict[str, Any] = json.loads(raw)
+        gone = self.__dict__.get("_listeners_gone") or {}
+        for name, listener in (ingress.get("transports") or {}).items():
+            if name in gone:
+                listener["gone_since"] = gone[name]
+        return ingress
+
+    def listener_gone(self, transport: str, gone: bool) -> None:
+        """Mark the ``transport`` plugin listener's address gone (now) or back (``commonroom.listenwatch``).
+
+        Kept in this process's memory only (a restarted room checks its
+        address anew); thread-safe (the dict is replaced, never changed).
+        """
+        current = dict(self.__dict__.get("_listeners_gone") or {})
+        if gone:
+            current.setdefault(transport, self.clock.stamp())
+        else:
+            current.pop(transport, None)
+        self.__dict__["_listeners_gone"] = current
+
+    def transport_listeners(self) -> list[dict[str, Any]]:
+        """``room.json#/$defs/TransportListener`` of each plugin listener: where, and whether it listens."""
+        found = []
+        for name, listener in sorted(((self.ingress() or {}).get("transports") or {}).items()):
+            entry = {"type": name, "address": listener["address"], "port": listener["port"],
+                     "interface": listener.get("interface", ""), "listening": "gone_since" not in listener}
+            if "gone_since" in listener:
+                entry["gone_since"] = listener["gone_since"]
+            found.append(entry)
+        return found
 
     def set_ingress(self, ingress: dict[str, Any]) -> None:
         """Record the ingress listener (``{"host", "port"[, "socket"]}``)."""

@@ -405,6 +405,43 @@ def test_dial_refuses_a_hint_off_the_overlay(net: Net) -> None:
     step(f"a tailcat hint naming the LAN address {net.overlay.room_lan} is refused before any byte is sent")
 
 
+def _listener_when(net: Net, listening: bool, within: float) -> tuple[dict[str, Any], float]:
+    """The owner's view of the tailcat listener (``ce status --json``: room.transports) once it says
+    ``listening``, and how long that took; AssertionError after ``within`` seconds."""
+    started = time.monotonic()
+    while True:
+        status = _json(net.room_ce("status", str(net.document), "--json"))
+        (listener,) = status["room"]["transports"]
+        if listener["listening"] is listening:
+            return listener, time.monotonic() - started
+        assert time.monotonic() - started < within, f"still {listener} after {within} s"
+        time.sleep(0.5)
+
+
+def test_the_room_follows_its_overlay_address(net: Net) -> None:
+    overlay = net.overlay
+    address = ["ip", "-n", overlay.room_ns, "addr", "{}", f"{overlay.room_address}/24", "dev", overlay.room_wg]
+    listener, _ = _listener_when(net, True, 1)
+    assert listener == {"type": "tailcat", "address": overlay.room_address, "port": net.tailcat_port,
+                        "interface": overlay.room_wg, "listening": True}
+    subprocess.run([part.format("del") for part in address], check=True)
+    try:
+        listener, took = _listener_when(net, False, 10)
+        shown = net.room_ce("status", str(net.document)).stdout
+        assert f"the tailcat address {overlay.room_address} is gone" in shown, shown
+        refused = net.room_ce("invite", str(net.document), "-p", "bob", "--transport", "tailcat", check=False)
+        assert refused.returncode == EXIT_CODES["transport_unavailable"], refused.stderr
+        assert "is gone from this machine" in refused.stderr, refused.stderr
+        log = net.document.with_name("doc.md.serve.log").read_text()
+        assert f"the tailcat address {overlay.room_address} is gone" in log, log[-2000:]
+    finally:
+        subprocess.run([part.format("add") for part in address], check=True)
+    _, back = _listener_when(net, True, 10)
+    assert net.peer_ce("read").stdout.startswith("# Plan")
+    step(f"the room's address removed: noticed in {took:.1f} s (ce status, the log, tailcat invitations "
+         f"transport_unavailable); put back: listening again in {back:.1f} s, the colleague reads")
+
+
 def test_revoked_session_refused(net: Net) -> None:
     session_id = net.peer_session["session"]["id"]
     net.room_ce("revoke", str(net.document), "--session", session_id)
