@@ -59,7 +59,7 @@ def test_a_restart_with_port_0_comes_back_on_the_same_ports_and_sessions_work(tm
     room = start_room(tmp_path, text=TEXT)
     ports = (room.state["owner_port"], room.state["ingress"]["port"])
     session = join(room, tmp_path, "ann", "read,observe")
-    observer = Observer("--session-file", str(session))
+    observer = Observer("--session-file", str(session), "--since", "0")
     try:
         first = commit(room, "before the restart")
         assert observer.saw(f"version {first} ")
@@ -85,7 +85,9 @@ def test_a_taken_port_moves_the_room_and_ce_follows_it_by_its_state_file(tmp_pat
     far = tmp_path / "far.session.json"  # a session on another machine: no state file of its room here
     far_data = json.loads(session.read_text())
     far.write_text(json.dumps({**far_data, "workspace_id": "w_elsewhere"}))
-    observer = Observer("--session-file", str(session))
+    watching = tmp_path / "watching.session.json"  # its own copy: the observer moves it when it follows
+    watching.write_text(session.read_text())
+    observer = Observer("--session-file", str(watching), "--since", "0")
     squatters: list[Squatter] = []
     try:
         assert room.stop(signal.SIGINT) == 0
@@ -111,6 +113,7 @@ def test_a_taken_port_moves_the_room_and_ce_follows_it_by_its_state_file(tmp_pat
         assert status.returncode == 0 and json.loads(status.stdout)["ingress"]["port"] == moved_to, status.stderr
         version = commit(room, "on the new port")
         assert observer.saw(f"version {version} ", timeout=30), (observer.out, observer.err)
+        assert json.loads(watching.read_text())["transport"]["port"] == moved_to
     finally:
         observer.stop()
         for squatter in squatters:
