@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generated.types.editing import Lease as LeaseWire
-from generated.types.editing import LeasesPage
+from commonroom.generated.types.editing import Lease as LeaseWire
+from commonroom.generated.types.editing import LeasesPage
 
 from .. import regions, tokens
 from ..clock import rfc3339

@@ -28,7 +28,7 @@ from typing import Any
 
 import peewee as pw
 
-from generated.types.owner import SidecarCompaction, SidecarParts, SidecarReport
+from commonroom.generated.types.owner import SidecarCompaction, SidecarParts, SidecarReport
 
 from .. import regions
 from ..store import WriteContext

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, cast, overload
 
-from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
+from commonroom.generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
 
 from .. import conventions, jsontext, numbers, regions
 from ..errors import InvalidRequest, VersionNotFound
