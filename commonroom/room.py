@@ -126,7 +126,7 @@ def build_room(document: Path, owner_token_hash: str, *,
         """Start the checkpoint warmer; serve once it is done, or after STARTUP_WARM_SECONDS.
 
         Nothing is served until then, so it warms without pausing between chunks
-        (issue 37: the pauses cost a loaded machine most of a second); then with them.
+        (the pauses cost a loaded machine most of a second); then with them.
         """
         warmer = engine.warm_checkpoints(pause=0.0)
         await asyncio.to_thread(warmer.wait, STARTUP_WARM_SECONDS)

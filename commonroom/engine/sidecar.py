@@ -1,4 +1,4 @@
-"""The sidecar as the operator sees it: its size by part, and compaction (issue 37).
+"""The sidecar as the operator sees it: its size by part, and compaction.
 
 - :meth:`SidecarMixin.sidecar_report` (``GET /owner/sidecar``, ``ce sidecar
   size``): the file and its WAL, the pages each part takes (``versions``:
