@@ -112,10 +112,16 @@ def acquire_lock(files: RoomFiles) -> int:
     return fd
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, device: str | None = None) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if device is not None:
+        try:
+            bind_to_device(sock, device)
+        except OSError:
+            sock.close()
+            raise
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -124,6 +130,23 @@ def _listen(host: str, port: int) -> socket.socket:
     sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
+
+
+def bind_to_device(sock: socket.socket, device: str) -> None:
+    """Make ``sock`` take only packets that arrive through interface ``device`` (``SO_BINDTODEVICE``).
+
+    Linux accepts a packet for a local address on any interface (the weak
+    host model): without this, a LAN neighbour routing the overlay address
+    through the room's LAN address would reach a plugin's listener in
+    clear. Bound, the kernel finds no listener for such a packet and
+    answers it with a reset: no HTTP byte. Raises ``OSError`` (``ENODEV``
+    for an interface that does not exist, ``ENOPROTOOPT`` where the system
+    has no such option).
+    """
+    option = getattr(socket, "SO_BINDTODEVICE", None)
+    if option is None:
+        raise OSError(errno.ENOPROTOOPT, "this system cannot bind a listener to one interface (SO_BINDTODEVICE)")
+    sock.setsockopt(socket.SOL_SOCKET, option, device.encode())
 
 
 def _port_taken(port: int, exc: OSError) -> str:
@@ -203,8 +226,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         os.umask(old_umask)
 
 
-def plugin_listener(options: ServeOptions) -> tuple[str, str, int] | None:
-    """``(transport, address, port)`` of the plugin's extra ingress, or None without ``--transport``.
+def plugin_listener(options: ServeOptions) -> tuple[str, str, int, str] | None:
+    """``(transport, address, port, interface)`` of the plugin's extra ingress, or None without ``--transport``.
 
     Asks the plugin (``listen``) and checks its answer
     (:func:`commonroom.transport.check_listener`) before anything starts;
@@ -226,15 +249,21 @@ def plugin_listener(options: ServeOptions) -> tuple[str, str, int] | None:
     if not 0 <= port <= 65535:
         raise ServeError(f"--transport-port {port}: a port is 0 to 65535 (0 picks a free one)")
     try:
-        address, port = plugin(options.transport).listen(options.address, port)
-        return options.transport, check_listener(options.transport, address, port), port
+        answer: tuple[Any, ...] = tuple(plugin(options.transport).listen(options.address, port))
+        if len(answer) != 3 or not isinstance(answer[2], str) or not answer[2]:
+            raise TransportUnavailable(f"the {options.transport} plugin's listen named no network interface; the "
+                                       "room binds every plugin listener to one (docs/transport-plugins.md)",
+                                       details={"transport": options.transport})
+        address, port, interface = str(answer[0]), answer[1], answer[2]
+        return options.transport, check_listener(options.transport, address, port), port, interface
     except TransportUnavailable as exc:
         raise ServeError(f"transport_unavailable: {exc}", code=EXIT_CODES["transport_unavailable"]) from None
 
 
 def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, out: TextIO,
-           extra: tuple[str, str, int] | None) -> int:
+           extra: tuple[str, str, int, str] | None) -> int:
     from .engine import Engine
+    from .errors import EXIT_CODES
 
     lock_fd = acquire_lock(files)
     arbiter_pid = os.getpid()
@@ -250,12 +279,18 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             listeners.append(_listen_unix(files.socket))
             ingress["socket"] = str(files.socket)
         if extra is not None:
-            name, address, port = extra
-            extra_sock = _listen(address, port)
+            name, address, port, interface = extra
+            try:
+                extra_sock = _listen(address, port, interface)
+            except OSError as exc:  # the interface is gone, or the system cannot bind to one
+                raise ServeError(f"transport_unavailable: cannot bind the {name} listener to interface "
+                                 f"{interface}: {exc.strerror or exc}",
+                                 code=EXIT_CODES["transport_unavailable"]) from None
             listeners.append(extra_sock)
             if extra_sock.getsockname()[1] == owner_port:  # the room tells its listeners apart by port
                 raise ServeError(f"--transport-port {owner_port}: the owner port's number; pick another")
-            ingress["transports"] = {name: {"address": address, "port": extra_sock.getsockname()[1]}}
+            ingress["transports"] = {name: {"address": address, "port": extra_sock.getsockname()[1],
+                                            "interface": interface}}
 
         try:
             files.make_private()  # files an older run or another umask left readable

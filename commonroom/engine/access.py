@@ -29,11 +29,11 @@ from ..errors import (
     SessionExpired,
     Unauthorized,
 )
-from generated.types.common import Capability
-from generated.types.common import Participant as ParticipantWire
-from generated.types.common import Session as SessionWire
-from generated.types.join import JoinResult
-from generated.types.owner import InviteResult, RevokeResult
+from commonroom.generated.types.common import Capability
+from commonroom.generated.types.common import Participant as ParticipantWire
+from commonroom.generated.types.common import Session as SessionWire
+from commonroom.generated.types.join import JoinResult
+from commonroom.generated.types.owner import InviteResult, RevokeResult
 
 from ..store import WriteContext
 from ..store.models import Participant as ParticipantRow

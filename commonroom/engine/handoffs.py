@@ -44,8 +44,8 @@ import hashlib
 import json
 from typing import Any
 
-from generated.types.handoffs import Handoff as HandoffWire
-from generated.types.handoffs import HandoffAndTask, HandoffEventsPage, HandoffsPage
+from commonroom.generated.types.handoffs import Handoff as HandoffWire
+from commonroom.generated.types.handoffs import HandoffAndTask, HandoffEventsPage, HandoffsPage
 
 from .. import tokens
 from ..errors import (HandoffConflict, HandoffNotFound, IdempotencyMismatch, InvalidRequest, LimitExceeded,

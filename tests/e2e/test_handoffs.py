@@ -1,4 +1,4 @@
-"""Handoffs and tasks through a real room (issue 10 items 1-3 and 7; issue 40 items 2-4).
+"""Handoffs and tasks through a real room.
 
 Every transition in ``tests/conformance/handoffs/`` through every path that
 reaches it, with the role the case names: HTTP, MCP (the tools, or the

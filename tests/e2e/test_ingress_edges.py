@@ -1,4 +1,4 @@
-"""Issue 34: the room's edges, over real sockets to a real room (docs/hardening.md, *What the room promises*).
+"""The room's edges, over real sockets to a real room (docs/hardening.md, *What the room promises*).
 
 1. Every request is parsed by gunicorn: a write sent while gunicorn's parser
    sits inside a pipelined request's head is header lines of that request,
@@ -81,7 +81,7 @@ def created(room, bearer) -> tuple[list, list]:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "a"])
 def test_a_write_inside_a_pipelined_head_is_header_lines_not_a_request(room, bearer, host):
-    """Issue 34's reproduction: 200 for the GET, then 400 (with its foreign Host ``a``: 421, and the connection
+    """A request smuggled inside a pipelined head: 200 for the GET, then 400 (with its foreign Host ``a``: 421, and the connection
     closes there); nothing created either way."""
     body = json.dumps({"base_version": 1, "text": "x\n", "summary": "SMUGGLED"}).encode()
     answer = exchange(port(room.ingress),
