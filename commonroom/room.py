@@ -35,6 +35,7 @@ from .engine import Engine
 from .engine.checkpoints import PAUSE_SECONDS
 from .http.app import create_app
 from .http.console import ConsoleGate, console_routes
+from .http.participant import participant_routes
 from .front import FrontDoor, front_routes
 from .http.operations import room_answers
 from .limits import RateLimiter
@@ -116,7 +117,7 @@ def build_room(document: Path, owner_token_hash: str, *,
     limiter = RateLimiter()
     mcp = mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds, runner=runner, table=table,
                      streams=streams)
-    ingress_app = create_app(engine, INGRESS, extra_routes=mcp, limiter=limiter, runner=runner, table=table,
+    ingress_app = create_app(engine, INGRESS, extra_routes={**mcp, **participant_routes()}, limiter=limiter, runner=runner, table=table,
                              streams=resources)
     end_streams_on_sigterm(hub.close_nowait)
 

@@ -31,11 +31,17 @@ def invite_command(
     expires: Annotated[str, typer.Option(help="How long the invitation is valid: 90s, 30m, 1h, 7d.")] = "24h",
     session_ttl: Annotated[str, typer.Option(help="How long the session lasts once joined.")] = "30d",
     transport: Annotated[str, typer.Option(help="loopback, local, or a plugin such as tailcat.")] = "loopback",
+    link: Annotated[bool, typer.Option("--link", help="Print a link to the room's page for a browser instead of "
+                                       "the token (the invitation rides in the link's #fragment).")] = False,
 ) -> None:
     """Print an invitation token for PARTICIPANT (through the owner port if the room runs).
 
     stdout is the token alone (``TOKEN=$(ce invite …)``), a line about it
-    goes to stderr; ``--json`` prints the whole answer instead.
+    goes to stderr; ``--json`` prints the whole answer instead. With
+    ``--link`` stdout is ``http://ADDR:PORT/#join=…`` instead: the room's
+    participant page, which redeems the invitation in the tab (the
+    fragment never reaches a server); a ``local`` (Unix socket)
+    invitation has no link (``invalid_request``).
 
     With no room running it writes the sidecar itself, holding the room's
     writer lock; if a room holds the lock but cannot be reached it fails
@@ -54,7 +60,7 @@ def invite_command(
     if JSON_OUTPUT.get():
         show(result, "owner#InviteResult")
         return
-    print(result["token"])
+    print(invitation.page_link(result["token"]) if link else result["token"])
     print(f"invitation {result['invitation_id']} for {result['participant']} "
           f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
 

@@ -65,6 +65,10 @@ OPERATIONS = Table([
                 "heading path or a line range): text, version number and content hash. Use the version as "
                 "base_version when you propose. Needs read.", cache="head")),
     Operation(
+        "document_render", "The head document as CommonMark HTML (raw HTML off) and its headings", "rendered",
+        "common#NoArguments", "room#RenderedDocument", "document", capability="read",
+        http=Http("GET", "/workspace/document/rendered", cache="head")),
+    Operation(
         "document_write", "Replace the document or a region if the head is expected_version", "write",
         "editing#WriteRequest", "editing#VersionInfo", "document",
         args=("expected_version", "text", "region", Arg("summary", "")), capability="write",
