@@ -228,6 +228,14 @@
     copy(parsed, out);
     return out;
   }
+  // A list rebuilt from the room keeps what the person was typing in it (by field id) and the focus.
+  function rebuild(list, items) {
+    const typed = new Map([...list.querySelectorAll("input[id], textarea[id]")].map((f) => [f.id, f.value]));
+    const focused = document.activeElement && list.contains(document.activeElement) ? document.activeElement.id : null;
+    list.replaceChildren(...items);
+    for (const [id, value] of typed) { const f = document.getElementById(id); if (f && list.contains(f) && value) f.value = value; }
+    if (focused) document.getElementById(focused)?.focus();
+  }
   function fillOutline() {
     const outline = $("outline"), region = $("edit-region");
     const label = (h) => `${"· ".repeat(h.level - 1)}${h.title || "(untitled)"} (line ${h.line})`;
@@ -366,10 +374,10 @@
     $("proposals-count").textContent = `${open.proposals.length}${open.next_cursor ? "+" : ""} open`;
     const list = $("proposals");
     const items = [...open.proposals, ...decided];
-    list.replaceChildren(...(items.length ? items.map(proposalCard) : [el("li", { class: "empty", text: "No proposals yet." })]));
+    rebuild(list, items.length ? items.map(proposalCard) : [el("li", { class: "empty", text: "No proposals yet." })]);
   }
   function proposalCard(p) {
-    const diff = el("pre", { class: "diff", text: "…" });
+    const diff = el("pre", { class: "diff", text: "…", tabindex: 0, "aria-label": `Diff of ${p.summary || p.id}` });
     const status = el("p", { class: "status", role: "status" });
     const card = el("li", { class: `card proposal ${p.status}`, "data-id": p.id },
       el("div", { class: "card-head" }, el("span", { class: `badge ${p.status}`, text: p.status }), " ",
@@ -395,7 +403,7 @@
           for (const b of buttons.querySelectorAll("button")) b.disabled = false;
         }
       };
-      const reason = el("input", { type: "text", maxlength: 500, "aria-label": `Reason for ${p.summary || p.id}`, placeholder: "reason (optional)" });
+      const reason = el("input", { id: `reason-${p.id}`, type: "text", maxlength: 500, "aria-label": `Reason for ${p.summary || p.id}`, placeholder: "reason (optional)" });
       if (can("approve")) buttons.append(el("button", { type: "button", text: "Approve", onclick: () => act("approve", {}) }),
         reason, el("button", { type: "button", text: "Reject", onclick: () => act("reject", reason.value ? { reason: reason.value } : {}) }));
       if (can("propose") && me && p.author === me.participant.name) buttons.append(el("button", { type: "button", text: "Withdraw", onclick: () => act("withdraw", reason.value ? { reason: reason.value } : {}) }));
@@ -411,19 +419,22 @@
     versionsCursor = page.next_cursor;
     const list = $("versions");
     const items = page.versions.map((v) => el("li", { "data-n": v.number },
-      el("button", { type: "button", class: "linkish", text: `v${v.number}`, "aria-label": `Open version ${v.number}`, onclick: () => openVersion(v.number) }),
+      el("button", { type: "button", class: "linkish", text: `v${v.number}`, "aria-label": `Open v${v.number}`, onclick: () => openVersion(v.number) }),
       " ", el("span", { class: "who", text: v.author || "room" }), " ", when(v.created_at), " ",
       el("span", { class: "summary", text: v.summary || `(${v.source})` }),
-      v.number > 1 ? el("button", { type: "button", class: "small", text: "diff", "aria-label": `Diff version ${v.number - 1} to ${v.number}`, onclick: () => showDiff(v.number - 1, v.number) }) : null));
+      v.number > 1 ? el("button", { type: "button", class: "small", text: "diff", "aria-label": `diff v${v.number - 1} to v${v.number}`, onclick: () => showDiff(v.number - 1, v.number) }) : null));
     if (more) list.append(...items); else { list.replaceChildren(...items); newestShown = page.versions.length ? page.versions[0].number : 0; }
     $("versions-more").hidden = !versionsCursor;
     $("versions-count").textContent = `${list.children.length}${versionsCursor ? "+" : ""} shown`;
     if (!$("diff-to").value && newestShown) { $("diff-to").value = newestShown; $("diff-from").value = Math.max(1, newestShown - 1); }
   }
+  let viewing = 0; // only the latest choice fills the viewer
   async function openVersion(n) {
+    const mine = ++viewing;
     $("viewer-title").textContent = `Version ${n}`;
     try {
       const v = await api("GET", `/workspace/versions/${n}`);
+      if (mine !== viewing) return;
       $("viewer-title").textContent = `Version ${n} · ${v.author || "room"} · ${v.summary || v.source}`;
       const frag = document.createDocumentFragment();
       splitLines(v.text).forEach((line, i) => frag.appendChild(lineNode(i + 1, line)));
@@ -433,8 +444,13 @@
   async function showDiff(from, to) {
     $("viewer-title").textContent = `Diff from version ${from} to version ${to}`;
     $("diff-from").value = from; $("diff-to").value = to;
-    const viewer = $("viewer"); viewer.classList.remove("lines");
-    try { diffView(viewer, (await api("GET", `/workspace/diff?from=${enc(from)}&to=${enc(to)}`)).diff); } catch (e) { say(viewer, failure(e), true); }
+    const viewer = $("viewer"), mine = ++viewing;
+    try {
+      const answer = await api("GET", `/workspace/diff?from=${enc(from)}&to=${enc(to)}`);
+      if (mine !== viewing) return;
+      viewer.classList.remove("lines");
+      diffView(viewer, answer.diff);
+    } catch (e) { if (mine === viewing) say(viewer, failure(e), true); }
   }
 
   // -- leases and people -------------------------------------------------------------------
@@ -447,6 +463,7 @@
     markLines();
   }
 
+  const drafts = new Map(); // what a person typed into a handoff's fields, kept while its card is rebuilt
   // -- handoffs -------------------------------------------------------------------------
   async function loadHandoffs() {
     const page = await api("GET", "/workspace/handoffs?limit=100");
@@ -455,7 +472,7 @@
     const done = page.handoffs.filter((h) => ["approved", "rejected", "cancelled"].includes(h.status)).slice(-5);
     $("handoffs-count").textContent = `${live.length} open`;
     const items = [...live, ...done];
-    list.replaceChildren(...(items.length ? items.map(handoffCard) : [el("li", { class: "empty", text: "No handoffs." })]));
+    rebuild(list, items.length ? items.map(handoffCard) : [el("li", { class: "empty", text: "No handoffs." })]);
   }
   function handoffCard(h) {
     const name = me ? me.participant.name : "";
@@ -469,11 +486,21 @@
       h.result ? el("div", { class: "result" }, el("span", { class: "label", text: "Result: " }), el("span", { class: "body", text: h.result })) : null,
       h.reason ? el("p", { class: "muted", text: `reason: ${h.reason}` }) : null, body);
     const buttons = el("div", { class: "buttons" });
-    const field = (label, multiline) => { const id = `f-${h.id}-${label.replace(/\W+/g, "-")}`; const input = el(multiline ? "textarea" : "input", { id, rows: multiline ? 2 : undefined, type: multiline ? undefined : "text" }); return [el("label", { for: id, text: label }), input]; };
+    const field = (label, multiline) => {
+      const id = `f-${h.id}-${label.replace(/\W+/g, "-")}`;
+      const input = el(multiline ? "textarea" : "input", { id, rows: multiline ? 2 : undefined, type: multiline ? undefined : "text" });
+      input.value = drafts.get(id) || "";
+      input.addEventListener("input", () => drafts.set(id, input.value));
+      return [el("label", { for: id, text: label }), input];
+    };
     const act = async (path, payload, done) => {
       for (const b of card.querySelectorAll("button")) b.disabled = true;
       say(status, "…");
-      try { await api("POST", path, payload); say(status, done); loadHandoffs().catch(() => {}); } catch (e) {
+      try {
+        await api("POST", path, payload); say(status, done);
+        for (const id of [...drafts.keys()]) if (id.startsWith(`f-${h.id}-`)) drafts.delete(id);
+        loadHandoffs().catch(() => {});
+      } catch (e) {
         say(status, failure(e), true); for (const b of card.querySelectorAll("button")) b.disabled = false;
       }
     };
