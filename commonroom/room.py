@@ -33,8 +33,9 @@ from typing import Any, Callable
 
 from .engine import Engine
 from .engine.checkpoints import PAUSE_SECONDS
+from .errors import Unauthorized
 from .http.app import create_app
-from .http.console import ConsoleGate, console_routes
+from .http.console import ConsoleGate, console_routes, console_unauthorized
 from .http.participant import participant_routes
 from .front import FrontDoor, front_routes
 from .http.operations import room_answers
@@ -114,6 +115,7 @@ def build_room(document: Path, owner_token_hash: str, *,
     resources = stream_resources(engine, hub, settings, streams)
     owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources,
                            extra_routes=console_routes(engine, runner), console=ConsoleGate(engine))
+    owner_app.add_error_handler(Unauthorized, console_unauthorized(engine))  # a browser's /console gets a page, not JSON
     limiter = RateLimiter()
     mcp = mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds, runner=runner, table=table,
                      streams=streams)
@@ -127,7 +129,7 @@ def build_room(document: Path, owner_token_hash: str, *,
         """Start the checkpoint warmer; serve once it is done, or after STARTUP_WARM_SECONDS.
 
         Nothing is served until then, so it warms without pausing between chunks
-        (issue 37: the pauses cost a loaded machine most of a second); then with them.
+        (the pauses cost a loaded machine most of a second); then with them.
         """
         warmer = engine.warm_checkpoints(pause=0.0)
         await asyncio.to_thread(warmer.wait, STARTUP_WARM_SECONDS)

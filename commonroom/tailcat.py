@@ -114,9 +114,13 @@ def tailscale_address() -> str:
 class Tailcat:
     """The plugin object (see :mod:`commonroom.transport` for the interface)."""
 
-    def listen(self, address: str | None, port: int) -> tuple[str, int]:
-        """Where the room listens for tailcat: ``address`` or ``tailscale ip -4``, on an overlay interface.
+    def listen(self, address: str | None, port: int) -> tuple[str, int, str]:
+        """Where the room listens for tailcat: ``address`` or ``tailscale ip -4``, and its overlay interface.
 
+        Returns ``(address, port, interface name)``; the room binds the
+        listener to that interface (``SO_BINDTODEVICE``), so a packet for
+        the address arriving on any other interface (a LAN neighbour
+        routing to it) finds no listener.
         Raises ``TransportUnavailable`` for no address at all, a loopback,
         wildcard or multicast one, or one that is not an address of a
         WireGuard or Tailscale interface of this machine (LAN, public).
@@ -135,7 +139,7 @@ class Tailcat:
                       else "no interface of this machine has it")
             raise TransportUnavailable(f"the tailcat transport refuses {canonical}: {reason}",
                                        details={"transport": NAME, "address": canonical, "interface": where})
-        return canonical, port
+        return canonical, port, interface.name
 
     def hint(self, listener: dict[str, Any]) -> dict[str, Any]:
         """``{"type": "tailcat", "address", "port", "encrypted": true, "mode": "private"}``."""

@@ -22,8 +22,13 @@ ENTRY_POINT_GROUP = "commonroom.transports"
 class TransportPlugin(Protocol):
     """What an entry point of the ``commonroom.transports`` group names (see the module docstring)."""
 
-    def listen(self, address: str | None, port: int) -> tuple[str, int]:
-        """The ``(address, port)`` of the extra session ingress; ``TransportUnavailable`` to refuse."""
+    def listen(self, address: str | None, port: int) -> tuple[str, int, str]:
+        """``(address, port, interface)`` of the extra session ingress; ``TransportUnavailable`` to refuse.
+
+        ``interface``: the name of the network interface (``wg0``,
+        ``tailscale0``) the room binds the listener to; connections arriving
+        on any other interface are refused by the kernel.
+        """
 
     def hint(self, listener: dict[str, Any]) -> dict[str, Any]:
         """The invitation's transport hint for the opened ``listener``; ``TransportUnavailable`` to refuse."""

@@ -13,8 +13,12 @@ import typer
 
 def serve_command(
     file: Annotated[Path, typer.Argument(help="The markdown file the room owns.")],
-    port: Annotated[int, typer.Option(help="Session ingress port (0 picks a free one).")] = 7711,
-    owner_port: Annotated[int, typer.Option(help="Owner port on 127.0.0.1 (0 picks a free one).")] = 7710,
+    port: Annotated[Optional[int], typer.Option(
+        help="Session ingress port. Default: the port of the room's last run, else 7711; "
+             "0: that port, else a free one.", show_default=False)] = None,
+    owner_port: Annotated[Optional[int], typer.Option(
+        help="Owner port on 127.0.0.1. Default: the port of the room's last run, else 7710; "
+             "0: that port, else a free one.", show_default=False)] = None,
     host: Annotated[str, typer.Option(help="Session ingress address (loopback transport).")] = "127.0.0.1",
     socket: Annotated[bool, typer.Option("--socket", help="Also listen on a Unix socket (local transport).")] = False,
     transport: Annotated[Optional[str], typer.Option(

@@ -29,11 +29,11 @@ from ..errors import (
     SessionExpired,
     Unauthorized,
 )
-from generated.types.common import Capability
-from generated.types.common import Participant as ParticipantWire
-from generated.types.common import Session as SessionWire
-from generated.types.join import JoinResult
-from generated.types.owner import InviteResult, RevokeResult
+from commonroom.generated.types.common import Capability
+from commonroom.generated.types.common import Participant as ParticipantWire
+from commonroom.generated.types.common import Session as SessionWire
+from commonroom.generated.types.join import JoinResult
+from commonroom.generated.types.owner import InviteResult, RevokeResult
 
 from ..store import WriteContext
 from ..store.models import Participant as ParticipantRow
@@ -189,9 +189,18 @@ class AccessMixin(EngineBase):
         raw = self.store.meta("ingress")
         return json.loads(raw) if raw else None
 
-    def set_ingress(self, ingress: dict[str, Any]) -> None:
-        """Record the ingress listener (``{"host", "port"[, "socket"]}``)."""
-        self.store.write(lambda ctx: self.store.set_meta("ingress", json.dumps(ingress, sort_keys=True)))
+    def set_ingress(self, ingress: dict[str, Any], owner_port: int | None = None) -> None:
+        """Record the ingress listener (``{"host", "port"[, "socket"][, "transports"]}``) and the owner port.
+
+        ``ce serve`` records them at each start; the next start without
+        ports comes back on them (:func:`commonroom.server.remembered_ports`).
+        """
+        def record(ctx: WriteContext) -> None:
+            self.store.set_meta("ingress", json.dumps(ingress, sort_keys=True))
+            if owner_port is not None:
+                self.store.set_meta("owner_port", str(owner_port))
+
+        self.store.write(record)
 
     def join(self, token: str, client: str | None = None) -> JoinResult:
         """Redeem ``token`` (single use) and open a session.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generated.types.room import Document, ParticipantsPage, RenderedDocument, RoomStatus
+from commonroom.generated.types.room import Document, ParticipantsPage, RenderedDocument, RoomStatus
 
 from .. import PROTOCOL, PROTOCOL_VERSION, regions, rendering
 from ..clock import rfc3339

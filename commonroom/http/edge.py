@@ -5,7 +5,10 @@ request was parsed by gunicorn; :class:`Edge` then decides, once, before
 the room's apps and their fast paths see it:
 
 1. **Host** (:func:`host_refusal`): an HTTP/1.1 request without ``Host``,
-   or with more than one, is 400 ``invalid_request`` (RFC 9112 §3.2); a
+   or with more than one, is 400 ``invalid_request`` with ``details.reason:
+   "host"`` (RFC 9112 §3.2; gunicorn's parser refuses a second ``Host``
+   first, and the worker answers that refusal with this envelope:
+   ``commonroom.worker``); a
    request whose ``Host`` does not name this room *on the listener it
    arrived on* is **421** ``invalid_request`` with ``details.reason:
    "host"`` (HTTP's *Misdirected Request*: this server does not answer for
@@ -20,8 +23,9 @@ the room's apps and their fast paths see it:
    as sent (origin form, starting with ``/``), with no percent-encoded
    ``/`` or ``\\`` (``%2F``, ``%5C``, any case): gunicorn decodes the
    path for the ASGI scope, so such a byte would become a separator the
-   client did not send. Refused 400 ``invalid_request`` with
-   ``details.reason: "path"``.
+   client did not send; and no empty segment (``//``, which Falcon's
+   router would skip, serving ``//workspace/room`` as ``/workspace/room``).
+   Refused 400 ``invalid_request`` with ``details.reason: "path"``.
 3. **nosniff**: every answer of both listeners carries
    ``X-Content-Type-Options: nosniff`` (:data:`NOSNIFF`), JSON errors and
    401s included; the worker's own answers made before the app
@@ -122,6 +126,9 @@ def target_refusal(scope: Mapping[str, Any]) -> InvalidRequest | None:
     if not raw.startswith(b"/"):
         return InvalidRequest("the request target must be a path starting with '/'",
                               details={"reason": "path"})
+    if b"//" in raw:  # an empty segment: Falcon's router would skip it and serve another spelling of a route
+        return InvalidRequest("an empty path segment ('//') is not accepted; send the path with one '/' "
+                              "between its segments", details={"reason": "path"})
     if b"%" in raw:
         lowered = raw.lower()
         if any(encoded in lowered for encoded in _ENCODED_SEPARATORS):

@@ -335,7 +335,7 @@ class Store:
         return int(row[0]) if row else 0
 
     def vacuum(self) -> None:
-        """``VACUUM`` the sidecar, then truncate its WAL (issue 37; ``Engine.sidecar_compact``).
+        """``VACUUM`` the sidecar, then truncate its WAL (``Engine.sidecar_compact``).
 
         Runs on this store's connection outside any transaction (call it from
         the writer, after a commit: an ``after_commit`` hook); readers on

@@ -1,4 +1,4 @@
-"""``ce`` for people (issue 15): readable output by default, ``--json`` for the schema'd answer.
+"""``ce`` for people: readable output by default, ``--json`` for the schema'd answer.
 
 A real room (tests/roomproc.py), the installed ``ce`` in subprocesses
 (stdout is a pipe, so: no colour, exact bytes). Every command's readable

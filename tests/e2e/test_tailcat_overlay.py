@@ -156,6 +156,40 @@ def test_join_and_read(net: Net) -> None:
     step(f"ce join (session {joined['session']['id']}) and ce read: {len(TEXT)} bytes, the document")
 
 
+BEARER_PROBE = ("import socket, sys\n"
+                "address, port, token = sys.argv[1], int(sys.argv[2]), sys.stdin.read().strip()\n"
+                "try:\n"
+                "    with socket.create_connection((address, port), timeout=5) as sock:\n"
+                "        sock.sendall(f'GET /workspace/room HTTP/1.1\\r\\nHost: {address}:{port}\\r\\n'\n"
+                "                     f'Authorization: Bearer {token}\\r\\nConnection: close\\r\\n\\r\\n'.encode())\n"
+                "        first = sock.recv(64)\n"
+                "        print(first.split(b' ')[1].decode() if first else 'no answer: closed without a byte')\n"
+                "except OSError as exc:\n"
+                "    print('no answer:', type(exc).__name__)\n")
+
+
+def test_lan_neighbour_routing_to_the_overlay_address_gets_no_byte(net: Net) -> None:
+    overlay, port = net.overlay, str(net.tailcat_port)
+    token = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())["token"]
+
+    def probe() -> str:
+        done = subprocess.run(net.peer_command(sys.executable, "-c", BEARER_PROBE, overlay.room_address, port),
+                              input=token, capture_output=True, text=True, timeout=60)
+        return done.stdout.strip() + done.stderr.strip()
+
+    assert probe() == "200"  # the control: through the tunnel
+    route = ["ip", "-n", overlay.peer_ns, "route", "add", f"{overlay.room_address}/32", "via", overlay.room_lan]
+    subprocess.run(route, check=True)
+    try:
+        lan = probe()
+    finally:
+        subprocess.run(["ip", "-n", overlay.peer_ns, "route", "del", f"{overlay.room_address}/32"], check=True)
+    assert lan.startswith("no answer:"), lan  # refused by the kernel: the listener is bound to the overlay device
+    assert probe() == "200"
+    step(f"a LAN neighbour routing {overlay.room_address} via {overlay.room_lan} got {lan}; "
+         "the same request through the tunnel got 200")
+
+
 def test_proposal_approved_seen_live_and_observe_reconnects(net: Net) -> None:
     observer = Follower(net.peer_command(ce_path(), "observe", "--json"))
     try:

@@ -1,4 +1,4 @@
-"""Handoffs and tasks in-process, on the injected clock (issue 10 items 1-3).
+"""Handoffs and tasks in-process, on the injected clock.
 
 The lifecycle, who may do what, idempotent creation, the limits (nothing
 stored past one), the handoff's own event list, the TTL sweep, and a

@@ -1,4 +1,4 @@
-"""One participant per name, up to case and width (issue 9, item 11), in process.
+"""One participant per name, up to case and width, in process.
 
 A participant is identified by ``participant_key`` (NFKC, case-folded) and
 shown by the name first given; an invitation for any equivalent name adds a
