@@ -48,6 +48,10 @@ def invite_command(
     (``transport_unavailable``) and changes nothing.
     """
     document = require_document(file)
+    if link and transport == "local":  # refused before an invitation is made for nothing
+        raise InvalidRequest("a browser link needs a TCP transport (loopback or a plugin such as tailcat); "
+                             "a local (Unix socket) invitation is given as a token: drop --link",
+                             details={"reason": "transport", "transport": transport})
     body: dict[str, Any] = {
         "participant": participant,
         "capabilities": [c.strip() for c in cap.split(",") if c.strip()],

@@ -160,6 +160,9 @@ def test_the_page_is_served_with_strict_headers_and_no_inline_script(room):
     assert "innerHTML" not in httpx.get(room.ingress + "/assets/page.js").text
     missing = httpx.get(room.ingress + "/assets/other.js")
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+    # a local (Unix socket) invitation has no link: said, and nothing printed to open
+    local = ce("invite", str(room.document), "-p", "zed", "--transport", "local", "--link")
+    assert local.returncode != 0 and local.stdout == "" and "TCP transport" in local.stderr
     # the owner port serves no participant page: the console is the operator's
     assert httpx.get(room.owner + "/").status_code in (401, 404)
 
