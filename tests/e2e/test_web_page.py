@@ -347,6 +347,8 @@ def test_two_people_and_a_ce_participant_work_the_room_live(room, chromium, tmp_
             assert time.monotonic() < deadline
             time.sleep(0.2)
         assert alice_sid and bob_sid and lease["id"]
+        # however often the marks were redrawn, a leased line carries one mark
+        expect(alice.page.locator("#doc-text .ln[data-n='6'] .mark.leased")).to_have_count(1)
 
         # 8. the rendered view: CommonMark, with the hostile text as text, anchors, lines
         alice.page.click("#view-rendered")

@@ -266,7 +266,7 @@
     }
   }
   function markLines() { // leases and open proposals on their lines
-    for (const node of $("doc-text").querySelectorAll(".ln.leased, .ln.proposed")) { node.classList.remove("leased", "proposed"); node.removeAttribute("title"); node.querySelector(".mark")?.remove(); }
+    for (const node of $("doc-text").querySelectorAll(".ln.leased, .ln.proposed")) { node.classList.remove("leased", "proposed"); node.removeAttribute("title"); node.querySelectorAll(".mark").forEach((m) => m.remove()); }
     for (const node of $("doc-rendered").querySelectorAll(".leased, .proposed")) node.classList.remove("leased", "proposed");
     const notes = [];
     const mark = (lines, cls, label) => {
