@@ -85,9 +85,13 @@ class Person:
         if message.type == "error" and not any(text in message.text for text in expected):
             self.errors.append(f"console: {message.text}")
 
-    def shot(self, name: str, full_page: bool = True) -> Path:
+    def shot(self, name: str, full_page: bool = True, part: str | None = None) -> Path:
+        """A screenshot in :data:`ARTIFACTS`: the page, or only the element ``part`` (a CSS selector)."""
         path = ARTIFACTS / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=full_page)
+        if part is not None:
+            self.page.locator(part).screenshot(path=str(path))
+        else:
+            self.page.screenshot(path=str(path), full_page=full_page)
         print(f"screenshot: {path}")
         return path
 
@@ -227,6 +231,7 @@ def test_two_people_and_a_ce_participant_work_the_room_live(room, chromium, tmp_
         proposals = ce_call(bob_session, "GET", "/workspace/proposals?status=open")["proposals"]
         assert [p["summary"] for p in proposals] == ["storage wording " + HOSTILE]
         alice.shot("web-proposal-1280")
+        dora.shot("web-proposals-panel", part="#proposals-panel")
         # alice approves in the page: a new version everywhere
         alice.page.locator("#proposals li.open", has_text="storage wording").get_by_role("button", name="Approve").click()
         expect(alice.page.locator("#proposals li.approved", has_text="storage wording")).to_be_visible()
@@ -248,6 +253,7 @@ def test_two_people_and_a_ce_participant_work_the_room_live(room, chromium, tmp_
         expect(dora.page.locator("#edit-status")).to_contain_text("Conflict")
         expect(dora.page.locator("#edit-preview")).to_contain_text("Unix socket")
         dora.shot("web-conflict-1280")
+        dora.shot("web-conflict-panel", part="#edit-panel")
         dora.page.get_by_role("button", name="Start again from the head").click()
         expect(dora.page.locator("#edit-text")).to_have_value(re.compile("Unix socket"))
         # ... and a clean rebase: dora edits Open questions at v3 while Goals changes (v4)
@@ -300,6 +306,7 @@ def test_two_people_and_a_ce_participant_work_the_room_live(room, chromium, tmp_
         card.get_by_role("button", name="Complete").click()
         expect(owner_card.locator(".badge.result_ready")).to_be_visible()
         alice.shot("web-handoff-1280")
+        alice.shot("web-handoffs-panel", part="#handoffs-panel")
         owner_card.get_by_role("button", name="Approve the result").click()
         expect(dora.page.locator("#handoffs li.approved", has_text="Review the Goals")).to_be_visible()
         # bob (ce) hands off to alice; alice sees it live and cancels nothing of his; alice cancels her own second one
@@ -332,6 +339,7 @@ def test_two_people_and_a_ce_participant_work_the_room_live(room, chromium, tmp_
         dora.page.keyboard.press("Control+Enter")
         expect(dora.page.locator("#board li.answer", has_text="Yes, go ahead")).to_be_visible()
         dora.shot("web-board-1280")
+        dora.shot("web-boards-panel", part="#boards-panel")
         # bob (ce) reads the answers; alice opens dora's board (learned from the events) and replies; bob sees it
         bodies = [m["body"] for m in ce_call(bob_session, "GET", f"/workspace/boards/{dora_sid}/messages")["messages"]]
         assert "Yes, go ahead " + HOSTILE in bodies and "All links fine " + HOSTILE in bodies
@@ -357,9 +365,11 @@ def test_two_people_and_a_ce_participant_work_the_room_live(room, chromium, tmp_
         alice.page.select_option("#outline", "h-open-questions")
         assert alice.page.url.endswith("#h-open-questions")
         alice.shot("web-rendered-1280")
+        alice.shot("web-rendered-1280-screen", full_page=False)
         alice.page.click("#view-text")
         alice.shot("web-overview-1280")
         alice.shot("web-overview-1280-screen", full_page=False)
+        alice.shot("web-versions-panel", part="#versions-panel")
         axe(alice.page, "1280 px")
         axe(dora.page, "1280 px, board")
 

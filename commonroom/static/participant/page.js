@@ -151,8 +151,14 @@
       } while (docAgain);
     })();
     try { await docLoading; } finally { docLoading = null; }
-    if (docState.rendered !== docState.version) loadRendered().catch((e) => say($("doc-marks"), `rendered view: ${failure(e)}`, true));
+    // The headings (anchors, Propose buttons) come with the rendering: at once in the rendered view, else once
+    // the versions settle, so a burst of commits costs the room one rendering, not one each.
+    clearTimeout(renderTimer);
+    if (docState.rendered !== docState.version)
+      renderTimer = setTimeout(() => loadRendered().catch((e) => say($("doc-marks"), `rendered view: ${failure(e)}`, true)),
+        docState.view === "rendered" || !docState.rendered ? 0 : 400);
   }
+  let renderTimer = null;
   function showDocument(doc) {
     const fresh = splitLines(doc.text), old = docState.lines, box = $("doc-text");
     if (!docState.nodes.length || old.length === 0) {
