@@ -21,7 +21,7 @@ import os
 import resource
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,6 +33,7 @@ from .affinity import cpu_choice, pin_worker
 from .clock import Clock
 from .roomfiles import PRIVATE_UMASK, RoomFiles, room_on_port, write_private
 from .bodyguard import BodyGuard
+from .listenwatch import bind_to_device
 from .program import running_ce
 from .worker import LISTEN_BACKLOG, ConnectionLimits, RoomWorker
 
@@ -66,6 +67,7 @@ class ServeOptions:
     transport: str | None = None  # a plugin's extra session ingress (ce serve --transport NAME)
     address: str | None = None  # its address (--address), None: the plugin finds one
     transport_port: int | None = None  # its port (--transport-port), None: the same number as ``port``
+    allow_hosts: tuple[str, ...] = ()  # extra Host names of both session listeners (--allow-host NAME)
     graceful_timeout: int = 5
     log_level: str = "warning"
     limits: ConnectionLimits | None = None  # None: ConnectionLimits.from_env()
@@ -211,23 +213,6 @@ def _listen(host: str, port: int, device: str | None = None, quiet: bool = False
     return sock
 
 
-def bind_to_device(sock: socket.socket, device: str) -> None:
-    """Make ``sock`` take only packets that arrive through interface ``device`` (``SO_BINDTODEVICE``).
-
-    Linux accepts a packet for a local address on any interface (the weak
-    host model): without this, a LAN neighbour routing the overlay address
-    through the room's LAN address would reach a plugin's listener in
-    clear. Bound, the kernel finds no listener for such a packet and
-    answers it with a reset: no HTTP byte. Raises ``OSError`` (``ENODEV``
-    for an interface that does not exist, ``ENOPROTOOPT`` where the system
-    has no such option).
-    """
-    option = getattr(socket, "SO_BINDTODEVICE", None)
-    if option is None:
-        raise OSError(errno.ENOPROTOOPT, "this system cannot bind a listener to one interface (SO_BINDTODEVICE)")
-    sock.setsockopt(socket.SOL_SOCKET, option, device.encode())
-
-
 def _port_taken(port: int, exc: OSError) -> str:
     """For a port in use: who holds it (the room on FILE, or a pid) and how to choose other ports."""
     if exc.errno != errno.EADDRINUSE:
@@ -289,6 +274,17 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     files = RoomFiles.of(options.document)
     remembered = remembered_ports(files)
     extra = plugin_listener(options, remembered.get("transports", {}).get(options.transport or ""))
+    from . import hostnames
+
+    try:
+        allow_hosts = hostnames.allowed(options.allow_hosts)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+    if extra is not None:
+        from .transport_hints import plugin
+
+        allow_hosts = tuple(sorted({*allow_hosts, *hostnames.plugin_names(plugin(extra[0]))}))
+    options = replace(options, allow_hosts=allow_hosts)
     try:
         limits = options.limits or ConnectionLimits.from_env()
         cpu_choice()  # COMMONROOM_CPU, checked before the fork (commonroom/affinity.py)
@@ -368,7 +364,9 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         if taken:
             moved.append(("session ingress", taken, ingress_sock.getsockname()[1]))
         owner_port = owner_sock.getsockname()[1]
-        ingress = {"host": options.host, "port": ingress_sock.getsockname()[1]}
+        ingress: dict[str, Any] = {"host": options.host, "port": ingress_sock.getsockname()[1]}
+        if options.allow_hosts:
+            ingress["allowed_hosts"] = list(options.allow_hosts)
         if options.socket:
             listeners.append(_listen_unix(files.socket))
             ingress["socket"] = str(files.socket)
@@ -426,6 +424,9 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         print(f"commonroom serving {files.document}", file=out)
         print(f"  owner port:      http://127.0.0.1:{owner_port}  (token in {files.owner_token})", file=out)
         print(f"  session ingress: http://{ingress['host']}:{ingress['port']}", file=out)
+        if options.allow_hosts:
+            print(f"  also answers to: {', '.join(options.allow_hosts)}  (Host names of the session listeners)",
+                  file=out)
         if options.socket:
             print(f"  local socket:    {files.socket}", file=out)
         ce = running_ce()  # the commands as they run from any directory, ce on PATH or not
@@ -448,6 +449,10 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             limits=limits,
             plugin_listeners=tuple((listener["address"], listener["port"])
                                    for listener in ingress.get("transports", {}).values()),
+            ingress_listener=(str(ingress_sock.getsockname()[0]), int(ingress_sock.getsockname()[1])),
+            transports=tuple((name, listener["address"], listener["port"], listener["interface"])
+                             for name, listener in ingress.get("transports", {}).items()),
+            allow_hosts=options.allow_hosts,
         )
         app = RoomApplication(config, [s.fileno() for s in listeners], options)
         try:
@@ -484,21 +489,46 @@ class WorkerConfig:
     #: each transport plugin's listener: ``(address, port)`` as the worker sees it (the ASGI scope's
     #: ``server``), the Host rule's names for it being its own address (``commonroom.http.edge``)
     plugin_listeners: tuple[tuple[str, int], ...] = ()
+    #: the loopback session ingress's ``(address, port)`` as bound (the scope's ``server``)
+    ingress_listener: tuple[str, int] | None = None
+    #: Host names both session listeners answer to besides their own (``ce serve --allow-host``); never the
+    #: owner port's
+    allow_hosts: tuple[str, ...] = ()
+    #: each transport plugin's listener: ``(transport, address, port, interface)`` (``commonroom.listenwatch``)
+    transports: tuple[tuple[str, str, int, str], ...] = ()
 
     def edge_names(self) -> dict[tuple[str, int], frozenset[str]]:
-        """``(address, port)`` → the Host names that plugin listener answers to (its address; ``[v6]``)."""
-        return {(address, port): frozenset({f"[{address}]" if ":" in address else address})
-                for address, port in self.plugin_listeners}
+        """``(address, port)`` → the Host names that session listener answers to.
+
+        A plugin listener: its address (``[v6]``) and :attr:`allow_hosts`;
+        the loopback ingress: its own names (``listener_names``) and
+        :attr:`allow_hosts`. Every other listener (the owner port) keeps
+        the edge's default names.
+        """
+        from .http.edge import listener_names
+
+        extra = frozenset(self.allow_hosts)
+        names = {(address, port): frozenset({f"[{address}]" if ":" in address else address}) | extra
+                 for address, port in self.plugin_listeners}
+        if self.ingress_listener is not None and extra:
+            names[self.ingress_listener] = listener_names(self.ingress_listener) | extra
+        return names
 
 
 def build_app(config: WorkerConfig) -> Any:
     """The ASGI app of the room, built inside the worker (after the fork)."""
     from .http.app import RoomASGI
     from .http.edge import Edge
+    from .listenwatch import ListenerWatch
     from .room import build_room
+    from .transport_hints import plugin
+    from .worker import listening_sockets
 
     pin_worker()  # both busy threads on one CPU, before they start (commonroom/affinity.py)
     engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
+    watch = ListenerWatch(config.transports, listening_sockets(), engine.listener_gone, plugin)
+    watch.start()
+    shutdown.insert(0, watch.stop)
     # what the room built lives as long as the worker: out of every later collection's walk. No
     # collection first: a full one costs ~50 ms of every start for the few hundred objects of
     # start-up garbage it would find (they stay, frozen)

@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, List, NoReturn, Optional
 
 import typer
 
@@ -28,6 +28,9 @@ def serve_command(
              "default: tailscale ip -4).")] = None,
     transport_port: Annotated[Optional[int], typer.Option(
         help="The plugin ingress's port (default: the same number as --port).")] = None,
+    allow_host: Annotated[Optional[List[str]], typer.Option(
+        "--allow-host", help="A Host name both session listeners also answer to (repeatable; never the owner "
+                             "port), e.g. a tailnet's MagicDNS name.")] = None,
     log_level: Annotated[str, typer.Option(help="gunicorn log level.")] = "warning",
 ) -> None:
     """Start the room on FILE: one process, two listeners, until Ctrl-C.
@@ -41,7 +44,7 @@ def serve_command(
 
     options = ServeOptions(document=file, host=host, port=port, owner_port=owner_port,
                            socket=socket, transport=transport, address=address, transport_port=transport_port,
-                           log_level=log_level)
+                           allow_hosts=tuple(allow_host or ()), log_level=log_level)
     try:
         code = serve(options)
     except ServeError as exc:

@@ -343,7 +343,7 @@ OPERATIONS = Table([
         "owner#InviteResult", "owner",
         args=("participant", "capabilities", Arg("transport", "loopback"),
               Arg("expires_in_seconds", keyword="expires_in_seconds"),
-              Arg("session_ttl_seconds", keyword="session_ttl_seconds")),
+              Arg("session_ttl_seconds", keyword="session_ttl_seconds"), Arg("address", keyword="address")),
         actor=False, errors=("invalid_request", "transport_unavailable"), read_only=False,
         http=Http("POST", "/owner/invitations", 201, (OWNER,))),
     Operation(
