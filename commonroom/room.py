@@ -33,8 +33,9 @@ from typing import Any, Callable
 
 from .engine import Engine
 from .engine.checkpoints import PAUSE_SECONDS
+from .errors import Unauthorized
 from .http.app import create_app
-from .http.console import ConsoleGate, console_routes
+from .http.console import ConsoleGate, console_routes, console_unauthorized
 from .front import FrontDoor, front_routes
 from .http.operations import room_answers
 from .limits import RateLimiter
@@ -113,6 +114,7 @@ def build_room(document: Path, owner_token_hash: str, *,
     resources = stream_resources(engine, hub, settings, streams)
     owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources,
                            extra_routes=console_routes(engine, runner), console=ConsoleGate(engine))
+    owner_app.add_error_handler(Unauthorized, console_unauthorized(engine))  # a browser's /console gets a page, not JSON
     limiter = RateLimiter()
     mcp = mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds, runner=runner, table=table,
                      streams=streams)

@@ -337,10 +337,21 @@ class GuardedProtocol(_ASGIProtocol):
         self._room_drop()
 
 
+#: This worker process's listening sockets (set by :meth:`RoomWorker.init_process`, before the app is built).
+_LISTENING: list[Any] = []
+
+
+def listening_sockets() -> list[Any]:
+    """The worker's listening sockets (``socket.socket``), for what acts on a listener after the fork
+    (``commonroom.listenwatch``: a plugin listener bound again to its interface)."""
+    return [getattr(listener, "sock", listener) for listener in _LISTENING]
+
+
 class RoomWorker(_ASGIWorker):
     """gunicorn's ``asgi`` worker serving connections with :class:`GuardedProtocol`."""
 
     def init_process(self) -> None:  # noqa: D102 - gunicorn hook
+        _LISTENING[:] = list(self.sockets)
         config = self.app.config  # commonroom.server.WorkerConfig
         self.room_limits = config.limits
         self.room_owner_port = config.owner_port

@@ -174,3 +174,7 @@ class InviteRequest(TypedDict, closed=True):
     expires_in_seconds: NotRequired[int]
     session_ttl_seconds: NotRequired[int]
     transport: NotRequired[transport_1.TransportType]
+    address: NotRequired[str]
+    """
+    A plugin transport only: the name the invitation's hint carries instead of the listener's address; one of the names the room answers to (ce serve --allow-host).
+    """
