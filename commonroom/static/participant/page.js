@@ -134,7 +134,8 @@
   function notice(text) { const n = $("notice"); n.textContent = text || ""; n.hidden = !text; }
 
   // -- the document ---------------------------------------------------------------------
-  const docState = { version: 0, lines: [], nodes: [], headings: [], leases: [], proposals: [], rendered: 0, view: "text" };
+  const docState = { version: 0, lines: [], nodes: [], headings: [], leases: [], proposals: [], rendered: 0, built: 0,
+    html: "", outline: "", view: "text" };
   let docLoading = null, docAgain = false;
   function lineNode(n, text) {
     const node = document.createElement("div");
@@ -195,15 +196,27 @@
     if (renderLoading) return renderLoading;
     renderLoading = (async () => {
       const answer = await api("GET", "/workspace/document/rendered");
+      const outline = JSON.stringify(answer.headings.map((h) => [h.anchor, h.line, h.end_line]));
       docState.headings = answer.headings;
       docState.rendered = answer.version;
-      $("doc-rendered").replaceChildren(safeFragment(answer.html));
-      fillOutline();
+      docState.html = answer.html;
+      docState.built = 0;
+      if (docState.view === "rendered") buildRendered();
+      if (outline !== docState.outline) { docState.outline = outline; fillOutline(); }
       markHeadings();
       markLines();
       followHash();
     })();
     try { await renderLoading; } finally { renderLoading = null; }
+  }
+  // The rendered view's elements are built only while it is shown: a hidden 1 MB rendering would cost the
+  // text view a second of the page's time at every version.
+  function buildRendered() {
+    if (docState.built === docState.rendered) return;
+    $("doc-rendered").replaceChildren(safeFragment(docState.html));
+    docState.built = docState.rendered;
+    markHeadings();
+    markLines();
   }
   // The room's rendering, rebuilt node by node from an allow-list (belt and braces: the room already escapes raw HTML).
   const ALLOWED = new Set(["P", "H1", "H2", "H3", "H4", "H5", "H6", "UL", "OL", "LI", "A", "CODE", "PRE", "EM", "STRONG", "BLOCKQUOTE",
@@ -251,24 +264,29 @@
       ...docState.headings.map((h, i) => el("option", { value: String(i), text: label(h) })));
     region.value = [...region.options].some((o) => o.value === chosen) ? chosen : region.value;
   }
-  function markHeadings() { // heading anchors and the propose buttons on the text view
-    for (const node of $("doc-text").querySelectorAll(".ln.heading")) { node.classList.remove("heading"); node.removeAttribute("id"); node.querySelector(".tools")?.remove(); }
-    if (docState.rendered !== docState.version) return;
-    docState.headings.forEach((h, index) => {
-      const node = docState.nodes[h.line - 1];
-      if (!node) return;
+  function markHeadings() { // heading anchors and the propose buttons on the text view; only what changed is touched
+    const want = new Map();
+    for (const h of docState.headings) { const node = docState.nodes[h.line - 1]; if (node) want.set(node, h); }
+    for (const node of [...$("doc-text").querySelectorAll(".ln.heading")]) {
+      const h = want.get(node);
+      if (h && node.dataset.anchor === h.anchor) { want.delete(node); continue; }
+      node.classList.remove("heading"); node.removeAttribute("id"); delete node.dataset.anchor;
+      node.querySelector(".tools")?.remove();
+    }
+    for (const [node, h] of want) {
       node.classList.add("heading");
       node.id = `t-${h.anchor}`;
+      node.dataset.anchor = h.anchor;
       const tools = el("span", { class: "tools" }, el("a", { href: `#${h.anchor}`, class: "anchor", "aria-label": `Link to ${h.title}`, text: "#" }));
       if (can("propose")) tools.append(el("button", { type: "button", class: "small", "aria-label": `Propose a change to ${h.title}`, text: "Propose",
-        onclick: () => openEditor(index) }));
+        onclick: () => proposeTo(h.anchor) }));
       node.prepend(tools);
-    });
+    }
     for (const node of $("doc-rendered").querySelectorAll("h1[id],h2[id],h3[id],h4[id],h5[id],h6[id]")) {
       if (node.querySelector(".anchor")) continue;
       const index = docState.headings.findIndex((h) => h.anchor === node.id);
       node.append(" ", el("a", { href: `#${node.id}`, class: "anchor", "aria-label": `Link to ${node.textContent}`, text: "#" }));
-      if (index >= 0 && can("propose")) node.append(" ", el("button", { type: "button", class: "small", text: "Propose", "aria-label": `Propose a change to ${docState.headings[index].title}`, onclick: () => openEditor(index) }));
+      if (index >= 0 && can("propose")) node.append(" ", el("button", { type: "button", class: "small", text: "Propose", "aria-label": `Propose a change to ${docState.headings[index].title}`, onclick: () => proposeTo(node.id) }));
     }
   }
   function markLines() { // leases and open proposals on their lines
@@ -302,6 +320,7 @@
     $("view-rendered").setAttribute("aria-pressed", String(view === "rendered"));
     $("doc-text").hidden = view !== "text";
     $("doc-rendered").hidden = view !== "rendered";
+    if (view === "rendered" && docState.rendered === docState.version) buildRendered();
     if (view === "rendered" && docState.rendered !== docState.version) loadRendered().catch((e) => say($("doc-marks"), `rendered view: ${failure(e)}`, true));
   }
   function goTo(anchor) {
@@ -317,6 +336,10 @@
     if (index < 0) return { region: { document: true }, original: docState.lines.map((l) => l + "\n").join(""), label: "the whole document" };
     const h = docState.headings[index];
     return { region: { heading: h.path }, original: docState.lines.slice(h.line - 1, h.end_line).map((l) => l + "\n").join(""), label: h.title };
+  }
+  async function proposeTo(anchor) { // the section as it is now: its lines come with the newest rendering
+    if (docState.rendered !== docState.version) await loadRendered().catch(() => {});
+    openEditor(docState.headings.findIndex((h) => h.anchor === anchor));
   }
   function openEditor(index) {
     const section = sectionText(index);
