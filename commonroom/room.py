@@ -63,6 +63,9 @@ TASK_SWEEP_SECONDS = 60.0
 #: How often board and peer retention runs (``Engine.sweep_board_retention``): peer
 #: messages live 24 h, so a minute late is fine; count bounds also hold at every post.
 BOARD_SWEEP_SECONDS = 60.0
+#: How often the room looks at its WAL's size and gives back one grown past its
+#: limit (``Store.give_back_wal``: one ``stat`` when there is nothing to do).
+WAL_SWEEP_SECONDS = 5.0
 #: Longest the worker waits at startup for old versions' checkpoints to be
 #: warmed before it serves (a 1 MB document's 1,000 versions take ~0.5 s);
 #: past it the warm-up goes on in the background while the room serves.
@@ -85,6 +88,7 @@ def room_timers(engine: Engine, runner: Runner) -> Scheduler:
     scheduler.every(LEASE_SWEEP_SECONDS, "lease-expiry", engine.expire_leases)
     scheduler.every(TASK_SWEEP_SECONDS, "task-ttl", engine.sweep_tasks)
     scheduler.every(BOARD_SWEEP_SECONDS, "board-retention", engine.sweep_board_retention)
+    scheduler.every(WAL_SWEEP_SECONDS, "wal-give-back", engine.store.give_back_wal)
     return scheduler
 
 

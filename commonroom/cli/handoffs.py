@@ -32,6 +32,7 @@ import typer
 
 from . import ids, render_shapes
 from ..errors import HandoffNotFound, InvalidRequest
+from ..vocabulary import HANDOFF_STATUSES, words
 from .options import CursorOpt, LimitOpt, SessionOpt
 from .common import handled, operator_read, operator_write, require_document
 from .sessions import session_call
@@ -56,8 +57,7 @@ def _handoff(session_file: Path | None, handoff_id: str, **values: Any) -> dict[
 
 @handled
 def handoffs_command(file: FileArg,
-                     status: Annotated[Optional[str], typer.Option(help="open, accepted, result_ready, approved, "
-                                                                   "rejected or cancelled.")] = None,
+                     status: Annotated[Optional[str], typer.Option(help=words(HANDOFF_STATUSES) + ".")] = None,
                      limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of handoffs from the sidecar, oldest first."""
     show(operator_read(file, "handoff_list", {"status": status, "limit": limit, "cursor": cursor}), "handoffs#HandoffsPage")
