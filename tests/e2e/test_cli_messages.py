@@ -4,19 +4,24 @@ One room for the module (tests/roomproc.py), the installed ``ce`` in
 subprocesses (stdout and stderr are pipes: no colour). A lease conflict
 names who holds the lines and until when; a proposal that no longer applies
 says so, prints its conflicting hunks and says what to do; a decided one
-says it was decided.
+says it was decided. Output that cannot be written (``> /dev/full``) is
+one line, and Ctrl-C of a room says ``room stopped`` and nothing else.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import SAMPLE
-from tests.roomproc import Room, ce, start_room
+from tests.roomproc import Room, ce, ce_path, start_room
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +86,37 @@ def test_a_proposal_that_no_longer_applies_says_so_and_what_to_do(room, tmp_path
     assert rejected.returncode == 0, rejected.stderr
     again = refused(ce("approve", proposal, *editor), "proposal_conflict")
     assert "is rejected already" in again and "decided already" in again, again
+
+
+@pytest.mark.parametrize("args", [("versions", "{doc}"), ("versions", "{doc}", "--json"), ("read", "{session}"),
+                                  ("lease", "list", "{session}"), ("--help",), ("--version",)])
+def test_output_that_cannot_be_written_is_one_line(room, tmp_path, args):
+    session = join(room, tmp_path, "full", "read")
+    argv = []
+    for arg in args:
+        argv += session if arg == "{session}" else [str(room.document) if arg == "{doc}" else arg]
+    with open("/dev/full", "w") as full:  # as `ce versions > /dev/full`
+        done = subprocess.run([ce_path(), *argv], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == "ce: cannot write to standard output: No space left on device; nothing more was printed\n"
+
+
+@pytest.mark.parametrize("after", [0.0, 0.1, 0.3, 1.0])
+def test_ctrl_c_stops_a_room_with_one_line(tmp_path, after):
+    document = tmp_path / "doc.md"
+    document.write_bytes(SAMPLE.read_bytes())
+    proc = subprocess.Popen([ce_path(), "serve", str(document), "--port", "0", "--owner-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        banner = proc.stdout.readline()
+        assert banner.startswith("commonroom serving"), (banner, proc.stderr.read() if proc.poll() else "")
+        time.sleep(after)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert out.endswith(f"room stopped: {document.resolve()}\n"), out
+    assert err == "", err  # no "Worker (pid:…) was sent SIGQUIT!", no traceback
+    assert proc.returncode in (0, 130)  # 130: stopped while still starting
