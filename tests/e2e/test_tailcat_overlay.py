@@ -265,7 +265,7 @@ def test_proposal_approved_seen_live_and_observe_reconnects(net: Net) -> None:
     observer = Follower(net.peer_command(ce_path(), "observe", "--json"))
     try:
         observer.wait(lambda line: False, 1.0)  # connected and idle
-        version = _json(net.peer_ce("call", "GET", "/workspace/room"))["version"]
+        version = _json(net.peer_ce("call", "GET", "/workspace/room"))["head_version"]
         proposal = _json(net.peer_ce("propose", "--base", str(version), "--lines", "3-3",
                                      "--text", "line one, from the other machine\n", "--json"))
         proposal_id = proposal.get("proposal_id") or proposal["id"]
