@@ -59,7 +59,7 @@ def _libc() -> ctypes.CDLL | None:
 class FileWatch:
     """One thread reading inotify events of a file's folder (see the module docstring)."""
 
-    def __init__(self, fd: int, name: bytes, on_change: Callable[[], None]):
+    def __init__(self, fd: int, name: bytes, on_change: Callable[[], object]):
         self._fd = fd
         self._name = name
         self._on_change = on_change
@@ -68,7 +68,7 @@ class FileWatch:
         self._thread = threading.Thread(target=self._run, name="commonroom-filewatch", daemon=True)
 
     @classmethod
-    def start(cls, path: Path, on_change: Callable[[], None]) -> "FileWatch | None":
+    def start(cls, path: Path, on_change: Callable[[], object]) -> "FileWatch | None":
         """Watch ``path``'s folder for changes to ``path``; None where inotify cannot be had
         (not Linux, no C library, out of watches): then the room's timer alone notices changes."""
         libc = _libc()
