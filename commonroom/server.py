@@ -1,7 +1,7 @@
 """The room process: ``ce serve FILE`` (DESIGN.md, Processes and ports).
 
 One gunicorn arbiter with exactly one ``asgi`` worker (the single writer)
-serving :class:`commonroom.http.RoomASGI` on two listeners that this module
+serving :class:`commonroom.http.Edge` on two listeners that this module
 binds itself (so port 0 works and the chosen ports are known before the
 fork): the owner port on 127.0.0.1 and the session ingress (and, with
 ``--transport NAME``, the extra session ingress a transport plugin names:
@@ -487,7 +487,7 @@ class WorkerConfig:
     owner_token_hash: str
     limits: ConnectionLimits = ConnectionLimits()
     #: each transport plugin's listener: ``(address, port)`` as the worker sees it (the ASGI scope's
-    #: ``server``), the Host rule's names for it being its own address (``commonroom.http.edge``)
+    #: ``server``), the Host rule's names for it being its own address (``commonroom.http.rules``)
     plugin_listeners: tuple[tuple[str, int], ...] = ()
     #: the loopback session ingress's ``(address, port)`` as bound (the scope's ``server``)
     ingress_listener: tuple[str, int] | None = None
@@ -505,7 +505,7 @@ class WorkerConfig:
         :attr:`allow_hosts`. Every other listener (the owner port) keeps
         the edge's default names.
         """
-        from .http.edge import listener_names
+        from .http.rules import listener_names
 
         extra = frozenset(self.allow_hosts)
         names = {(address, port): frozenset({f"[{address}]" if ":" in address else address}) | extra
@@ -516,26 +516,29 @@ class WorkerConfig:
 
 
 def build_app(config: WorkerConfig) -> Any:
-    """The ASGI app of the room, built inside the worker (after the fork)."""
-    from .http.app import RoomASGI
+    """The ASGI app of the room, built inside the worker (after the fork): its edge
+    (:class:`commonroom.http.edge.Edge`) over both listeners, each stack under the worker's ``BodyGuard``."""
     from .http.edge import Edge
+    from .http.lifespan import Lifespan
+    from .http.rules import HostNames
     from .listenwatch import ListenerWatch
     from .room import build_room
     from .transport_hints import plugin
     from .worker import listening_sockets
 
     pin_worker()  # both busy threads on one CPU, before they start (commonroom/affinity.py)
-    engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
+    engine, owner, ingress, hooks = build_room(config.document, config.owner_token_hash,
+                                               names=HostNames(config.edge_names()))
+    for listener in (owner, ingress):
+        listener.app = BodyGuard(listener.app, config.limits.body_timeout)
     watch = ListenerWatch(config.transports, listening_sockets(), engine.listener_gone, plugin)
     watch.start()
-    shutdown.insert(0, watch.stop)
+    hooks.insert(0, watch.stop)
     # what the room built lives as long as the worker: out of every later collection's walk. No
     # collection first: a full one costs ~50 ms of every start for the few hundred objects of
     # start-up garbage it would find (they stay, frozen)
     gc.freeze()
-    return Edge(BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
-                                   on_startup=getattr(shutdown, "startup", [])),
-                          config.limits.body_timeout), config.edge_names())
+    return Edge(owner, ingress, config.owner_port, Lifespan(hooks.startup, list(hooks)))
 
 
 class RoomApplication(BaseApplication):

@@ -18,18 +18,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-if TYPE_CHECKING:
-    from ..engine import Engine
 from ..errors import InvalidRequest
-from ..vocabulary import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
+from ..vocabulary import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN, PROPOSAL_STATUSES, words
 from . import document, ids
 from .document import region_of
 from .options import CursorOpt, LimitOpt, SessionOpt
-from .common import handled, operator_read, require_document
+from .common import handled, operator_read
 from .sessions import session_call
 from .render import show
 from .usage import CeTyper
@@ -42,25 +40,13 @@ ProposalArg = Annotated[str, typer.Argument(help="The proposal id (pr_…), or a
 LeaseArg = Annotated[str, typer.Argument(help="The lease id (l_…), or a unique start of it as the tables print it.")]
 
 
-def _local(file: Path) -> Engine:
-    from ..engine import Engine  # imported by the commands that open the sidecar only
-
-    return Engine.open(require_document(file), readonly=True)
-
-
-def _operator() -> Any:
-    from ..engine import OPERATOR
-
-    return OPERATOR
-
-
 # -- local operator reads ------------------------------------------------------
 
 
 @handled
 def proposals_command(
     file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
-    status: Annotated[Optional[str], typer.Option(help="open, approved, rejected or withdrawn.")] = None,
+    status: Annotated[Optional[str], typer.Option(help=words(PROPOSAL_STATUSES) + ".")] = None,
     limit: LimitOpt = 50,
     cursor: CursorOpt = None,
 ) -> None:
@@ -100,11 +86,7 @@ def diff_command(
     b: Annotated[Optional[int], typer.Argument(help="To version, v3 or 3 (default: the head).", parser=ids.version)] = None,
 ) -> None:
     """Print the unified diff between two versions (coloured on a terminal)."""
-    engine = _local(file)
-    try:
-        show(engine.diff(_operator(), a, b), "editing#Diff")
-    finally:
-        engine.close()
+    show(operator_read(file, "versions_diff", {"from_version": a, "to_version": b}), "editing#Diff")
 
 
 # -- participant commands --------------------------------------------------------

@@ -32,6 +32,7 @@ import typer
 
 from . import ids, render_shapes
 from ..errors import HandoffNotFound, InvalidRequest
+from ..vocabulary import HANDOFF_STATUSES, words
 from .options import CursorOpt, LimitOpt, SessionOpt
 from .common import handled, operator_read, operator_write, require_document
 from .sessions import session_call
@@ -56,8 +57,7 @@ def _handoff(session_file: Path | None, handoff_id: str, **values: Any) -> dict[
 
 @handled
 def handoffs_command(file: FileArg,
-                     status: Annotated[Optional[str], typer.Option(help="open, accepted, result_ready, approved, "
-                                                                   "rejected or cancelled.")] = None,
+                     status: Annotated[Optional[str], typer.Option(help=words(HANDOFF_STATUSES) + ".")] = None,
                      limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
     """List one page of handoffs from the sidecar, oldest first."""
     show(operator_read(file, "handoff_list", {"status": status, "limit": limit, "cursor": cursor}), "handoffs#HandoffsPage")
@@ -108,7 +108,12 @@ def task_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -
 
 @handled
 def task_cancel_command(file: FileArg, task_id: TaskArg, participant: ParticipantOpt) -> None:
-    """Cancel a task as --participant: its owner or a holder of approve (a terminal task stays as it was)."""
+    """Cancel a task as --participant, who is recorded as the one who cancelled (a terminal task stays as it was).
+
+    Who may: the task's owner, or a participant holding approve in a live session (the one cancel rule, as
+    for handoff-cancel); its assignee sees the task but may not cancel it. Anyone else: handoff_not_found or
+    permission_denied, and nothing changes.
+    """
     document = require_document(file)
     body = {"task_id": ids.operator_task(file, task_id), "participant": ids.operator_participant(file, participant)}
     show(operator_write(document, "task_cancel", body),
@@ -129,8 +134,11 @@ def task_answer_command(
                                                    "ANSWER, for a request with its own requested schema.")] = None,
     session_file: SessionOpt = None,
 ) -> None:
-    """Answer a task's open input request (its owner, or approve); once every request is answered the
-    assignee works on. Prints the task."""
+    """Answer a task's open input request; once every request is answered the assignee works on. Prints the task.
+
+    Who may: whoever may see the task: its owner (whom the request asks), its assignee, or a session holding
+    approve; for anyone else the task does not exist (handoff_not_found).
+    """
     if (answer is None) == (content is None):
         raise InvalidRequest("give ANSWER or --content JSON, one of them", details={"option": "--content"})
     value: Any = {"answer": answer}
