@@ -460,7 +460,9 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         except SystemExit as exc:
             if os.getpid() != arbiter_pid:
                 raise  # the forked worker leaving: cleanup is the arbiter's job
+            stopped(out, files)
             return int(exc.code or 0)
+        stopped(out, files)
         return 0
     finally:
         if os.getpid() == arbiter_pid:
@@ -476,6 +478,14 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
                 except OSError:
                     pass
             os.close(lock_fd)
+
+
+def stopped(out: TextIO, files: RoomFiles) -> None:
+    """The last line of a room's run, after its worker is gone (Ctrl-C, SIGTERM): ``room stopped: FILE``."""
+    try:
+        print(f"room stopped: {files.document}", file=out, flush=True)
+    except (OSError, ValueError):  # nobody reads the output any more
+        pass
 
 
 @dataclass(frozen=True)
