@@ -84,7 +84,8 @@ class ReadingMixin(EngineBase):
         the HTML (:func:`commonroom.rendering.outline`). Needs ``read``."""
         require(actor, "read")
         head = self.head()
-        return {"version": head.number, "content_hash": head.hash, "headings": rendering.outline(head.text)}
+        headings = rendering.outline(head.text)
+        return {"version": head.number, "content_hash": head.hash, "headings": headings}  # type: ignore[typeddict-item]
 
     def participants(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> ParticipantsPage:
         """A page of participants in join order, ``room.json#/$defs/ParticipantsPage``.
