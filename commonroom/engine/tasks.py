@@ -153,7 +153,7 @@ class TasksMixin(HandoffBase):
         task's owner or ``approve``. The assignee sees the task but may not
         cancel it (``PermissionDenied``; nothing changes, nothing is
         emitted). ``participant``: the operator acts as that participant
-        (``ce task-cancel --participant``). A tool's task is cancelled
+        (``ce task cancel FILE ID --participant``). A tool's task is cancelled
         alone; its running tool sees the status and stops
         (:meth:`finish_tool_task` leaves a terminal task as it is).
         """

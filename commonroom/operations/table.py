@@ -141,6 +141,14 @@ OPERATIONS = Table([
         mcp=Mcp("Get a proposal", "One proposal with its text, region, base version and status. Needs "
                 "read.")),
     Operation(
+        "proposal_review", "One proposal for review: its diff, and whether it still applies at the head",
+        "proposal_review", "editing#ProposalIdInput", "editing#ProposalReview", "proposals", args=("proposal_id",),
+        capability="read", errors=("proposal_not_found",),
+        http=Http("GET", "/workspace/proposals/{proposal_id}/review"),
+        mcp=Mcp("Review a proposal", "Before approving: one proposal with the diff of its change against its "
+                "base, whether it still applies at the head (applies), and when the head moved the diff "
+                "against the head (head_diff) or the conflicting hunks. Needs read.")),
+    Operation(
         "proposal_approve", "Approve: commit the next version", "approve_proposal",
         "editing#ProposalIdInput", "editing#ApproveResult", "proposals", args=("proposal_id",),
         capability="approve", errors=("proposal_not_found", "lease_conflict", *_PROPOSAL_STATE),
