@@ -123,7 +123,7 @@ def generate(out_dir: Path, schema_dir: Path = SCHEMA_DIR) -> None:
     out_dir.mkdir(parents=True)
     _types(files, out_dir / "types")
     (out_dir / "__init__.py").write_text(
-        HEADER + '"""Types generated from schema/ (``generated.types``)."""\n', "utf-8"
+        HEADER + '"""Types generated from schema/ (``commonroom.generated.types``)."""\n', "utf-8"
     )
 
 

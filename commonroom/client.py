@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import socket
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from . import errors
 from .protocol import BYTE_CLIENT_HOST as HOST
@@ -187,8 +187,14 @@ def stream(
     timeout: float | None = None,
     method: str = "GET",
     raw_body: bytes | None = None,
+    on_socket: Callable[[socket.socket], None] | None = None,
 ) -> tuple[Response, Iterator[Frame]]:
     """Open ``method path`` (GET unless told) as an event stream: the head and its frames.
+
+    ``on_socket(sock)``, when given, is called with the connected socket
+    before the request is sent, so another thread can end the exchange
+    (``sock.shutdown``): a cancelled request releases its connection at
+    once instead of waiting for the room's answer.
 
     The frames (:class:`commonroom.sse_client.Frame`, every block including
     comment-only and ``retry``-only ones) come as their bytes arrive; the
@@ -202,6 +208,8 @@ def stream(
     if raw_body is None and method.upper() in ("POST", "PUT", "PATCH"):
         raw_body = b""
     sock = dial(transport, 10.0)
+    if on_socket is not None:
+        on_socket(sock)
     try:
         sock.settimeout(timeout)
         sock.sendall(_request_bytes(method.upper(), path, raw_body, all_headers, close=True))

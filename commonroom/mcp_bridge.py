@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from .protocol import (
     MAX_BODY_BYTES,
     MCP_POST_ACCEPT,
     MCP_VERSION,
+    META_SUBSCRIPTION_ID,
     META_VERSION,
     METHOD_HEADER,
     NAME_HEADER,
@@ -155,6 +157,12 @@ class Bridge:
     _write_lock: threading.Lock = field(default_factory=threading.Lock)
     _cancelled: set = field(default_factory=set)
     _inflight: set = field(default_factory=set)
+    #: Requests read and not yet answered (nor cancelled): id key -> the request's id.
+    _unanswered: dict = field(default_factory=dict)
+    #: The room connection of each request in flight: id key -> (method, socket).
+    _sockets: dict = field(default_factory=dict)
+    #: The method of each request read: id key -> method.
+    _methods: dict = field(default_factory=dict)
     _state_lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _tool_headers: dict[str, dict[str, str]] | None = None
@@ -162,12 +170,23 @@ class Bridge:
 
     # -- output -------------------------------------------------------------
 
-    def write(self, message: Any) -> None:
-        """One protocol message on stdout, as one line."""
+    def write(self, message: Any, request_id: Any = None) -> None:
+        """One protocol message on stdout, as one line.
+
+        With ``request_id`` the message belongs to that request's exchange
+        and is written only while the request is not cancelled or ended
+        (checked under the write lock, so nothing follows its end). A
+        response marks its request answered (:meth:`unanswered`).
+        """
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         with self._write_lock:
             if self._stop.is_set() and self.out.closed:
                 return
+            if request_id is not None and self._is_cancelled(request_id):
+                return
+            if isinstance(message, dict) and "method" not in message and "id" in message:
+                with self._state_lock:
+                    self._unanswered.pop(_key(message["id"]), None)
             try:
                 self.out.write(data)
                 self.out.flush()
@@ -217,20 +236,45 @@ class Bridge:
                                   name=f"mcp-{method}-{request_id}")
         with self._state_lock:
             self._inflight.add(thread)
+            if request_id is not None:
+                self._unanswered[_key(request_id)] = request_id
+                self._methods[_key(request_id)] = method
         thread.start()
         return thread
 
     def cancel(self, request_id: Any) -> None:
-        """Stop forwarding anything for ``request_id`` (stdio cancellation)."""
+        """Stop forwarding anything for ``request_id`` (stdio cancellation) and release its room connection.
+
+        The request's socket is shut down, so a long-poll (a board
+        observation's bounded wait, a ``subscriptions/listen``) holds no
+        connection to the room once cancelled.
+        """
         if request_id is None:
             return
         with self._state_lock:
-            self._cancelled.add(json.dumps(request_id))
+            self._cancelled.add(_key(request_id))
+            self._unanswered.pop(_key(request_id), None)
+        self._release(request_id)
         log.info("request %s cancelled by the client", request_id)
 
     def _is_cancelled(self, request_id: Any) -> bool:
         with self._state_lock:
-            return json.dumps(request_id) in self._cancelled
+            return _key(request_id) in self._cancelled
+
+    def _release(self, request_id: Any) -> None:
+        """Shut down the room connection of ``request_id``'s exchange, if it has one open."""
+        with self._state_lock:
+            entry = self._sockets.pop(_key(request_id), None)
+        if entry is not None:
+            try:
+                entry[1].shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def unanswered(self) -> list[Any]:
+        """The ids of the requests read from stdin that have had no response yet (nor were cancelled)."""
+        with self._state_lock:
+            return list(self._unanswered.values())
 
     # -- forwarding ---------------------------------------------------------
 
@@ -298,24 +342,43 @@ class Bridge:
     def _forward(self, message: dict[str, Any], body: bytes, request_id: Any, is_request: bool) -> None:
         method = message.get("method")
         headers = mcp_headers(message, self._param_headers(message))
+
+        def keep(sock: socket.socket) -> None:
+            if is_request:
+                with self._state_lock:
+                    self._sockets[_key(request_id)] = (method, sock)
+
         try:
             head, frames = client.stream(self.transport, self.path, method="POST", raw_body=body,
-                                        token=self.token, headers=headers, timeout=self.timeout)
+                                         token=self.token, headers=headers, timeout=self.timeout, on_socket=keep)
         except errors.CommonroomError as error:
+            if is_request and self._is_cancelled(request_id):
+                return  # its connection was released on purpose
             log.warning("%s: %s", method, error)
             if is_request:
                 self.write(error_message(request_id, INTERNAL_ERROR, f"{error.code}: {error}",
-                                         error.to_dict()))
+                                         error.to_dict()), request_id)
             return
-        if head.headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
-            self._forward_stream(message, request_id, frames)
-            return
+        try:
+            if head.headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
+                self._forward_stream(message, request_id, frames)
+                return
+            self._forward_answer(message, request_id, is_request, head)
+        finally:
+            if is_request:
+                with self._state_lock:
+                    self._sockets.pop(_key(request_id), None)
+
+    def _forward_answer(self, message: dict[str, Any], request_id: Any, is_request: bool,
+                        head: client.Response) -> None:
+        """A JSON (or empty) answer to one message: written to stdout as the room gave it, or as an error."""
+        method = message.get("method")
         log.debug("%s → HTTP %s (%d bytes)", method, head.status, len(head.body))
         if head.status == 202 or not head.body.strip():
             if is_request and head.status != 202:
                 self.write(error_message(request_id, INTERNAL_ERROR,
                                          f"the room answered HTTP {head.status} with an empty body",
-                                         {"status": head.status}))
+                                         {"status": head.status}), request_id)
             elif is_request:
                 log.warning("%s: the room accepted a request without answering it", method)
             return
@@ -332,7 +395,7 @@ class Bridge:
             return
         if _is_jsonrpc(answer):
             self._note_tools(message, answer)
-            self.write(answer)
+            self.write(answer, request_id)
             return
         # Not JSON-RPC: a commonroom error envelope (401, 403, 429, 413) or worse.
         if isinstance(answer, dict) and "error" in answer and "message" in answer:
@@ -341,7 +404,7 @@ class Bridge:
         else:
             text = f"the room answered HTTP {head.status} with a body that is not JSON-RPC"
             data = {"status": head.status, "body": head.body[:2000].decode("utf-8", "replace")}
-        self.write(error_message(request_id, INTERNAL_ERROR, text, data))
+        self.write(error_message(request_id, INTERNAL_ERROR, text, data), request_id)
 
     def _forward_stream(self, message: dict[str, Any], request_id: Any, frames: Iterator[Frame]) -> None:
         """An event-stream answer: each message in turn, until the final response."""
@@ -355,7 +418,7 @@ class Bridge:
                 if "method" in item and "id" in item:
                     log.warning("dropping a request the room sent on a response stream: %s", item.get("method"))
                     continue
-                self.write(item)
+                self.write(item, request_id)
                 if "method" not in item and item.get("id") == request_id:
                     answered = True
                     return
@@ -365,7 +428,7 @@ class Bridge:
                 close()
             if request_id is not None and not answered and not self._is_cancelled(request_id):
                 self.write(error_message(request_id, INTERNAL_ERROR,
-                                         "the room closed the response stream before answering"))
+                                         "the room closed the response stream before answering"), request_id)
 
     # -- GET /mcp -----------------------------------------------------------
 
@@ -418,8 +481,17 @@ class Bridge:
 
     # -- lifecycle ----------------------------------------------------------
 
-    def run(self, stdin: IO[bytes], *, notifications: bool = True, drain: float = 30.0) -> int:
-        """Serve until stdin ends; then finish the requests in flight (up to ``drain`` s)."""
+    def run(self, stdin: IO[bytes], *, notifications: bool = True, drain: float | None = None) -> int:
+        """Serve until stdin ends; then answer every request read: 0 when the room answered each, else 1.
+
+        At the end of stdin each ``subscriptions/listen`` in flight is ended
+        as a server ends a subscription on purpose: its JSON-RPC result
+        (``resultType: complete``, ``_meta`` naming the subscription) and
+        its room connection closed. The other requests in flight are waited
+        for, up to ``drain`` seconds (default: :attr:`timeout`, the wait for
+        one answer); one still unanswered then is answered with a JSON-RPC
+        error naming the wait, its connection closed, and the exit status is 1.
+        """
         listener = None
         if notifications:
             listener = threading.Thread(target=self.listen, daemon=True, name="mcp-listen")
@@ -427,12 +499,43 @@ class Bridge:
         for raw in iter(stdin.readline, b""):
             self.handle_line(raw)
         log.info("stdin closed; finishing requests in flight")
-        deadline = time.monotonic() + drain
+        self._end_listens()
+        limit = self.timeout if drain is None else drain
+        deadline = time.monotonic() + limit
         while True:
             with self._state_lock:
                 pending = list(self._inflight)
             if not pending or time.monotonic() > deadline:
                 break
             pending[0].join(max(0.0, deadline - time.monotonic()))
+        left = self.unanswered()
+        for request_id in left:
+            with self._state_lock:
+                self._cancelled.add(_key(request_id))
+            self._release(request_id)
+            self.write(error_message(request_id, INTERNAL_ERROR,
+                                     f"ce mcp: stdin closed and the room did not answer within {limit:g} s",
+                                     {"waited_seconds": limit}))
+            with self._state_lock:
+                self._unanswered.pop(_key(request_id), None)
         self._stop.set()
-        return 0
+        return 1 if left else 0
+
+    def _end_listens(self) -> None:
+        """End every ``subscriptions/listen`` in flight: its closing result written, its connection released."""
+        with self._state_lock:
+            listens = [request_id for key, request_id in self._unanswered.items()
+                       if self._methods.get(key) == "subscriptions/listen"]
+        for request_id in listens:
+            result = {"jsonrpc": "2.0", "id": request_id,
+                      "result": {"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: request_id}}}
+            with self._write_lock, self._state_lock:
+                self._cancelled.add(_key(request_id))  # nothing more of its stream after the result
+            self.write(result)
+            self._release(request_id)
+            log.info("subscription %s ended: stdin closed", request_id)
+
+
+def _key(request_id: Any) -> str:
+    """A JSON-RPC id as a dictionary key (``1`` and ``"1"`` are different ids)."""
+    return json.dumps(request_id)

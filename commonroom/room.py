@@ -7,9 +7,12 @@ apps with their routes derived from the operation table: the owner port
 (operator routes, ``/workspace/observe``, the console: ``commonroom.http.console``) and the session ingress
 (session routes, ``/workspace/observe``, ``/mcp``). Each app is wrapped in
 :class:`commonroom.live.guard.StreamGuard` (bounded writes for event
-streams); the ingress counts requests per bearer (``commonroom.limits``)
-and has the room's front door outside that (:mod:`commonroom.front`:
-cached reads, direct writes and cached tool calls answered before Falcon).
+streams); the ingress has the room's front door outside that
+(:mod:`commonroom.front`: cached reads, direct writes and cached tool calls
+answered before Falcon). Each listener's stack is under its edge
+(:class:`commonroom.http.edge.Listener`: the Host and path rules, the
+route, the bearer, the capability and, on the ingress, one count per
+bearer, ``commonroom.limits``: each once, before anything answers).
 SIGTERM ends the streams at once (``commonroom.live.stopping``). The room
 timers (``commonroom.timers``: one :class:`~commonroom.timers.Scheduler`,
 its sweeps on the writer thread) and the checkpoint warmer (old versions'
@@ -33,8 +36,11 @@ from typing import Any, Callable
 
 from .engine import Engine
 from .engine.checkpoints import PAUSE_SECONDS
-from .http.app import create_app
-from .http.console import ConsoleGate, console_routes
+from .errors import Unauthorized
+from .http.app import CheckedRouter, create_app
+from .http.console import ConsoleGate, console_routes, console_unauthorized
+from .http.edge import Listener
+from .http.rules import HostNames
 from .front import FrontDoor, front_routes
 from .http.operations import room_answers
 from .limits import RateLimiter
@@ -57,6 +63,9 @@ TASK_SWEEP_SECONDS = 60.0
 #: How often board and peer retention runs (``Engine.sweep_board_retention``): peer
 #: messages live 24 h, so a minute late is fine; count bounds also hold at every post.
 BOARD_SWEEP_SECONDS = 60.0
+#: How often the room looks at its WAL's size and gives back one grown past its
+#: limit (``Store.give_back_wal``: one ``stat`` when there is nothing to do).
+WAL_SWEEP_SECONDS = 5.0
 #: Longest the worker waits at startup for old versions' checkpoints to be
 #: warmed before it serves (a 1 MB document's 1,000 versions take ~0.5 s);
 #: past it the warm-up goes on in the background while the room serves.
@@ -65,7 +74,7 @@ STARTUP_WARM_SECONDS = 5.0
 
 class Hooks(list):
     """The lifespan hooks of a room: the list itself runs at shutdown, in order;
-    ``startup`` at startup (``commonroom.http.app.RoomASGI``)."""
+    ``startup`` at startup (``commonroom.http.lifespan.Lifespan``)."""
 
     def __init__(self, shutdown: list[Callable], startup: list[Callable], scheduler: Scheduler):
         super().__init__(shutdown)
@@ -79,6 +88,7 @@ def room_timers(engine: Engine, runner: Runner) -> Scheduler:
     scheduler.every(LEASE_SWEEP_SECONDS, "lease-expiry", engine.expire_leases)
     scheduler.every(TASK_SWEEP_SECONDS, "task-ttl", engine.sweep_tasks)
     scheduler.every(BOARD_SWEEP_SECONDS, "board-retention", engine.sweep_board_retention)
+    scheduler.every(WAL_SWEEP_SECONDS, "wal-give-back", engine.store.give_back_wal)
     return scheduler
 
 
@@ -93,10 +103,14 @@ def restart_worker(why: str) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def build_room(document: Path, owner_token_hash: str, *,
-               table: Table = OPERATIONS) -> tuple[Engine, Any, Any, Hooks]:
-    """``(engine, owner_app, ingress_app, hooks)`` for ``document``.
+def build_room(document: Path, owner_token_hash: str, *, table: Table = OPERATIONS,
+               names: HostNames | None = None) -> tuple[Engine, Listener, Listener, Hooks]:
+    """``(engine, owner, ingress, hooks)`` for ``document``.
 
+    ``owner`` and ``ingress`` are the two listeners' edges
+    (:class:`~commonroom.http.edge.Listener`: the one check of each request,
+    over the stack that answers it); ``names`` the Host names they answer to
+    (:class:`~commonroom.http.rules.HostNames`; None: the loopback names).
     ``table`` is the operation table both apps and the MCP tools are
     derived from (tests pass their own). ``hooks`` is the list of shutdown
     hooks, with ``hooks.startup`` (the timers start) and ``hooks.scheduler``.
@@ -111,13 +125,16 @@ def build_room(document: Path, owner_token_hash: str, *,
     streams = Streams(hub, engine, heartbeat_seconds=settings.heartbeat_seconds)
     engine.board_streams = streams  # board long-polls wait on the hub (live/longpoll.py)
     resources = stream_resources(engine, hub, settings, streams)
-    owner_app = create_app(engine, OWNER, owner_token_hash, runner=runner, table=table, streams=resources,
-                           extra_routes=console_routes(engine, runner), console=ConsoleGate(engine))
+    answers = room_answers(runner)
+    owner_router, ingress_router = CheckedRouter(), CheckedRouter()
+    owner_app = create_app(engine, OWNER, runner=runner, table=table, streams=resources,
+                           extra_routes=console_routes(engine, runner), router=owner_router)
+    owner_app.add_error_handler(Unauthorized, console_unauthorized(engine))  # a browser's /console gets a page, not JSON
     limiter = RateLimiter()
     mcp = mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds, runner=runner, table=table,
                      streams=streams)
-    ingress_app = create_app(engine, INGRESS, extra_routes=mcp, limiter=limiter, runner=runner, table=table,
-                             streams=resources)
+    ingress_app = create_app(engine, INGRESS, extra_routes=mcp, runner=runner, table=table, streams=resources,
+                             router=ingress_router)
     end_streams_on_sigterm(hub.close_nowait)
 
     trimmer = Trimmer()  # freed heap back to the system (commonroom/memory.py)
@@ -126,7 +143,7 @@ def build_room(document: Path, owner_token_hash: str, *,
         """Start the checkpoint warmer; serve once it is done, or after STARTUP_WARM_SECONDS.
 
         Nothing is served until then, so it warms without pausing between chunks
-        (issue 37: the pauses cost a loaded machine most of a second); then with them.
+        (the pauses cost a loaded machine most of a second); then with them.
         """
         warmer = engine.warm_checkpoints(pause=0.0)
         await asyncio.to_thread(warmer.wait, STARTUP_WARM_SECONDS)
@@ -137,11 +154,13 @@ def build_room(document: Path, owner_token_hash: str, *,
 
     return (
         engine,
-        StreamGuard(owner_app, settings.write_timeout_seconds),
+        Listener(OWNER, StreamGuard(owner_app, settings.write_timeout_seconds), owner_router, table,
+                 owner_token_hash=owner_token_hash, console=ConsoleGate(engine), names=names),
         # plain writes, and the hot cached reads, HTTP and MCP, are answered before the guard and Falcon
         # when all they need is known (commonroom/front/, derived from the table); none of them streams
-        FrontDoor(StreamGuard(ingress_app, settings.write_timeout_seconds), engine, limiter,
-                  front_routes(table, INGRESS, engine, runner, room_answers(runner), mcp)),
+        Listener(INGRESS, FrontDoor(StreamGuard(ingress_app, settings.write_timeout_seconds),
+                                    front_routes(table, INGRESS, engine, runner, answers, mcp)),
+                 ingress_router, table, engine=engine, limiter=limiter, names=names),
         Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
               [fail_interrupted, scheduler.start, warm_old_versions, trimmer.start], scheduler),
     )

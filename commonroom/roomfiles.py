@@ -341,6 +341,61 @@ def room_on_port(port: int) -> tuple[Path | None, int] | None:
     return (None, min(holders)) if holders else None
 
 
+def running_rooms() -> list[tuple[RoomFiles, dict[str, Any]]]:
+    """``(files, state)`` of every room running on this machine whose files this user can read (Linux ``/proc``).
+
+    A room is found by its writer lock: each process holding a ``flock``
+    (``/proc/locks``) on a ``<file>.commonroom.lock`` among its open files,
+    whose state file beside ``<file>`` names that process. Empty where
+    ``/proc`` cannot tell.
+    """
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    pids = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4 and fields[1] == "FLOCK" and "->" not in fields and fields[4].isdigit():
+            pids.add(int(fields[4]))
+    suffix = ".commonroom.lock"
+    found = []
+    for pid in sorted(pids):
+        try:
+            names = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # another user's process, or gone
+            continue
+        for name in names:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{name}")
+            except OSError:
+                continue
+            if target.endswith(suffix):
+                files = RoomFiles(Path(target[: -len(suffix)]))
+                state = files.read_state()
+                if state is not None and state.get("pid") == pid:
+                    found.append((files, state))
+                break
+    return found
+
+
+def find_room(workspace_id: str) -> dict[str, Any] | None:
+    """The state of the room running on this machine for ``workspace_id``, or None.
+
+    One of :func:`running_rooms` whose state names this workspace and whose
+    session ingress port is a listener of the room's own process (so a
+    bearer is only ever sent to that room).
+    """
+    for _, state in running_rooms():
+        if state.get("workspace_id") != workspace_id:
+            continue
+        port = (state.get("ingress") or {}).get("port")
+        if isinstance(port, int) and state["pid"] in port_holders(port):
+            return state
+    return None
+
+
 def socket_little_endian() -> bool:
     """``/proc/net/tcp`` prints addresses in host byte order."""
     import sys

@@ -1,7 +1,7 @@
 """The room process: ``ce serve FILE`` (DESIGN.md, Processes and ports).
 
 One gunicorn arbiter with exactly one ``asgi`` worker (the single writer)
-serving :class:`commonroom.http.RoomASGI` on two listeners that this module
+serving :class:`commonroom.http.Edge` on two listeners that this module
 binds itself (so port 0 works and the chosen ports are known before the
 fork): the owner port on 127.0.0.1 and the session ingress (and, with
 ``--transport NAME``, the extra session ingress a transport plugin names:
@@ -21,7 +21,7 @@ import os
 import resource
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,6 +33,7 @@ from .affinity import cpu_choice, pin_worker
 from .clock import Clock
 from .roomfiles import PRIVATE_UMASK, RoomFiles, room_on_port, write_private
 from .bodyguard import BodyGuard
+from .listenwatch import bind_to_device
 from .program import running_ce
 from .worker import LISTEN_BACKLOG, ConnectionLimits, RoomWorker
 
@@ -47,18 +48,26 @@ class ServeError(Exception):
         self.code = code
 
 
+#: The ports of a room started for the first time without ``--port`` / ``--owner-port``.
+DEFAULT_PORT, DEFAULT_OWNER_PORT = 7711, 7710
+
+
 @dataclass
 class ServeOptions:
     """``ce serve`` options. Ports 0 pick free ports."""
 
     document: Path
     host: str = "127.0.0.1"
-    port: int = 7711
-    owner_port: int = 7710
+    #: None (not given): the port this room listened on last time, else :data:`DEFAULT_PORT`;
+    #: 0: that port, else a free one; N: exactly N
+    port: int | None = None
+    #: the same for the owner port (:data:`DEFAULT_OWNER_PORT`)
+    owner_port: int | None = None
     socket: bool = False
     transport: str | None = None  # a plugin's extra session ingress (ce serve --transport NAME)
     address: str | None = None  # its address (--address), None: the plugin finds one
     transport_port: int | None = None  # its port (--transport-port), None: the same number as ``port``
+    allow_hosts: tuple[str, ...] = ()  # extra Host names of both session listeners (--allow-host NAME)
     graceful_timeout: int = 5
     log_level: str = "warning"
     limits: ConnectionLimits | None = None  # None: ConnectionLimits.from_env()
@@ -112,14 +121,92 @@ def acquire_lock(files: RoomFiles) -> int:
     return fd
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def remembered_ports(files: RoomFiles) -> dict[str, Any]:
+    """Where the room listened when it last ran: ``{"owner_port": N, "port": N, "transports": {name: N}}``.
+
+    Read from the sidecar's Meta (``owner_port``, ``ingress``: what
+    ``ce serve`` records at each start, :meth:`Engine.set_ingress`); parts
+    it does not know are left out; ``{}`` for a new document or a sidecar
+    that cannot be read (then the room starts as on a first run).
+    """
+    import sqlite3
+
+    if not files.sidecar.exists():
+        return {}
+    try:
+        con = sqlite3.connect(files.sidecar.as_uri() + "?mode=ro", uri=True, timeout=2)
+        try:
+            rows = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('ingress', 'owner_port')").fetchall())
+        finally:
+            con.close()
+        ingress = json.loads(rows.get("ingress") or "{}")
+    except (sqlite3.Error, ValueError):
+        return {}
+    found: dict[str, Any] = {}
+    if str(rows.get("owner_port", "")).isdigit():
+        found["owner_port"] = int(rows["owner_port"])
+    if isinstance(ingress, dict):
+        if _a_port(ingress.get("port")):
+            found["port"] = ingress["port"]
+        transports = ingress.get("transports")
+        if isinstance(transports, dict):
+            found["transports"] = {name: t["port"] for name, t in transports.items()
+                                   if isinstance(t, dict) and _a_port(t.get("port"))}
+    return found
+
+
+def _a_port(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536
+
+
+def port_choices(given: int | None, remembered: int | None, default: int) -> list[int]:
+    """The ports to try in order for one listener (0: a free one).
+
+    ``given`` N > 0 is exactly N; 0 is the remembered port, else a free one;
+    None (no option) is the remembered port, else ``default``. A remembered
+    port that is taken gives way to a free one (:func:`_listen_first`).
+    """
+    if given:
+        return [given]
+    if remembered:
+        return [remembered, 0]
+    return [0] if given == 0 else [default]
+
+
+def _listen_first(host: str, ports: list[int], device: str | None = None) -> tuple[socket.socket, int | None]:
+    """A listener on the first of ``ports`` free on ``host``: ``(socket, the taken port it gave way from)``.
+
+    Only a port in use moves on to the next; any other failure, and the
+    last port's, is ``ServeError``.
+    """
+    for index, port in enumerate(ports):
+        try:
+            return _listen(host, port, device, quiet=index + 1 < len(ports)), (ports[0] if index else None)
+        except _Taken:
+            continue
+    raise AssertionError("the last port raises ServeError")
+
+
+class _Taken(Exception):
+    """A port in use, where another port may be tried."""
+
+
+def _listen(host: str, port: int, device: str | None = None, quiet: bool = False) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if device is not None:
+        try:
+            bind_to_device(sock, device)
+        except OSError:
+            sock.close()
+            raise
     try:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
+        if quiet and exc.errno == errno.EADDRINUSE:
+            raise _Taken() from None
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{_port_taken(port, exc)}") from None
     sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
@@ -176,7 +263,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     Raises ``ServeError`` for a bad file, a held lock or a busy port.
     """
     for name, port in (("--port", options.port), ("--owner-port", options.owner_port)):
-        if not 0 <= port <= 65535:
+        if port is not None and not 0 <= port <= 65535:
             raise ServeError(f"{name} {port}: a port is 0 to 65535 (0 picks a free one)")
     from .transport import is_loopback
 
@@ -184,13 +271,25 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         raise ServeError(f"--host {options.host}: the loopback transport listens on loopback addresses "
                          "only (127.0.0.1, ::1, localhost); other machines reach a room through a "
                          "transport plugin")
-    extra = plugin_listener(options)
+    files = RoomFiles.of(options.document)
+    remembered = remembered_ports(files)
+    extra = plugin_listener(options, remembered.get("transports", {}).get(options.transport or ""))
+    from . import hostnames
+
+    try:
+        allow_hosts = hostnames.allowed(options.allow_hosts)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+    if extra is not None:
+        from .transport_hints import plugin
+
+        allow_hosts = tuple(sorted({*allow_hosts, *hostnames.plugin_names(plugin(extra[0]))}))
+    options = replace(options, allow_hosts=allow_hosts)
     try:
         limits = options.limits or ConnectionLimits.from_env()
         cpu_choice()  # COMMONROOM_CPU, checked before the fork (commonroom/affinity.py)
     except ValueError as exc:
         raise ServeError(str(exc)) from None
-    files = RoomFiles.of(options.document)
     check_document(files.document)
     # Everything the room creates beside the document is private (0600),
     # whatever the user's umask: the lock, the sidecar (SQLite gives -wal and
@@ -198,13 +297,18 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     # document keeps its own mode (filesync.write_atomic sets it explicitly).
     old_umask = os.umask(PRIVATE_UMASK)
     try:
-        return _serve(options, files, limits, out, extra)
+        return _serve(options, files, limits, out, extra, remembered)
     finally:
         os.umask(old_umask)
 
 
-def plugin_listener(options: ServeOptions) -> tuple[str, str, int] | None:
-    """``(transport, address, port)`` of the plugin's extra ingress, or None without ``--transport``.
+def plugin_listener(options: ServeOptions, remembered: int | None = None) -> tuple[str, str, int, str] | None:
+    """``(transport, address, port, interface)`` of the plugin's extra ingress, or None without ``--transport``.
+
+    Its port: ``--transport-port``, else the ``--port`` number; when that
+    is 0 or not given, the port this transport listened on last time
+    (``remembered``) when there is one (a taken one gives way to a free
+    one as the room binds it), else 0 or :data:`DEFAULT_PORT`.
 
     Asks the plugin (``listen``) and checks its answer
     (:func:`commonroom.transport.check_listener`) before anything starts;
@@ -223,39 +327,65 @@ def plugin_listener(options: ServeOptions) -> tuple[str, str, int] | None:
         raise ServeError(f"--transport {options.transport}: built in, not a plugin (the loopback ingress is "
                          "always open; --socket adds the local one)")
     port = options.port if options.transport_port is None else options.transport_port
+    if not port:
+        port = remembered or (0 if port == 0 else DEFAULT_PORT)
     if not 0 <= port <= 65535:
         raise ServeError(f"--transport-port {port}: a port is 0 to 65535 (0 picks a free one)")
     try:
-        address, port = plugin(options.transport).listen(options.address, port)
-        return options.transport, check_listener(options.transport, address, port), port
+        answer: tuple[Any, ...] = tuple(plugin(options.transport).listen(options.address, port))
+        if len(answer) != 3 or not isinstance(answer[2], str) or not answer[2]:
+            raise TransportUnavailable(f"the {options.transport} plugin's listen named no network interface; the "
+                                       "room binds every plugin listener to one (docs/transport-plugins.md)",
+                                       details={"transport": options.transport})
+        address, port, interface = str(answer[0]), answer[1], answer[2]
+        return options.transport, check_listener(options.transport, address, port), port, interface
     except TransportUnavailable as exc:
         raise ServeError(f"transport_unavailable: {exc}", code=EXIT_CODES["transport_unavailable"]) from None
 
 
 def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, out: TextIO,
-           extra: tuple[str, str, int] | None) -> int:
+           extra: tuple[str, str, int, str] | None, remembered: dict[str, Any]) -> int:
     from .engine import Engine
+    from .errors import EXIT_CODES
 
     lock_fd = acquire_lock(files)
     arbiter_pid = os.getpid()
     listeners: list[socket.socket] = []
     try:
-        owner_sock = _listen("127.0.0.1", options.owner_port)
+        moved: list[tuple[str, int, int]] = []  # (listener, the remembered port taken, the port instead)
+        owner_sock, taken = _listen_first("127.0.0.1", port_choices(
+            options.owner_port, remembered.get("owner_port"), DEFAULT_OWNER_PORT))
         listeners.append(owner_sock)
-        ingress_sock = _listen(options.host, options.port)
+        if taken:
+            moved.append(("owner port", taken, owner_sock.getsockname()[1]))
+        ingress_sock, taken = _listen_first(options.host, port_choices(
+            options.port, remembered.get("port"), DEFAULT_PORT))
         listeners.append(ingress_sock)
+        if taken:
+            moved.append(("session ingress", taken, ingress_sock.getsockname()[1]))
         owner_port = owner_sock.getsockname()[1]
-        ingress = {"host": options.host, "port": ingress_sock.getsockname()[1]}
+        ingress: dict[str, Any] = {"host": options.host, "port": ingress_sock.getsockname()[1]}
+        if options.allow_hosts:
+            ingress["allowed_hosts"] = list(options.allow_hosts)
         if options.socket:
             listeners.append(_listen_unix(files.socket))
             ingress["socket"] = str(files.socket)
         if extra is not None:
-            name, address, port = extra
-            extra_sock = _listen(address, port)
+            name, address, port, interface = extra
+            given = options.transport_port if options.transport_port is not None else options.port
+            try:
+                extra_sock, taken = _listen_first(address, [port, 0] if not given and port else [port], interface)
+            except OSError as exc:  # the interface is gone, or the system cannot bind to one
+                raise ServeError(f"transport_unavailable: cannot bind the {name} listener to interface "
+                                 f"{interface}: {exc.strerror or exc}",
+                                 code=EXIT_CODES["transport_unavailable"]) from None
             listeners.append(extra_sock)
+            if taken:
+                moved.append((f"{name} ingress", taken, extra_sock.getsockname()[1]))
             if extra_sock.getsockname()[1] == owner_port:  # the room tells its listeners apart by port
                 raise ServeError(f"--transport-port {owner_port}: the owner port's number; pick another")
-            ingress["transports"] = {name: {"address": address, "port": extra_sock.getsockname()[1]}}
+            ingress["transports"] = {name: {"address": address, "port": extra_sock.getsockname()[1],
+                                            "interface": interface}}
 
         try:
             files.make_private()  # files an older run or another umask left readable
@@ -265,7 +395,7 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             engine = Engine.open(files.document)  # bootstrap before the fork
         except (pw.DatabaseError, RuntimeError) as exc:  # corrupt or newer sidecar
             raise ServeError(f"{files.sidecar}: cannot open the sidecar: {exc}") from None
-        engine.set_ingress(ingress)
+        engine.set_ingress(ingress, owner_port)
         workspace_id = engine.workspace_id
         engine.close()
         files.make_private()  # and the -wal / -shm the bootstrap may have left
@@ -294,6 +424,9 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         print(f"commonroom serving {files.document}", file=out)
         print(f"  owner port:      http://127.0.0.1:{owner_port}  (token in {files.owner_token})", file=out)
         print(f"  session ingress: http://{ingress['host']}:{ingress['port']}", file=out)
+        if options.allow_hosts:
+            print(f"  also answers to: {', '.join(options.allow_hosts)}  (Host names of the session listeners)",
+                  file=out)
         if options.socket:
             print(f"  local socket:    {files.socket}", file=out)
         ce = running_ce()  # the commands as they run from any directory, ce on PATH or not
@@ -303,6 +436,10 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         print(f"  invite someone:  {ce} invite {files.document} --participant NAME --cap read,observe,propose",
               file=out)
         print(f"  open the console: {ce} console {files.document}", file=out)
+        for listener, taken, port in moved:
+            print(f"  note: the {listener} was on port {taken} when this room last ran; that port is taken, "
+                  f"so it listens on {port} now. ce on this machine finds the room by its state file; "
+                  "tell participants on other machines the new port", file=out)
         out.flush()
 
         config = WorkerConfig(
@@ -312,6 +449,10 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             limits=limits,
             plugin_listeners=tuple((listener["address"], listener["port"])
                                    for listener in ingress.get("transports", {}).values()),
+            ingress_listener=(str(ingress_sock.getsockname()[0]), int(ingress_sock.getsockname()[1])),
+            transports=tuple((name, listener["address"], listener["port"], listener["interface"])
+                             for name, listener in ingress.get("transports", {}).items()),
+            allow_hosts=options.allow_hosts,
         )
         app = RoomApplication(config, [s.fileno() for s in listeners], options)
         try:
@@ -346,30 +487,58 @@ class WorkerConfig:
     owner_token_hash: str
     limits: ConnectionLimits = ConnectionLimits()
     #: each transport plugin's listener: ``(address, port)`` as the worker sees it (the ASGI scope's
-    #: ``server``), the Host rule's names for it being its own address (``commonroom.http.edge``)
+    #: ``server``), the Host rule's names for it being its own address (``commonroom.http.rules``)
     plugin_listeners: tuple[tuple[str, int], ...] = ()
+    #: the loopback session ingress's ``(address, port)`` as bound (the scope's ``server``)
+    ingress_listener: tuple[str, int] | None = None
+    #: Host names both session listeners answer to besides their own (``ce serve --allow-host``); never the
+    #: owner port's
+    allow_hosts: tuple[str, ...] = ()
+    #: each transport plugin's listener: ``(transport, address, port, interface)`` (``commonroom.listenwatch``)
+    transports: tuple[tuple[str, str, int, str], ...] = ()
 
     def edge_names(self) -> dict[tuple[str, int], frozenset[str]]:
-        """``(address, port)`` → the Host names that plugin listener answers to (its address; ``[v6]``)."""
-        return {(address, port): frozenset({f"[{address}]" if ":" in address else address})
-                for address, port in self.plugin_listeners}
+        """``(address, port)`` → the Host names that session listener answers to.
+
+        A plugin listener: its address (``[v6]``) and :attr:`allow_hosts`;
+        the loopback ingress: its own names (``listener_names``) and
+        :attr:`allow_hosts`. Every other listener (the owner port) keeps
+        the edge's default names.
+        """
+        from .http.rules import listener_names
+
+        extra = frozenset(self.allow_hosts)
+        names = {(address, port): frozenset({f"[{address}]" if ":" in address else address}) | extra
+                 for address, port in self.plugin_listeners}
+        if self.ingress_listener is not None and extra:
+            names[self.ingress_listener] = listener_names(self.ingress_listener) | extra
+        return names
 
 
 def build_app(config: WorkerConfig) -> Any:
-    """The ASGI app of the room, built inside the worker (after the fork)."""
-    from .http.app import RoomASGI
+    """The ASGI app of the room, built inside the worker (after the fork): its edge
+    (:class:`commonroom.http.edge.Edge`) over both listeners, each stack under the worker's ``BodyGuard``."""
     from .http.edge import Edge
+    from .http.lifespan import Lifespan
+    from .http.rules import HostNames
+    from .listenwatch import ListenerWatch
     from .room import build_room
+    from .transport_hints import plugin
+    from .worker import listening_sockets
 
     pin_worker()  # both busy threads on one CPU, before they start (commonroom/affinity.py)
-    engine, owner_app, ingress_app, shutdown = build_room(config.document, config.owner_token_hash)
+    engine, owner, ingress, hooks = build_room(config.document, config.owner_token_hash,
+                                               names=HostNames(config.edge_names()))
+    for listener in (owner, ingress):
+        listener.app = BodyGuard(listener.app, config.limits.body_timeout)
+    watch = ListenerWatch(config.transports, listening_sockets(), engine.listener_gone, plugin)
+    watch.start()
+    hooks.insert(0, watch.stop)
     # what the room built lives as long as the worker: out of every later collection's walk. No
     # collection first: a full one costs ~50 ms of every start for the few hundred objects of
     # start-up garbage it would find (they stay, frozen)
     gc.freeze()
-    return Edge(BodyGuard(RoomASGI(owner_app, ingress_app, config.owner_port, on_shutdown=shutdown,
-                                   on_startup=getattr(shutdown, "startup", [])),
-                          config.limits.body_timeout), config.edge_names())
+    return Edge(owner, ingress, config.owner_port, Lifespan(hooks.startup, list(hooks)))
 
 
 class RoomApplication(BaseApplication):

@@ -111,12 +111,70 @@ def tailscale_address() -> str:
     return lines[0]
 
 
+def magicdns_name() -> str | None:
+    """This machine's MagicDNS name (``Self.DNSName`` of ``tailscale status --json``), or None.
+
+    None when there is no ``tailscale`` command, it fails, or it names
+    none (MagicDNS off); the trailing dot is dropped.
+    """
+    if shutil.which("tailscale") is None:
+        return None
+    try:
+        done = subprocess.run(["tailscale", "status", "--json"], capture_output=True, text=True, timeout=10)
+        name = json.loads(done.stdout).get("Self", {}).get("DNSName") if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
+        return None
+    return name.rstrip(".") if isinstance(name, str) and name.rstrip(".") else None
+
+
+def resolve(name: str, port: int) -> list[str]:
+    """The addresses ``name`` resolves to here (``getaddrinfo``: ``/etc/hosts``, DNS), in its order.
+
+    An IP address resolves to itself. Raises ``TransportUnavailable`` when
+    the name does not resolve.
+    """
+    try:
+        return [check_listener(NAME, name, port)]
+    except TransportUnavailable:
+        pass
+    try:
+        found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise TransportUnavailable(f"the room's name {name} does not resolve here ({exc}); check the name in the "
+                                   "invitation, or ask the room's operator for an address",
+                                   details={"transport": NAME, "address": name, "port": port}) from None
+    return list(dict.fromkeys(str(info[4][0]) for info in found))
+
+
+def overlay_route(address: str) -> str | None:
+    """The overlay interface this machine routes ``address`` through, or None (``ip -j route get``).
+
+    Where there is no ``/sys/class/net`` (not Linux) the route is not
+    checked: ``""``.
+    """
+    if not Path("/sys/class/net").is_dir():
+        return ""
+    route = _ip("route", "get", address)
+    device = str(route[0].get("dev", "")) if route else ""
+    by_name = {i.name: i for i in interfaces()}
+    return device if device in by_name and by_name[device].overlay is not None else None
+
+
 class Tailcat:
     """The plugin object (see :mod:`commonroom.transport` for the interface)."""
 
-    def listen(self, address: str | None, port: int) -> tuple[str, int]:
-        """Where the room listens for tailcat: ``address`` or ``tailscale ip -4``, on an overlay interface.
+    def host_names(self) -> list[str]:
+        """The Host names this machine has on the overlay: its MagicDNS name when ``tailscale`` knows one."""
+        name = magicdns_name()
+        return [name] if name else []
 
+    def listen(self, address: str | None, port: int) -> tuple[str, int, str]:
+        """Where the room listens for tailcat: ``address`` or ``tailscale ip -4``, and its overlay interface.
+
+        Returns ``(address, port, interface name)``; the room binds the
+        listener to that interface (``SO_BINDTODEVICE``), so a packet for
+        the address arriving on any other interface (a LAN neighbour
+        routing to it) finds no listener.
         Raises ``TransportUnavailable`` for no address at all, a loopback,
         wildcard or multicast one, or one that is not an address of a
         WireGuard or Tailscale interface of this machine (LAN, public).
@@ -135,7 +193,7 @@ class Tailcat:
                       else "no interface of this machine has it")
             raise TransportUnavailable(f"the tailcat transport refuses {canonical}: {reason}",
                                        details={"transport": NAME, "address": canonical, "interface": where})
-        return canonical, port
+        return canonical, port, interface.name
 
     def hint(self, listener: dict[str, Any]) -> dict[str, Any]:
         """``{"type": "tailcat", "address", "port", "encrypted": true, "mode": "private"}``."""
@@ -143,21 +201,32 @@ class Tailcat:
                 "encrypted": True, "mode": "private"}
 
     def dial(self, hint: dict[str, Any], timeout: float = 10.0) -> socket.socket:
-        """A TCP connection to the hint's address, refused unless it leaves through an overlay interface."""
+        """A TCP connection to the hint's address, refused unless it leaves through an overlay interface.
+
+        The address may be a name (``ce invite --transport tailcat
+        --address NAME``): it is resolved here and the first address routed
+        through an overlay interface is dialled; none is refused before a
+        byte is sent.
+        """
         address, port = hint.get("address"), hint.get("port")
         details = {"transport": NAME, "address": address, "port": port}
         if not isinstance(address, str) or isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise TransportUnavailable(f"a tailcat hint names an address and a port, not {address!r}:{port!r}",
                                        details=details)
-        canonical = check_listener(NAME, address, port)
-        if Path("/sys/class/net").is_dir():
-            route = _ip("route", "get", canonical)
-            device = str(route[0].get("dev", "")) if route else ""
-            by_name = {i.name: i for i in interfaces()}
-            if device not in by_name or by_name[device].overlay is None:
-                raise TransportUnavailable(f"{canonical} is not reached through a WireGuard or Tailscale interface "
-                                           f"here (the route goes out {device or 'nowhere'}); join the overlay first",
-                                           details={**details, "interface": device})
+        candidates = resolve(address, port)
+        canonical, refused = "", []
+        for candidate in candidates:
+            check_listener(NAME, candidate, port)  # a name resolving to loopback or a wildcard is refused too
+            if overlay_route(candidate) is not None:
+                canonical = candidate
+                break
+            refused.append(candidate)
+        if not canonical:
+            shown = address if [address] == refused else f"{address} ({', '.join(refused)})"
+            device = str(_ip("route", "get", refused[0])[0].get("dev", "")) if refused else ""
+            raise TransportUnavailable(f"{shown} is not reached through a WireGuard or Tailscale interface "
+                                       f"here (the route goes out {device or 'nowhere'}); join the overlay first",
+                                       details={**details, "interface": device})
         try:
             return socket.create_connection((canonical, port), timeout=timeout)
         except OSError as exc:

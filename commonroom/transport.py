@@ -9,10 +9,12 @@ A plugin (the object its entry point names; docs/transport-plugins.md) has
 three methods, each raising :class:`~commonroom.errors.TransportUnavailable`
 to refuse:
 
-- ``listen(address: str | None, port: int) -> (address, port)``: where
-  ``ce serve FILE --transport NAME [--address ADDR]`` opens the plugin's
-  extra session ingress (the same app and rules as the loopback ingress).
-  It runs before the room starts; a refusal stops the start.
+- ``listen(address: str | None, port: int) -> (address, port, interface)``:
+  where ``ce serve FILE --transport NAME [--address ADDR]`` opens the
+  plugin's extra session ingress (the same app and rules as the loopback
+  ingress) and the name of the network interface the room binds it to
+  (``SO_BINDTODEVICE``: a connection arriving on any other interface finds
+  no listener). It runs before the room starts; a refusal stops the start.
 - ``hint(listener: dict) -> dict``: the transport hint (``transport.json``)
   that invitations carry, given the listener the room opened
   (``{"address": str, "port": int}``, the port the one bound).

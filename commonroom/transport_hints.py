@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 from typing import Any, Protocol
 
-from .errors import TransportUnavailable
+from .errors import InvalidRequest, TransportUnavailable
 
 BUILTIN = ("loopback", "local")
 ENTRY_POINT_GROUP = "commonroom.transports"
@@ -22,8 +22,13 @@ ENTRY_POINT_GROUP = "commonroom.transports"
 class TransportPlugin(Protocol):
     """What an entry point of the ``commonroom.transports`` group names (see the module docstring)."""
 
-    def listen(self, address: str | None, port: int) -> tuple[str, int]:
-        """The ``(address, port)`` of the extra session ingress; ``TransportUnavailable`` to refuse."""
+    def listen(self, address: str | None, port: int) -> tuple[str, int, str]:
+        """``(address, port, interface)`` of the extra session ingress; ``TransportUnavailable`` to refuse.
+
+        ``interface``: the name of the network interface (``wg0``,
+        ``tailscale0``) the room binds the listener to; connections arriving
+        on any other interface are refused by the kernel.
+        """
 
     def hint(self, listener: dict[str, Any]) -> dict[str, Any]:
         """The invitation's transport hint for the opened ``listener``; ``TransportUnavailable`` to refuse."""
@@ -85,4 +90,33 @@ def hint(kind: str, ingress: dict[str, Any] | None) -> dict[str, Any]:
             f"the room does not listen for the {kind} transport; start it with ce serve FILE --transport {kind}",
             details={"transport": kind},
         )
-    return impl.hint(dict(listener))
+    if listener.get("gone_since"):
+        raise TransportUnavailable(
+            f"the room's {kind} address {listener.get('address')} is gone from this machine (since "
+            f"{listener['gone_since']}): an invitation naming it would not reach the room. The room listens "
+            "again when the address comes back; or restart it on the new one (ce serve FILE --transport "
+            f"{kind} --address NEW)",
+            details={"transport": kind, "address": listener.get("address"), "gone_since": listener["gone_since"]},
+        )
+    return impl.hint({k: v for k, v in listener.items() if k != "gone_since"})
+
+
+def invitation_address(kind: str, hint: dict[str, Any], address: str, ingress: dict[str, Any] | None) -> str:
+    """The name an invitation's ``hint`` carries instead of its listener's address (``ce invite --address``).
+
+    It must be a name the room answers to: the listener's own address or
+    one of the room's allowed Host names (``ce serve --allow-host``,
+    recorded as the ingress's ``allowed_hosts``), compared in lower case
+    without a trailing dot. Raises ``InvalidRequest`` for a built-in
+    transport or any other name.
+    """
+    if kind in BUILTIN:
+        raise InvalidRequest(f"an address in the invitation belongs to a plugin transport, not {kind}",
+                             details={"transport": kind, "address": address})
+    name = address.strip().lower().rstrip(".")
+    allowed = sorted({str(hint["address"]).lower(), *((ingress or {}).get("allowed_hosts") or ())})
+    if name not in allowed:
+        raise InvalidRequest(f"the room does not answer to {address!r}; allow it with ce serve --allow-host "
+                             f"{name} (it answers to {', '.join(allowed)})",
+                             details={"transport": kind, "address": address, "allowed": allowed})
+    return name

@@ -4,8 +4,9 @@
   oversized body (``limit_exceeded`` 413) from its Content-Length or as soon
   as the streamed bytes pass the cap, without buffering it whole;
   :func:`parse_json` parses it.
-- :func:`count_request` counts a request against its bearer's rate limit
-  and :func:`retry_after` sets ``Retry-After`` from a refusal.
+- :func:`bearer_of` reads the token of an ``Authorization`` value (the
+  room's edge reads it once) and :func:`retry_after` sets ``Retry-After``
+  from a refusal.
 - :func:`send` writes a JSON body; :func:`send_error` renders the catalogue.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import falcon
 
-from . import jsontext, tokens
+from . import jsontext
 from .errors import CommonroomError, InvalidRequest, LimitExceeded, body_too_large
 from .protocol import MAX_BODY_BYTES  # largest request body accepted, in bytes
 
@@ -86,30 +87,6 @@ def retry_after(resp: Any, error: CommonroomError) -> None:
         resp.set_header("Retry-After", str(int(retry)))
 
 
-def counted(limiter: Any, digest: str) -> bool:
-    """Count one request answered before Falcon (the front door); False, nothing recorded, past the limit.
-
-    The limiter records no refused request, so the app, given the request
-    instead, counts it again and answers 429: it is counted once either way.
-    """
-    if limiter is None:
-        return True
-    try:
-        limiter.hit(digest)
-    except CommonroomError:
-        return False
-    return True
-
-
-def count_request(limiter: Any, token: str | None, digest: str | None = None) -> None:
-    """Count one request of ``token`` (``LimitExceeded`` 429 past the limit); no-op without either.
-
-    ``digest``: ``tokens.digest(token)`` when the caller computed it already.
-    """
-    if limiter is not None and token:
-        limiter.hit(digest or tokens.digest(token))
-
-
 async def read_body(req: falcon.asgi.Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
     """The request's body bytes; ``LimitExceeded`` (413) past ``limit`` bytes."""
     length = req.content_length
@@ -136,11 +113,6 @@ def parse_json(raw: bytes) -> Any:
         return jsontext.loads(raw)
     except jsontext.NotJson as exc:
         raise InvalidRequest(f"request body is not JSON: {exc}", details={"pointer": ""}) from None
-
-
-def bearer(req: falcon.asgi.Request) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, else None."""
-    return bearer_of(req.get_header("Authorization"))
 
 
 def bearer_of(header: str | None) -> str | None:

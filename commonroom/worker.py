@@ -151,6 +151,12 @@ def error_body(status: int, message: str, details: dict[str, Any], retry: int | 
 
 #: gunicorn's own refusals (before the app runs), as the catalogue's codes.
 _PARSER_REFUSALS = {414: ("limit_exceeded", "request_line"), 431: ("limit_exceeded", "request_headers")}
+#: gunicorn's parser refuses a second ``Host`` before the room's edge sees the request
+#: (``commonroom.http.edge``): its message → the edge's own message for that request, answered with
+#: the edge's ``details.reason: "host"`` (a test fails when gunicorn words it otherwise:
+#: ``tests/e2e/test_ingress_edges.py::test_a_missing_or_doubled_host``).
+_HOST_REFUSALS = {"Duplicate host header":
+                  "an HTTP/1.1 request needs exactly one Host header; this one has more than one Host header"}
 
 
 def _reason(status: int) -> str:
@@ -292,6 +298,9 @@ class GuardedProtocol(_ASGIProtocol):
             from .wire import INTERNAL_ERROR
 
             body = INTERNAL_ERROR
+        elif status == 400 and message in _HOST_REFUSALS:  # the edge's Host rule, said where gunicorn says it
+            body = error_body(status, _HOST_REFUSALS[message], {"reason": "host", "host_headers": 2},
+                              code="invalid_request")
         else:
             code, limit = _PARSER_REFUSALS.get(status, ("invalid_request", None))
             details: dict[str, Any] = {"reason": message[:200]}
@@ -328,10 +337,21 @@ class GuardedProtocol(_ASGIProtocol):
         self._room_drop()
 
 
+#: This worker process's listening sockets (set by :meth:`RoomWorker.init_process`, before the app is built).
+_LISTENING: list[Any] = []
+
+
+def listening_sockets() -> list[Any]:
+    """The worker's listening sockets (``socket.socket``), for what acts on a listener after the fork
+    (``commonroom.listenwatch``: a plugin listener bound again to its interface)."""
+    return [getattr(listener, "sock", listener) for listener in _LISTENING]
+
+
 class RoomWorker(_ASGIWorker):
     """gunicorn's ``asgi`` worker serving connections with :class:`GuardedProtocol`."""
 
     def init_process(self) -> None:  # noqa: D102 - gunicorn hook
+        _LISTENING[:] = list(self.sockets)
         config = self.app.config  # commonroom.server.WorkerConfig
         self.room_limits = config.limits
         self.room_owner_port = config.owner_port

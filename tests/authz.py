@@ -1,4 +1,4 @@
-"""The authorization matrix, derived from the operation table (issue 14 item 3).
+"""The authorization matrix, derived from the operation table.
 
 :func:`cases` turns :data:`commonroom.operations.OPERATIONS` into every
 combination the matrix checks, each with the answer the seeds document:

@@ -1,24 +1,51 @@
 """The room's ingress stack over raw ASGI, for the front door tests (``tests/unit/test_front_*.py``).
 
 :func:`sample_room` builds it as the room does (``commonroom.room.build_room``:
-FrontDoor → StreamGuard → Falcon) on a
+the ingress's edge → FrontDoor → StreamGuard → Falcon) on a
 real engine and sidecar over a copy of ``examples/sample.md``; the tests
 drive it with a hand-made ``receive``/``send`` instead of gunicorn.
 """
 
 from __future__ import annotations
 
+import copy
 import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
 from commonroom import tokens
 from commonroom.front import FrontDoor
+from commonroom.http.edge import Listener
 from commonroom.room import build_room
 from tests.roomproc import ROOT
 
 
-def sample_room(folder: Path) -> Iterator[tuple[Any, FrontDoor]]:
+class Ingress:
+    """The session ingress as served (its edge over the front door), and ``app``: the same edge over the
+    stack below the front door (Falcon's routes), sharing its router, sessions and rate limiter.
+
+    ``served`` and ``door`` are the front door's.
+    """
+
+    def __init__(self, listener: Listener):
+        assert isinstance(listener.app, FrontDoor)
+        self.listener = listener
+        self.front: FrontDoor = listener.app
+        self.app = copy.copy(listener)
+        self.app.app = self.front.app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        await self.listener(scope, receive, send)
+
+    @property
+    def served(self) -> int:
+        return self.front.served
+
+    def door(self, method: str, template: str) -> Any:
+        return self.front.door(method, template)
+
+
+def sample_room(folder: Path) -> Iterator[tuple[Any, Ingress]]:
     """Yield ``(engine, ingress)`` for ``examples/sample.md`` copied into ``folder``; the engine is closed after.
 
     The ingress answers as ``127.0.0.1:8000``; set ``COMMONROOM_RATE_LIMIT``
@@ -29,8 +56,7 @@ def sample_room(folder: Path) -> Iterator[tuple[Any, FrontDoor]]:
     shutil.copyfile(ROOT / "examples" / "sample.md", doc)
     engine, _owner, ingress, _hooks = build_room(doc, tokens.digest("owner-token"))
     engine.set_ingress({"host": "127.0.0.1", "port": 8000})
-    assert isinstance(ingress, FrontDoor)
     try:
-        yield engine, ingress
+        yield engine, Ingress(ingress)
     finally:
         engine.close()

@@ -147,8 +147,15 @@ class Overlay:
                 os.kill(pid, 9)
         for ns in (self.room_ns, self.peer_ns):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
         for wg in (self.room_wg, self.peer_wg):
             Path(f"/var/run/wireguard/{wg}.sock").unlink(missing_ok=True)
+
+    def hosts(self, ns: str, names: dict[str, str]) -> None:
+        """``/etc/hosts`` of namespace ``ns`` (``ip netns exec`` mounts ``/etc/netns/NS/hosts`` over it): name → address."""
+        folder = Path(f"/etc/netns/{ns}")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "hosts").write_text("127.0.0.1 localhost\n" + "".join(f"{a} {n}\n" for n, a in names.items()))
 
     def room(self, *command: str) -> list[str]:
         """``command`` run on the room's machine (its namespace)."""
@@ -228,11 +235,13 @@ class SshForward:
 
 
 def serve_tailcat(overlay: Overlay, document: Path, ports: tuple[str, str, str] = ("0", "0", "0"),
-                  env: dict[str, str] | None = None) -> Room:
+                  env: dict[str, str] | None = None, args: tuple[str, ...] = (),
+                  address: str | None = None) -> Room:
     """``ce serve DOCUMENT --transport tailcat --address <room's overlay address>`` in the room's namespace.
 
     ``ports``: ``--port``, ``--owner-port``, ``--transport-port`` (``"0"``:
-    free ones). Returns once the state file is written (the listeners are
+    free ones); ``args``: more options; ``address``: another overlay address
+    of the room's namespace. Returns once the state file is written (the listeners are
     bound then: connections wait in their backlog until the worker is up).
     The room's output goes to ``<document>.serve.log``.
     """
@@ -241,7 +250,8 @@ def serve_tailcat(overlay: Overlay, document: Path, ports: tuple[str, str, str] 
     with open(log_file, "ab") as log:
         proc = subprocess.Popen(overlay.room(
             ce_path(), "serve", str(document), "--port", ports[0], "--owner-port", ports[1],
-            "--transport", "tailcat", "--address", overlay.room_address, "--transport-port", ports[2]),
+            "--transport", "tailcat", "--address", address or overlay.room_address, "--transport-port", ports[2],
+            *args),
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **(env or {})})
     deadline = time.monotonic() + 30
     while not state_file.exists():

@@ -33,6 +33,9 @@ def invite_command(
     expires: Annotated[str, typer.Option(help="How long the invitation is valid: 90s, 30m, 1h, 7d.")] = "24h",
     session_ttl: Annotated[str, typer.Option(help="How long the session lasts once joined.")] = "30d",
     transport: Annotated[str, typer.Option(help="loopback, local, or a plugin such as tailcat.")] = "loopback",
+    address: Annotated[Optional[str], typer.Option(
+        help="With a plugin transport: the name the invitation carries instead of the listener's address "
+             "(one the room answers to: ce serve --allow-host NAME).")] = None,
 ) -> None:
     """Print an invitation token for PARTICIPANT (through the owner port if the room runs).
 
@@ -51,6 +54,8 @@ def invite_command(
         "session_ttl_seconds": parse_duration(session_ttl, "--session-ttl"),
         "transport": transport,
     }
+    if address is not None:
+        body["address"] = address
 
     result = operator_write(document, "invitation_create", body)
     if JSON_OUTPUT.get():

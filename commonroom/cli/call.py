@@ -10,7 +10,7 @@ import typer
 
 from ..errors import InvalidRequest
 from .common import emit, handled
-from .sessions import load_session
+from .sessions import reach
 
 
 @handled(json_only=True)
@@ -23,7 +23,6 @@ def call_command(
     """Call a route of the room with the stored session and print the JSON answer (errors as JSON too)."""
     from .. import client
 
-    session = load_session(session_file)
     body = None
     if data is not None:
         try:
@@ -32,4 +31,5 @@ def call_command(
             raise InvalidRequest(f"--data is not JSON: {exc}", details={"option": "--data"}) from None
     if not path.startswith("/"):
         raise InvalidRequest("PATH must start with /", details={"path": path})
-    emit(client.call_json(session["transport"], method.upper(), path, body=body, token=session["token"]))
+    emit(reach(session_file, lambda transport, token: client.call_json(
+        transport, method.upper(), path, body=body, token=token)))

@@ -131,7 +131,7 @@ def owner_call(hint: dict[str, Any], token: str, operation: str, values: dict[st
 
 
 def operator_write(document: Path, operation: str, values: dict[str, Any], *, wait: float = LOCK_WAIT_SECONDS,
-                   offline: "Callable[[Engine], Any] | None" = None) -> Any:
+                   offline: "Callable[[Engine], Any] | None" = None, upgrade: bool = False) -> Any:
     """One operator write, the operation ``operation`` with the input ``values``: through the running
     room's owner port, or offline under the lock.
 
@@ -146,6 +146,9 @@ def operator_write(document: Path, operation: str, values: dict[str, Any], *, wa
     token; the answer's JSON is returned. While the lock is held and no
     room is announced yet, it retries for up to ``wait`` seconds.
     ``offline(engine)``, when given, runs instead of the operation offline.
+    Offline, a sidecar of an older schema is upgraded only with ``upgrade``
+    (``ce sidecar compact``); else it is ``InvalidRequest`` (the room
+    upgrades it when it starts).
 
     Raises the owner port's ``CommonroomError`` as it answered, and
     ``TransportUnavailable`` (exit 23) when the lock is held but the room
@@ -166,7 +169,7 @@ def operator_write(document: Path, operation: str, values: dict[str, Any], *, wa
         if fd is not None:
             try:
                 with private_umask():
-                    engine = Engine.open(files.document)
+                    engine = Engine.open(files.document, upgrade=upgrade)
                     try:
                         if offline is not None:
                             return offline(engine)

@@ -37,7 +37,7 @@ from ..protocol import LAST_EVENT_ID_HEADER, SSE_EVENT_RESYNC
 from .common import handled
 from .outage import Outage
 from .routes import request
-from .sessions import load_session
+from .sessions import default_session_file, follow_room, load_session, moved_transport
 from .printing import short
 from .render import JSON_OUTPUT
 
@@ -141,8 +141,10 @@ def printable(line: str) -> str:
 class Follower:
     """The reconnecting loop of ``ce observe`` (one session, one room)."""
 
-    def __init__(self, session: dict[str, Any], since: int | None, out: IO[str] = sys.stdout, raw: bool = False):
+    def __init__(self, session: dict[str, Any], since: int | None, out: IO[str] = sys.stdout, raw: bool = False,
+                 session_file: Path | None = None):
         self.session = session
+        self.session_file = session_file or default_session_file()
         self.transport = session["transport"]
         self.token = session["token"]
         self.last = since
@@ -180,7 +182,8 @@ class Follower:
             return None
 
     def stream_once(self) -> str:
-        """Follow one connection; returns ``"resync"``, ``"ended"`` or ``"dropped"``.
+        """Follow one connection; returns ``"resync"``, ``"ended"``, ``"dropped"`` or ``"moved"`` (the room
+        restarted on another port of this machine: :meth:`relocate` followed it).
 
         Raises the room's error for a refused stream (401/403/400/429).
         """
@@ -191,8 +194,10 @@ class Follower:
         try:
             response, frames = client.stream(self.transport, path, token=self.token,
                                             headers=headers, timeout=READ_TIMEOUT)
-        except (OSError, ConnectionError):
-            return "dropped"
+        except (OSError, ConnectionError, errors.TransportUnavailable):
+            return "moved" if self.relocate() else "dropped"
+        if response.status == 401 and self.relocate():  # another process holds the old port
+            return "moved"
         if response.status == 200:
             self.outage.back(self._resuming())
         if response.status != 200:
@@ -231,10 +236,10 @@ class Follower:
             if not first:
                 self.outage.lost("connection lost", self._resuming())
             first = False
-            try:
-                outcome = self.stream_once()
-            except errors.TransportUnavailable:
-                outcome = "dropped"
+            outcome = self.stream_once()
+            if outcome == "moved":
+                first = True  # straight to the room where it listens now
+                continue
             if outcome == "resync":
                 end = None
                 while True:
@@ -248,6 +253,16 @@ class Follower:
                 _status(f"continuing from #{end}" if end is not None else "continuing with new events only")
                 first = True
                 continue
+
+    def relocate(self) -> bool:
+        """Follow the room to its new port when it restarted on another one on this machine (its state
+        file, :func:`commonroom.cli.sessions.moved_transport`; the session file is updated); False when not."""
+        moved = moved_transport(self.session)
+        if moved is None:
+            return False
+        follow_room(self.session_file, self.session, moved)
+        self.transport = moved
+        return True
 
     def _resuming(self) -> str:
         return f"resuming after #{self.last}" if self.last is not None else "with new events only"
@@ -270,6 +285,6 @@ def observe_command(
     """
     session = load_session(session_file)
     try:
-        Follower(session, since, raw=JSON_OUTPUT.get()).run()
+        Follower(session, since, raw=JSON_OUTPUT.get(), session_file=session_file).run()
     except KeyboardInterrupt:
         raise typer.Exit(0) from None

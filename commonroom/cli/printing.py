@@ -221,19 +221,24 @@ def detail(title: str | Text, rows: Iterable[tuple[str, Any]]) -> None:
 
 
 def markdown(text: str) -> None:
-    """The document: rendered Markdown on a terminal, its exact bytes otherwise.
+    """The document: its own lines lightly highlighted on a terminal, its exact bytes otherwise.
 
-    Whether stdout is a terminal is asked of stdout itself, not of Rich
-    (``FORCE_COLOR`` makes Rich treat a pipe as a terminal), so
-    ``ce read > copy.md`` is a byte-for-byte copy whatever the environment.
+    On a terminal every character is kept (:func:`commonroom.cli.highlight.highlight`:
+    heading lines keep their ``#``, nothing is padded or dropped); with
+    ``NO_COLOR`` set the lines carry no escape sequence. Whether stdout is a
+    terminal is asked of stdout itself, not of Rich (``FORCE_COLOR`` makes
+    Rich treat a pipe as a terminal), so ``ce read > copy.md`` is a
+    byte-for-byte copy whatever the environment.
     """
-    if sys.stdout.isatty() and not JSON_OUTPUT.get():
-        from rich.markdown import Markdown
-
-        console().print(Markdown(text))
-        return
     sys.stdout.flush()
-    sys.stdout.buffer.write(text.encode("utf-8"))
+    if sys.stdout.isatty() and not JSON_OUTPUT.get():
+        from .highlight import highlight
+
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        data = highlight(text, colour=not plain()).encode(encoding, errors="replace")
+    else:
+        data = text.encode("utf-8")
+    sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
 
 

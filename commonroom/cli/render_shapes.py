@@ -249,12 +249,17 @@ def status(answer: dict[str, Any]) -> None:
         line(Text(f"{answer['file']}: running (as this session reads it)", style="bold green"))
     elif answer["running"]:
         ingress = answer.get("ingress") or {}
+        gone = {t["type"]: t for t in room.get("transports") or () if not t.get("listening", True)}
         where = f"{ingress.get('host', '?')}:{ingress.get('port', '?')}" + (
             f" and {ingress['socket']}" if ingress.get("socket") else "") + "".join(
-            f", {name} {listener.get('address')}:{listener.get('port')}"
+            f", {name} {listener.get('address')}:{listener.get('port')}" + (" (gone)" if name in gone else "")
             for name, listener in sorted((ingress.get("transports") or {}).items()))
         ports = f"owner port {answer.get('owner_port')}, ingress {where}"
         line(Text(f"{answer['file']}: running (pid {answer.get('pid')}; {ports})", style="bold green"))
+        for name, listener in sorted(gone.items()):
+            line(Text(f"the {name} address {listener['address']} is gone from this machine since "
+                      f"{listener.get('gone_since')}: nothing reaches the room there and {name} invitations are "
+                      "refused; the room listens again when the address comes back", style="bold red"))
     else:
         line(Text(f"{answer['file']}: not running (read from the sidecar)", style="bold"))
     line(f"head v{room['head_version']} · {room['participants']} participants · {room['sessions']} live sessions · "

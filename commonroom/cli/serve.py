@@ -6,15 +6,19 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, List, NoReturn, Optional
 
 import typer
 
 
 def serve_command(
     file: Annotated[Path, typer.Argument(help="The markdown file the room owns.")],
-    port: Annotated[int, typer.Option(help="Session ingress port (0 picks a free one).")] = 7711,
-    owner_port: Annotated[int, typer.Option(help="Owner port on 127.0.0.1 (0 picks a free one).")] = 7710,
+    port: Annotated[Optional[int], typer.Option(
+        help="Session ingress port. Default: the port of the room's last run, else 7711; "
+             "0: that port, else a free one.", show_default=False)] = None,
+    owner_port: Annotated[Optional[int], typer.Option(
+        help="Owner port on 127.0.0.1. Default: the port of the room's last run, else 7710; "
+             "0: that port, else a free one.", show_default=False)] = None,
     host: Annotated[str, typer.Option(help="Session ingress address (loopback transport).")] = "127.0.0.1",
     socket: Annotated[bool, typer.Option("--socket", help="Also listen on a Unix socket (local transport).")] = False,
     transport: Annotated[Optional[str], typer.Option(
@@ -24,6 +28,9 @@ def serve_command(
              "default: tailscale ip -4).")] = None,
     transport_port: Annotated[Optional[int], typer.Option(
         help="The plugin ingress's port (default: the same number as --port).")] = None,
+    allow_host: Annotated[Optional[List[str]], typer.Option(
+        "--allow-host", help="A Host name both session listeners also answer to (repeatable; never the owner "
+                             "port), e.g. a tailnet's MagicDNS name.")] = None,
     log_level: Annotated[str, typer.Option(help="gunicorn log level.")] = "warning",
 ) -> None:
     """Start the room on FILE: one process, two listeners, until Ctrl-C.
@@ -37,7 +44,7 @@ def serve_command(
 
     options = ServeOptions(document=file, host=host, port=port, owner_port=owner_port,
                            socket=socket, transport=transport, address=address, transport_port=transport_port,
-                           log_level=log_level)
+                           allow_hosts=tuple(allow_host or ()), log_level=log_level)
     try:
         code = serve(options)
     except ServeError as exc:

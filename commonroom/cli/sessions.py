@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from contextvars import ContextVar
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
-from ..errors import InvalidRequest
-from ..roomfiles import write_private
+from ..errors import InvalidRequest, TransportUnavailable, Unauthorized
+from ..roomfiles import find_room, write_private
 from .routes import request
+
+T = TypeVar("T")
 
 
 #: The room a command acts on, as its one-line outputs name it (the session's ``file_name``, or the
@@ -123,6 +126,72 @@ def session_call(session_file: Path | None, operation: str, values: dict[str, An
     input ``values`` and the stored session: the answer's JSON (the room's error raised)."""
     from .. import client  # the byte client: only the commands that call a room import it
 
-    session = load_session(session_file)
     method, path, body = request(operation, values)
-    return client.call_json(session["transport"], method, path, body=body, token=session["token"], timeout=timeout)
+    return reach(session_file, lambda transport, token: client.call_json(
+        transport, method, path, body=body, token=token, timeout=timeout))
+
+
+def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -> T:
+    """``call(transport, token)`` with the stored session, following its room to a new port.
+
+    When the room does not answer where the session says
+    (``TransportUnavailable``), or another process there does not know the
+    session (``Unauthorized``) or answers no room's error (``InvalidRequest``
+    with the ``status`` it answered), and the room of the session's workspace
+    runs on this machine on another port (its state file,
+    :func:`moved_transport`), the session file is pointed at that port (a
+    line on stderr says so) and ``call`` runs again there: it cannot have
+    reached the room before. Otherwise the error is raised, a
+    ``TransportUnavailable`` saying how to give the session the room's new port.
+    """
+    path = session_file or default_session_file()
+    session = load_session(path)
+    try:
+        return call(session["transport"], session["token"])
+    except (TransportUnavailable, Unauthorized, InvalidRequest) as exc:
+        if isinstance(exc, InvalidRequest) and "status" not in exc.details:
+            raise  # not an answer of another process: our own request, refused here or by the room
+        moved = moved_transport(session)
+        if moved is None:
+            if isinstance(exc, TransportUnavailable):
+                raise unreachable(exc, session, path) from None
+            raise
+    follow_room(path, session, moved)
+    return call(moved, session["token"])
+
+
+def moved_transport(session: dict[str, Any]) -> dict[str, Any] | None:
+    """The session's loopback transport at the port its room listens on now, when that room runs on this
+    machine on another port (found by workspace id, :func:`commonroom.roomfiles.find_room`); else None."""
+    transport = session.get("transport") or {}
+    workspace_id = session.get("workspace_id")
+    if transport.get("type") != "loopback" or not isinstance(workspace_id, str):
+        return None
+    state = find_room(workspace_id)
+    if state is None or state["ingress"]["port"] == transport.get("port"):
+        return None
+    return {**transport, "port": state["ingress"]["port"]}
+
+
+def follow_room(path: Path, session: dict[str, Any], transport: dict[str, Any]) -> None:
+    """Point the session file ``path`` at ``transport`` (the room's new port) and say so on stderr."""
+    old = session["transport"].get("port")
+    session["transport"] = transport
+    try:
+        save_session(path, session)
+        kept = f"; {path} now names it"
+    except OSError as exc:
+        kept = f" (cannot update {path}: {exc.strerror or exc})"
+    print(f"ce: the room moved from port {old} to {transport['port']} (found by its state file on this "
+          f"machine){kept}", file=sys.stderr, flush=True)
+
+
+def unreachable(exc: TransportUnavailable, session: dict[str, Any], path: Path) -> TransportUnavailable:
+    """``exc`` saying what a session whose room is not found on this machine can do: ask for the new port."""
+    transport = session.get("transport") or {}
+    if transport.get("type") == "local":
+        return exc
+    return TransportUnavailable(
+        f"{exc.message}. The room is stopped, or it restarted on another port: ask its owner for the port "
+        f"it listens on now (ce status FILE on the room's machine shows it) and put it as the transport's "
+        f"\"port\" in {path}", details={**exc.details, "session_file": str(path)})

@@ -8,10 +8,13 @@ Both are operations of the table (``sidecar_report``, ``sidecar_compact``).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from ..errors import StorageUnavailable
 
 from .common import handled, operator_read, operator_write, require_document
 from .render import show
@@ -33,6 +36,30 @@ def size_command(file: FileArg) -> None:
 @sidecar_app.command("compact")
 @handled
 def compact_command(file: FileArg) -> None:
-    """Repack checkpoints stored before schema 10, then VACUUM (through the room if it runs, else offline)."""
+    """Repack checkpoints stored before schema 10, then VACUUM (through the room if it runs, else offline).
+
+    Offline it upgrades a sidecar of an older schema first, and says so. It exits non-zero
+    (storage_unavailable) when VACUUM failed: the repack is kept, the free pages are not given back.
+    """
+    from ..engine import OPERATOR
+    from ..operations import OPERATIONS
+    from ..store.migrations import SCHEMA_VERSION
+
     document = require_document(file)
-    show(operator_write(document, "sidecar_compact", {}), "owner#SidecarCompaction")
+    upgraded: list[int] = []
+
+    def offline(engine: Any) -> Any:
+        if engine.store.upgraded_from is not None:
+            upgraded.append(engine.store.upgraded_from)
+        return OPERATIONS["sidecar_compact"].bind(engine, OPERATOR, {})
+
+    result = operator_write(document, "sidecar_compact", {}, offline=offline, upgrade=True)
+    if upgraded:
+        print(f"ce sidecar compact: upgraded the sidecar from schema {upgraded[0]} to {SCHEMA_VERSION} first "
+              "(a room of an older commonroom cannot serve it any more)", file=sys.stderr)
+    show(result, "owner#SidecarCompaction")
+    if not result["vacuumed"]:
+        raise StorageUnavailable(
+            f"VACUUM of {document.name}'s sidecar failed, so it was not compacted (the room's log says why; "
+            f"VACUUM needs about the sidecar's size free on its disk); {result['repacked']} checkpoints "
+            "repacked stay committed", details={"reason": "vacuum_failed", "repacked": result["repacked"]})

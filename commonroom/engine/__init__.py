@@ -55,6 +55,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         clock: Clock | None = None,
         publish: Callable[[list[dict[str, Any]]], None] | None = None,
         readonly: bool = False,
+        upgrade: bool = True,
         background_file: bool = False,
     ) -> "Engine":
         """Open (creating if needed) the sidecar of ``document``.
@@ -62,7 +63,10 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         On first open the file's bytes (UTF-8) become version 1 and a
         workspace id is minted. Otherwise the file is reconciled with the
         head (:meth:`reconcile_file`). ``readonly`` opens an existing sidecar
-        for reads only (``InvalidRequest`` if there is none).
+        for reads only (``InvalidRequest`` if there is none), and never
+        upgrades it: an older schema is ``InvalidRequest`` saying the room
+        upgrades it; so does ``upgrade=False`` (a writer that is not the room:
+        ``ce invite`` offline).
         ``background_file`` makes the file follow the head from a background
         thread (the room process); otherwise each commit writes it at once.
         Raises
@@ -71,7 +75,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         document = Path(document).resolve()
         clock = clock or Clock()
         sidecar = RoomFiles(document).require_room() if readonly else sidecar_path(document)
-        store = Store(sidecar, clock, publish, migrate=not readonly)
+        store = Store(sidecar, clock, publish, migrate=not readonly, upgrade=upgrade and not readonly)
         engine = cls(document_path=document, store=store, clock=clock)
         engine.follower = FileFollower(document, background=background_file and not readonly)
         if readonly:

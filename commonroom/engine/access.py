@@ -19,6 +19,7 @@ import peewee as pw
 
 from .. import PROTOCOL, PROTOCOL_VERSION, invitation, tokens
 from ..transport_hints import hint as transport_hint
+from ..transport_hints import invitation_address
 from ..clock import parse_rfc3339, rfc3339
 from ..errors import (
     InvalidRequest,
@@ -29,11 +30,11 @@ from ..errors import (
     SessionExpired,
     Unauthorized,
 )
-from generated.types.common import Capability
-from generated.types.common import Participant as ParticipantWire
-from generated.types.common import Session as SessionWire
-from generated.types.join import JoinResult
-from generated.types.owner import InviteResult, RevokeResult
+from commonroom.generated.types.common import Capability
+from commonroom.generated.types.common import Participant as ParticipantWire
+from commonroom.generated.types.common import Session as SessionWire
+from commonroom.generated.types.join import JoinResult
+from commonroom.generated.types.owner import InviteResult, RevokeResult
 
 from ..store import WriteContext
 from ..store.models import Participant as ParticipantRow
@@ -105,11 +106,15 @@ class AccessMixin(EngineBase):
         *,
         expires_in_seconds: int = DEFAULT_INVITATION_TTL,
         session_ttl_seconds: int = DEFAULT_SESSION_TTL,
+        address: str | None = None,
     ) -> InviteResult:
         """Create an invitation; returns ``owner.json#/$defs/InviteResult``.
 
         ``transport`` names the transport whose hint (``transport.json``) goes
-        into the token. Operator only (the owner port or the local CLI).
+        into the token; ``address`` (a plugin transport only) replaces the
+        listener's address in it by a name the room answers to (the
+        listener's address or one of ``ce serve --allow-host``), else
+        ``InvalidRequest``. Operator only (the owner port or the local CLI).
         A participant is identified by :func:`participant_key` of the name
         (NFKC, case-folded): the invitation goes to the participant of that
         key, and the answer's ``participant`` is the name it is shown by
@@ -123,6 +128,8 @@ class AccessMixin(EngineBase):
         key = participant_key(name)
         caps = sorted(set(capabilities), key=capabilities.index)
         hint = transport_hint(transport, self.ingress())
+        if address is not None:
+            hint = {**hint, "address": invitation_address(transport, hint, address, self.ingress())}
         secret = tokens.new_secret(tokens.INVITATION_PREFIX)
         expires_at = self.clock.after(expires_in_seconds)
         token = invitation.encode(
@@ -185,13 +192,57 @@ class AccessMixin(EngineBase):
         return first.participant_name if first is not None else None
 
     def ingress(self) -> dict[str, Any] | None:
-        """The room's ingress listener as last recorded by ``ce serve``."""
-        raw = self.store.meta("ingress")
-        return json.loads(raw) if raw else None
+        """The room's ingress listener as last recorded by ``ce serve``.
 
-    def set_ingress(self, ingress: dict[str, Any]) -> None:
-        """Record the ingress listener (``{"host", "port"[, "socket"]}``)."""
-        self.store.write(lambda ctx: self.store.set_meta("ingress", json.dumps(ingress, sort_keys=True)))
+        A transport plugin's listener whose address this room process saw
+        go (:meth:`listener_gone`) carries ``"gone_since": <timestamp>``.
+        """
+        raw = self.store.meta("ingress")
+        if not raw:
+            return None
+        ingress: dict[str, Any] = json.loads(raw)
+        gone = self.__dict__.get("_listeners_gone") or {}
+        for name, listener in (ingress.get("transports") or {}).items():
+            if name in gone:
+                listener["gone_since"] = gone[name]
+        return ingress
+
+    def listener_gone(self, transport: str, gone: bool) -> None:
+        """Mark the ``transport`` plugin listener's address gone (now) or back (``commonroom.listenwatch``).
+
+        Kept in this process's memory only (a restarted room checks its
+        address anew); thread-safe (the dict is replaced, never changed).
+        """
+        current = dict(self.__dict__.get("_listeners_gone") or {})
+        if gone:
+            current.setdefault(transport, self.clock.stamp())
+        else:
+            current.pop(transport, None)
+        self.__dict__["_listeners_gone"] = current
+
+    def transport_listeners(self) -> list[dict[str, Any]]:
+        """``room.json#/$defs/TransportListener`` of each plugin listener: where, and whether it listens."""
+        found = []
+        for name, listener in sorted(((self.ingress() or {}).get("transports") or {}).items()):
+            entry = {"type": name, "address": listener["address"], "port": listener["port"],
+                     "interface": listener.get("interface", ""), "listening": "gone_since" not in listener}
+            if "gone_since" in listener:
+                entry["gone_since"] = listener["gone_since"]
+            found.append(entry)
+        return found
+
+    def set_ingress(self, ingress: dict[str, Any], owner_port: int | None = None) -> None:
+        """Record the ingress listener (``{"host", "port"[, "socket"][, "transports"]}``) and the owner port.
+
+        ``ce serve`` records them at each start; the next start without
+        ports comes back on them (:func:`commonroom.server.remembered_ports`).
+        """
+        def record(ctx: WriteContext) -> None:
+            self.store.set_meta("ingress", json.dumps(ingress, sort_keys=True))
+            if owner_port is not None:
+                self.store.set_meta("owner_port", str(owner_port))
+
+        self.store.write(record)
 
     def join(self, token: str, client: str | None = None) -> JoinResult:
         """Redeem ``token`` (single use) and open a session.

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from generated.types.boards import Observation
-from generated.types.editing import VersionInfo
+from commonroom.generated.types.boards import Observation
+from commonroom.generated.types.editing import VersionInfo
 
 from .. import conventions, jsontext, numbers, regions
 from ..clock import Clock

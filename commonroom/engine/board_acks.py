@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generated.types.boards import Message
+from commonroom.generated.types.boards import Message
 
 from ..store import WriteContext
 from ..store.rows import select_rows

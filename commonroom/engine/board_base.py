@@ -16,7 +16,7 @@ import hashlib
 import json
 from typing import Any
 
-from generated.types.boards import Message
+from commonroom.generated.types.boards import Message
 
 from .. import tokens
 from ..errors import InvalidRequest, LimitExceeded, MessageNotFound, NotFound, PermissionDenied

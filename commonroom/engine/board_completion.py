@@ -17,7 +17,7 @@ from typing import Any
 
 import peewee as pw
 
-from generated.types.boards import Assignment, Completion, Message
+from commonroom.generated.types.boards import Assignment, Completion, Message
 
 from ..errors import (AssignmentHistoryLost, AssignmentStale, AssignmentTooLarge, CommonroomError,
                       CompletionMismatch, CompletionPersistenceUncertain, InvalidRequest)

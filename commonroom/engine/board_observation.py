@@ -14,7 +14,7 @@ import hmac
 import json
 from typing import Any, Callable
 
-from generated.types.boards import Observation
+from commonroom.generated.types.boards import Observation
 
 from ..errors import InvalidRequest
 from .base import Actor, require

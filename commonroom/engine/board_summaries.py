@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from generated.types.boards import BoardExcerpt, DiscussionSummary, HandoffSummary
+from commonroom.generated.types.boards import BoardExcerpt, DiscussionSummary, HandoffSummary
 
 from .. import jsontext
 from ..clock import parse_rfc3339

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generated.types.boards import Message, MessagesPage
+from commonroom.generated.types.boards import Message, MessagesPage
 
 from ..errors import InvalidRequest
 from ..store import WriteContext

@@ -19,7 +19,7 @@ from typing import Any, Iterable, cast
 
 import peewee as pw
 
-from generated.types.owner import ConsoleCode, SessionsPage, SessionSummary
+from commonroom.generated.types.owner import ConsoleCode, SessionsPage, SessionSummary
 
 from .. import tokens
 from ..clock import parse_rfc3339, rfc3339

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from generated.types.handoffs import Handoff as HandoffWire
-from generated.types.handoffs import HandoffAndTask, HandoffStatus, TaskStatus
-from generated.types.handoffs import Result as TaskResult
-from generated.types.handoffs import Task as TaskWire
+from commonroom.generated.types.handoffs import Handoff as HandoffWire
+from commonroom.generated.types.handoffs import HandoffAndTask, HandoffStatus, TaskStatus
+from commonroom.generated.types.handoffs import Result as TaskResult
+from commonroom.generated.types.handoffs import Task as TaskWire
 
 from ..errors import HandoffConflict, HandoffNotFound, LimitExceeded, PermissionDenied
 from ..store import WriteContext

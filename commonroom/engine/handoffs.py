@@ -44,8 +44,8 @@ import hashlib
 import json
 from typing import Any
 
-from generated.types.handoffs import Handoff as HandoffWire
-from generated.types.handoffs import HandoffAndTask, HandoffEventsPage, HandoffsPage
+from commonroom.generated.types.handoffs import Handoff as HandoffWire
+from commonroom.generated.types.handoffs import HandoffAndTask, HandoffEventsPage, HandoffsPage
 
 from .. import tokens
 from ..errors import (HandoffConflict, HandoffNotFound, IdempotencyMismatch, InvalidRequest, LimitExceeded,
@@ -54,7 +54,7 @@ from ..store import WriteContext
 from ..store.db import event_dict
 from ..store.models import Handoff as HandoffRow
 from ..store.models import Task as TaskRow
-from ..store.models import participant_key
+from ..store.models import live_session, participant_key
 from ..store.rows import select_rows
 from .base import Actor, decode_cursor, encode_cursor, page_after_stamp_and_id, parse_limit, require
 from .handoff_base import ACTIVE, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL, HandoffBase, acting_id
@@ -92,7 +92,9 @@ class HandoffsMixin(HandoffBase):
         """Create a handoff and its task (``working``): ``{handoff, task}``.
 
         Needs ``handoff``. ``assignee`` names the participant who alone may
-        accept (``InvalidRequest`` if there is none of that name).
+        accept (``InvalidRequest`` if there is none of that name, or if they
+        lack ``handoff``: no live session of theirs and no open invitation
+        to them grants it, ``details.capability``).
         Idempotent per participant and ``idempotency_key``: a retry returns
         the original handoff and task as they are now, a different request
         with the key is ``IdempotencyMismatch``. ``LimitExceeded``
@@ -119,6 +121,11 @@ class HandoffsMixin(HandoffBase):
                 raise InvalidRequest(f"no participant named {assignee!r}",
                                      details={"pointer": "/assignee", "assignee": assignee})
             assignee_id = found.id
+            if not self._may_hold_handoff(found.id, found.name_key):
+                raise InvalidRequest(
+                    f"{assignee!r} lacks the handoff capability, so could never accept it; "
+                    "invite them with handoff first",
+                    details={"pointer": "/assignee", "assignee": assignee, "capability": "handoff"})
         owner = acting_id(actor)
         fingerprint = _request_hash(summary, constraints, artifacts, assignee_id)
 
@@ -154,6 +161,21 @@ class HandoffsMixin(HandoffBase):
             return self._pair(handoff, task)
 
         return self.store.write(create)
+
+    def _may_hold_handoff(self, participant_id: str, name_key: str) -> bool:
+        """Whether the participant holds ``handoff`` (needed to accept): a live session of
+        theirs has it, or an open invitation to their name grants it."""
+        models = self.store.models
+        Session, Invitation = models.Session, models.Invitation
+        now = self.clock.stamp()
+        sessions = Session.select(Session.capabilities).where(
+            (Session.participant == participant_id) & live_session(Session, now))
+        if any("handoff" in row.capabilities for row in sessions):
+            return True
+        invitations = Invitation.select(Invitation.capabilities).where(
+            (Invitation.participant_key == name_key) & Invitation.redeemed_at.is_null()
+            & Invitation.revoked_at.is_null() & (Invitation.expires_at > now))
+        return any("handoff" in row.capabilities for row in invitations)
 
     # -- the assignee ------------------------------------------------------------
 
@@ -297,15 +319,16 @@ class HandoffsMixin(HandoffBase):
     def cancel_handoff(self, actor: Actor, handoff_id: str, reason: str | None = None) -> HandoffWire:
         """Cancel an ``open`` or ``accepted`` handoff, and its task unless terminal.
 
-        The owner or a holder of ``approve`` (``PermissionDenied``, the
-        rule ``task_cancel`` shares: :meth:`_require_may_cancel`);
-        ``HandoffConflict`` once it has a result or is decided.
+        ``HandoffConflict`` once it has a result, is decided or cancelled,
+        whoever asks (the state is checked before the caller); then the
+        owner or a holder of ``approve`` (``PermissionDenied``, the rule
+        ``task_cancel`` shares: :meth:`_require_may_cancel`).
         """
         def cancel(ctx: WriteContext) -> HandoffWire:
             row = self._get_handoff(handoff_id)
-            self._require_may_cancel(actor, row.owner_id, handoff_id=row.id)
             task = self._task_of(row)
-            self._require_state(row, task, "cancel")
+            self._require_state(row, task, "cancel")  # the state before the caller, as every transition
+            self._require_may_cancel(actor, row.owner_id, handoff_id=row.id)
             self._cancel(ctx, actor, row, task, reason)
             return self._handoff_dict(row)
 

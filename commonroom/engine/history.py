@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from generated.types.events import Event as EventWire
-from generated.types.events import HistoryPage
+from commonroom.generated.types.events import Event as EventWire
+from commonroom.generated.types.events import HistoryPage
 
 from .. import numbers
 from ..errors import InvalidRequest

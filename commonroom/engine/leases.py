@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generated.types.editing import Lease as LeaseWire
-from generated.types.editing import LeasesPage
+from commonroom.generated.types.editing import Lease as LeaseWire
+from commonroom.generated.types.editing import LeasesPage
 
 from .. import regions, tokens
 from ..clock import rfc3339
@@ -319,7 +319,14 @@ class LeasesMixin(EngineBase):
         return self.store.write(renew)
 
     def release_lease(self, actor: Actor, lease_id: str) -> LeaseWire:
-        """Release a live lease of this session (the operator may release any). ``NotFound`` / ``LeaseConflict``."""
+        """Release a live lease of this session; the operator may break any (the console's *Break*).
+
+        The ``lease.released`` event names who did it: ``payload.by`` is the
+        holder's name, or ``operator`` with the operator as the event's actor
+        (both ids null) when the operator broke another's lease;
+        ``payload.session_id`` is the holder's session. ``NotFound`` /
+        ``LeaseConflict`` (no longer active).
+        """
         require(actor, "lease")
 
         def release(ctx: WriteContext) -> LeaseWire:
@@ -327,8 +334,12 @@ class LeasesMixin(EngineBase):
             row = self._own_live_lease(actor, lease_id, now)
             row.released_at = now
             self.store.update(self.store.models.Lease, row.id, released_at=row.released_at)
-            ctx.emit("lease.released", {"lease_id": row.id},
-                     participant_id=row.participant_id, session_id=row.session_id, time=now)
+            if actor.kind == "operator":  # broken by the operator: the event names the operator, not the holder
+                ctx.emit("lease.released", {"lease_id": row.id, "by": "operator", "session_id": row.session_id},
+                         time=now)
+            else:
+                ctx.emit("lease.released", {"lease_id": row.id, "by": actor.name, "session_id": row.session_id},
+                         participant_id=row.participant_id, session_id=row.session_id, time=now)
             return self._lease_dict(row, now=now)
 
         return self.store.write(release)

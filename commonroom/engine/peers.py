@@ -22,7 +22,7 @@ import hashlib
 import hmac
 from typing import Any
 
-from generated.types.boards import PeerActivity, PeersView, ReceivedPeerMessage
+from commonroom.generated.types.boards import PeerActivity, PeersView, ReceivedPeerMessage
 
 from .. import tokens
 from ..clock import rfc3339

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-from generated.types.editing import ApproveResult, ProposalReview, ProposalsPage, ProposalStatus
-from generated.types.editing import Proposal as ProposalWire
+from commonroom.generated.types.editing import ApproveResult, ProposalReview, ProposalsPage, ProposalStatus
+from commonroom.generated.types.editing import Proposal as ProposalWire
 
 from .. import conventions, regions, tokens
 from ..errors import InvalidRequest, PermissionDenied, ProposalConflict, ProposalNotFound, StaleVersion

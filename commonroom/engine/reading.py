@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generated.types.room import Document, ParticipantsPage, RoomStatus
+from commonroom.generated.types.room import Document, ParticipantsPage, RoomStatus
 
 from .. import PROTOCOL, PROTOCOL_VERSION, regions
 from ..clock import rfc3339
@@ -25,7 +25,7 @@ class ReadingMixin(EngineBase):
         """``room.json#/$defs/RoomStatus``. Needs ``read``."""
         require(actor, "read")
         participants, sessions = self.store.db.execute_sql(_ROOM_COUNTS, (rfc3339(self.clock.now()),)).fetchone()
-        return {
+        status: RoomStatus = {
             "protocol": PROTOCOL,
             "version": PROTOCOL_VERSION,
             "workspace_id": self.workspace_id,
@@ -35,6 +35,11 @@ class ReadingMixin(EngineBase):
             "sessions": sessions,
             "last_event_id": self.store.last_event_id(),
         }
+        if actor.kind == "operator":
+            listeners = self.transport_listeners()  # type: ignore[attr-defined]  # AccessMixin
+            if listeners:
+                status["transports"] = listeners
+        return status
 
     def document(self, actor: Actor, region: Any = None) -> Document:
         """The head document or one region of it, ``room.json#/$defs/Document``.

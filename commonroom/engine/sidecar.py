@@ -1,4 +1,4 @@
-"""The sidecar as the operator sees it: its size by part, and compaction (issue 37).
+"""The sidecar as the operator sees it: its size by part, and compaction.
 
 - :meth:`SidecarMixin.sidecar_report` (``GET /owner/sidecar``, ``ce sidecar
   size``): the file and its WAL, the pages each part takes (``versions``:
@@ -28,7 +28,7 @@ from typing import Any
 
 import peewee as pw
 
-from generated.types.owner import SidecarCompaction, SidecarParts, SidecarReport
+from commonroom.generated.types.owner import SidecarCompaction, SidecarParts, SidecarReport
 
 from .. import regions
 from ..store import WriteContext

@@ -33,7 +33,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from generated.types.handoffs import Task as TaskWire
+from commonroom.generated.types.handoffs import Task as TaskWire
 
 from .. import tokens
 from ..clock import rfc3339

@@ -9,7 +9,7 @@ document writes only what changed. Checkpoints are spaced by bytes
 (:func:`checkpoint_due`): one is written when the hunks since the last one
 reach :data:`CHECKPOINT_SHARE` of the text, or number
 :data:`CHECKPOINT_HUNKS`, or when the change is most of the text; a
-one-line version of a 1 MB document costs a few hundred bytes (issue 37).
+one-line version of a 1 MB document costs a few hundred bytes.
 
 Reading version N starts from the checkpoint below it: its lines (and
 their JSON escapes) are kept in bounded caches, filled off the request path
@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, cast, overload
 
-from generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
+from commonroom.generated.types.editing import Diff, VersionInfo, VersionSource, VersionsPage
 
 from .. import conventions, jsontext, numbers, regions
 from ..errors import InvalidRequest, VersionNotFound

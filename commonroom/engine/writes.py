@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generated.types.editing import VersionInfo
+from commonroom.generated.types.editing import VersionInfo
 
 from .. import conventions, regions
 from ..errors import InvalidRequest, StaleVersion

@@ -1,11 +1,11 @@
 """The room's front door: the requests answered before Falcon, from the operation table.
 
 One ASGI wrapper of the session ingress app (:class:`~commonroom.front.door.FrontDoor`,
-inside the room's edge, ``commonroom.http.edge``) answers three kinds of
-request itself when everything it needs is known, each with exactly the
-answer the Falcon route or the MCP transport gives (``tests/unit/test_front_*.py``
-compare them byte for byte), and passes every other request to the app
-untouched:
+behind the room's edge, ``commonroom.http.edge``, which checked the request
+once) answers three kinds of request itself when everything it needs is
+known, each with exactly the answer the Falcon route or the MCP transport
+gives (``tests/unit/test_front_*.py`` compare them byte for byte), and
+passes every other request to the app untouched:
 
 - a **cached read** (:mod:`~commonroom.front.reads`): ``GET`` of an
   operation declared ``Http(cache="head")`` without path parameters, from
@@ -19,10 +19,11 @@ untouched:
 
 Which requests and how is derived from the table
 (:func:`~commonroom.front.routes.front_routes`), as the routes are. The
-steps every kind shares run once, in the door: one router lookup, one
-header scan, the framing, one body reader (:mod:`~commonroom.front.request`),
-one bearer check, one rate-limit count, one answer sender. The front
-reads only what gunicorn parsed: the ASGI scope and body.
+route, the bearer, the capability and the rate count are the edge's
+(:class:`~commonroom.checked.Checked`); the steps every door shares run
+once, in the door: the framing, one body reader
+(:mod:`~commonroom.front.request`), one answer sender. The front reads only
+what gunicorn parsed: the ASGI scope and body.
 """
 
 from .door import FrontDoor

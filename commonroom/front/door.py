@@ -1,42 +1,35 @@
 """The front door of the session ingress: one ASGI wrapper answering what the table lets it.
 
 :class:`FrontDoor` wraps the ingress app (see :mod:`commonroom.front`).
-For a request it may answer (an ``http`` request without a query string
-whose method and path name a door of :func:`~commonroom.front.routes.front_routes`)
-it runs each shared step once, in this order, and passes the request to
-the app as soon as one says no:
+The room's edge (``commonroom.http.edge``) checked the request before it:
+the Host and path rules, the route, the bearer, the capability and the
+rate count, once (:class:`~commonroom.checked.Checked`). For a request the
+edge admitted, with no query string, whose route and method name a door of
+:func:`~commonroom.front.routes.front_routes`, the door runs, in this order,
+and passes the request to the app as soon as a step says no:
 
-1. one router lookup (Falcon's own :class:`falcon.routing.CompiledRouter`
-   over the same path templates as the routes);
-2. one header scan (:func:`~commonroom.front.request.scan`: no name sent
-   twice) and the framing (:func:`~commonroom.front.request.body_length`);
-3. the door admits the request from its headers (``Door.admit``: the
-   operation asked for);
-4. one bearer check: ``Authorization: Bearer`` names a live session
-   (``Engine.authenticate``, the session cache) holding the operation's
-   capability (``Operation.authorize``);
-5. one body reader (:func:`~commonroom.front.request.read_body`), when the
+1. the framing (:func:`~commonroom.front.request.body_length`; no header
+   name sent twice);
+2. the door admits the request from its headers (``Door.admit``: the
+   operation asked for; a tool call's capability, which the route does
+   not name, is checked here);
+3. one body reader (:func:`~commonroom.front.request.read_body`), when the
    door reads one; a client gone before its request began gets nothing;
-6. the door says whether it can answer (``Door.ready``: a cache hit, a
+4. the door says whether it can answer (``Door.ready``: a cache hit, a
    checked tool call);
-7. one rate-limit count against the bearer, as the middleware counts;
-8. the door's answer, sent by one sender.
+5. the door's answer, sent by one sender.
 
-Nothing was counted for a request passed to the app (the limiter records
-no refused request), and the body messages read are given to it again,
-so the app answers it as always. The Host rule ran at the room's edge
-(``commonroom.http.edge``) before this.
+The body messages read are given to the app again, so the app answers a
+request passed to it as always; the edge counted it once either way. A
+request the edge refused goes to the app, which answers the refusal.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from falcon.routing import CompiledRouter
-
-from .. import tokens
-from ..wire import bearer_of, counted
-from .request import Door, Receive, Request, Send, body_length, read_body, replaying, scan
+from ..checked import CHECKED, Checked
+from .request import Door, Receive, Request, Send, body_length, read_body, replaying
 
 __all__ = ["FrontDoor"]
 
@@ -44,55 +37,33 @@ __all__ = ["FrontDoor"]
 class FrontDoor:
     """ASGI wrapper of the ingress app (see the module docstring).
 
-    ``app``: the ingress app; ``engine``: the room's engine (authenticate);
-    ``limiter``: the ingress rate limiter (or None); ``routes``: path
-    template → {method: door} (:func:`~commonroom.front.routes.front_routes`).
-    ``served`` counts the requests answered here.
+    ``app``: the ingress app; ``routes``: path template → {method: door}
+    (:func:`~commonroom.front.routes.front_routes`). ``served`` counts the
+    requests answered here.
     """
 
-    def __init__(self, app: Any, engine: Any, limiter: Any, routes: dict[str, dict[str, Door]]):
+    def __init__(self, app: Any, routes: dict[str, dict[str, Door]]):
         self.app = app
-        self.engine = engine
-        self.limiter = limiter
-        self.router = CompiledRouter()
-        #: the templates without parameters, by path: found by one dict lookup before the router
-        self.static = {path: doors for path, doors in routes.items() if "{" not in path}
-        last = len(routes) - 1
-        for number, (path, doors) in enumerate(routes.items()):
-            # compiled now (Falcon's ``compile`` flag), not at the first request: at startup, not while serving
-            self.router.add_route(path, doors, compile=number == last)
-        self.methods = frozenset(method for doors in routes.values() for method in doors)
+        self.routes = routes
         self.served = 0
 
-    def door(self, method: str, path: str) -> Door | None:
-        """The door answering ``method`` ``path`` (a request path), if any."""
-        found = self._route(method, path)
-        return None if found is None else found[0]
-
-    def _route(self, method: str, path: str) -> tuple[Door, dict[str, str]] | None:
-        """``(door, path parameters)`` of ``method`` ``path``: one router lookup."""
-        doors = self.static.get(path)
-        if doors is not None:
-            door = doors.get(method)
-            return None if door is None else (door, {})
-        found = self.router.find(path)
-        if found is None:
-            return None
-        routed: dict[str, Door] = found[0]  # type: ignore[assignment]  # what front_routes added
-        door = routed.get(method)
-        return None if door is None else (door, found[2] or {})
+    def door(self, method: str, template: str) -> Door | None:
+        """The door answering ``method`` on the route of path template ``template``, if any."""
+        return self.routes.get(template, {}).get(method)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:  # noqa: D102 - ASGI
-        routed = self._route(scope["method"], scope["path"]) \
-            if scope["type"] == "http" and scope["method"] in self.methods and not scope["query_string"] else None
-        scanned = None if routed is None else scan(scope["headers"])
-        if scanned is None:
+        checked: Checked | None = scope.get(CHECKED)
+        door = None
+        if checked is not None and checked.refusal is None and checked.actor is not None \
+                and not checked.repeated and not scope["query_string"]:
+            doors = self.routes.get(checked.template or "")
+            door = None if doors is None else doors.get(scope["method"])
+        if door is None or checked is None:
             await self.app(scope, receive, send)
             return
-        door, params = routed  # type: ignore[misc]  # scanned is set with routed
-        request = Request(scope, params, *scanned)
+        request = Request(scope, checked.params, dict(checked.headers))
         length = body_length(request.headers, door)
-        if length is None or not self._bearer(request, door):
+        if length is None or not self._admit(request, door, checked):
             await self.app(scope, receive, send)
             return
         messages: list[dict[str, Any]] = []
@@ -102,7 +73,7 @@ class FrontDoor:
                 return  # the client left before the request began: nothing runs, nobody to answer
             request.body, request.complete = body, messages[-1]["type"] == "http.request"
         ticket = door.ready(request)
-        if ticket is None or not counted(self.limiter, request.digest):  # past the limit: the app answers 429
+        if ticket is None:
             await self.app(scope, replaying(messages, receive) if messages else receive, send)
             return
         self.served += 1
@@ -110,20 +81,17 @@ class FrontDoor:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
 
-    def _bearer(self, request: Request, door: Door) -> bool:
-        """True when the door admits the request and its bearer is a live session holding the
-        operation's capability (``request.op``, ``actor`` and ``digest`` set); any refusal, or a
-        sidecar that cannot answer, is the app's to answer."""
+    @staticmethod
+    def _admit(request: Request, door: Door, checked: Checked) -> bool:
+        """True when the door admits the request (``request.op``, ``actor`` and ``digest`` set): the
+        route's operation, or a tool the caller's session holds the capability of."""
         op = door.admit(request)
-        authorization = request.authorization
-        token = None if op is None or authorization is None else bearer_of(authorization.decode("latin-1"))
-        if not token:
+        if op is None:
             return False
-        digest = tokens.digest(token)
-        try:
-            actor = self.engine.authenticate(token, digest)
-            op.authorize(actor)  # type: ignore[union-attr]  # op is set with token
-        except Exception:
-            return False
-        request.op, request.actor, request.digest = op, actor, digest
+        if op is not checked.op:  # a tool call's tool: the route (/mcp) names no operation
+            try:
+                op.authorize(checked.actor)
+            except Exception:
+                return False
+        request.op, request.actor, request.digest = op, checked.actor, checked.digest or ""
         return True

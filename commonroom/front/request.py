@@ -1,6 +1,6 @@
 """What the front reads of a request: its headers, their framing and its body (ASGI only).
 
-:func:`scan` reads the headers once, :func:`body_length` their framing,
+:func:`body_length` reads the headers' framing (the edge read the headers),
 :func:`read_body` the body as Falcon's stream reads it, and :class:`Request`
 carries what was read to the door that answers (:class:`Door`).
 """
@@ -21,22 +21,19 @@ class Request:
     """One request the front may answer: what the door reads of it, step by step.
 
     ``scope`` (ASGI), ``params`` (path parameters), ``headers`` (by name,
-    less ``Content-Length`` and ``Authorization``: :func:`scan`), then
-    ``op``, ``actor`` and ``digest`` (the bearer's token digest) once the
-    bearer holds the operation's capability, ``body`` and ``complete``
-    (the whole framed body arrived) once read, and ``state``: what the
-    door kept between its steps.
+    less ``Content-Length`` and ``Authorization``: the edge's, copied),
+    ``op``, ``actor`` and ``digest`` (the bearer's token digest) as the
+    edge decided them (:class:`~commonroom.checked.Checked`), ``body`` and
+    ``complete`` (the whole framed body arrived) once read, and ``state``:
+    what the door kept between its steps.
     """
 
-    __slots__ = ("scope", "params", "headers", "authorization", "op", "actor", "digest", "body", "complete",
-                 "state")
+    __slots__ = ("scope", "params", "headers", "op", "actor", "digest", "body", "complete", "state")
 
-    def __init__(self, scope: dict[str, Any], params: dict[str, str], headers: dict[bytes, bytes],
-                 authorization: bytes | None):
+    def __init__(self, scope: dict[str, Any], params: dict[str, str], headers: dict[bytes, bytes]):
         self.scope = scope
         self.params = params
         self.headers = headers
-        self.authorization = authorization
         self.op: Operation | None = None
         self.actor: Any = None
         self.digest = ""
@@ -59,25 +56,16 @@ class Door(Protocol):
     body_limit: int
 
     def admit(self, request: Request) -> Operation | None:
-        """The operation asked for, from the headers alone (before the body), or None: the app's."""
+        """The operation asked for, from the headers alone (before the body), or None: the app's.
+
+        The route's own operation, whose capability the edge checked; or,
+        for a tool call, the tool's (checked here, as the route does not name it)."""
 
     def ready(self, request: Request) -> Any:
         """After the bearer and the body: what :meth:`answer` needs, or None (the app answers)."""
 
     async def answer(self, request: Request, ticket: Any) -> Answer:
         """The answer (counted already); nothing raises."""
-
-
-def scan(raw: list[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes], bytes | None] | None:
-    """``(headers by name, the Authorization value)``, or None when a name is sent twice (the app's to judge).
-
-    The names are as ASGI carries them (lower case). ``Authorization`` is
-    taken out of the headers (no secret is kept with them).
-    """
-    headers = dict(raw)
-    if len(headers) != len(raw):
-        return None
-    return headers, headers.pop(b"authorization", None)
 
 
 def body_length(headers: dict[bytes, bytes], door: Door) -> int | None:

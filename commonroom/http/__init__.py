@@ -1,5 +1,6 @@
-"""The HTTP adapter (Falcon ASGI): routes → engine calls → JSON."""
+"""The HTTP adapter (Falcon ASGI): the room's edge, routes → engine calls → JSON."""
 
-from .app import create_app, RoomASGI
+from .app import create_app
+from .edge import Edge, Listener
 
-__all__ = ["create_app", "RoomASGI"]
+__all__ = ["Edge", "Listener", "create_app"]

@@ -1,89 +1,70 @@
-"""The Falcon ASGI apps of a room and the dispatcher between its two listeners.
+"""The Falcon ASGI app of each listener of a room.
 
-``create_app(engine, role, owner_token_hash)`` builds the app for one role:
-
-- ``"ingress"``: the session ingress; bearer = a session token.
-- ``"owner"``: 127.0.0.1 only; bearer = the owner token (the operator).
-
-:class:`RoomASGI` is the ASGI callable gunicorn serves: it sends each
-connection to the owner app when it arrived on the owner port, else to the
-ingress app, and runs the lifespan (closing live streams on shutdown).
+``create_app(engine, role)`` builds the app for one role: ``"ingress"`` (the
+session ingress) or ``"owner"`` (127.0.0.1 only, the operator). Its routes
+are derived from the operation table. Each request reached it through the
+room's edge (:mod:`commonroom.http.edge`), which checked it once: the
+app's router (:class:`CheckedRouter`) takes the edge's route and its
+middleware (:class:`Admit`) the edge's decision.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any
 
 import falcon
 import falcon.asgi
+from falcon.routing import CompiledRouter
 
-from .. import tokens
-from ..engine import OPERATOR, Engine
-from ..errors import CommonroomError, InvalidRequest, MethodNotAllowed, NotFound, Unauthorized
-from ..limits import RateLimiter
+from ..checked import CHECKED, ROUTE, checked_of
+from ..engine import Engine
+from ..errors import CommonroomError, InvalidRequest, NotFound
 from ..operations import OPERATIONS, Table
 from ..operations.runner import Runner
-from ..wire import bearer, count_request, send_error, send_internal_error
+from ..wire import send_error, send_internal_error
 from .openapi import published_routes
 from .operations import operation_routes, stream_routes
 
 log = logging.getLogger("commonroom.http")
 
 
-class Authenticate:
-    """Middleware: sets ``req.context.actor`` for every non-public route.
+class CheckedRouter(CompiledRouter):
+    """Falcon's router, which takes the route the room's edge found (:class:`~commonroom.checked.Checked`).
 
-    On the session ingress each authenticated request also counts against
-    its bearer's rate limit (``commonroom.limits``: 600 a minute, keyed by
-    the token's hash), raising ``LimitExceeded`` (429) past it; an event
-    stream is one request. ``req.context.limiter`` is that limiter, for a
-    public resource that authenticates by itself (``/mcp``) to count its
-    requests the same way: ``limiter.hit(tokens.digest(token))``.
+    The edge (:class:`commonroom.http.edge.Listener`) looks the request's
+    path up in this very router, once; Falcon's own lookup then returns
+    that route from the scope. A request that did not pass the edge (a
+    stack driven without it) is routed as Falcon routes it.
     """
 
-    def __init__(self, engine: Engine, role: str, owner_token_hash: str | None,
-                 limiter: RateLimiter | None = None, console: Any = None):
-        self.engine = engine
-        self.role = role
-        self.owner_token_hash = owner_token_hash
-        self.limiter = limiter
-        self.console = console
+    def find(self, uri: str, req: Any = None) -> Any:  # noqa: D102 - Falcon's router interface
+        if req is not None:
+            checked = req.scope.get(CHECKED)
+            if checked is not None:
+                return checked.route
+        return super().find(uri, req)
+
+
+class Admit:
+    """Middleware: the edge's decision for a routed request (``req.context.actor``, its refusal raised).
+
+    The edge decided the method, the bearer, the capability and the rate
+    count (:mod:`commonroom.http.edge`); this raises its refusal, so Falcon's
+    error handlers answer it, except to a resource that answers the bearer's
+    refusals itself (``answers_refusals``: ``/mcp``, in JSON-RPC). A public
+    resource was checked for its method only.
+    """
 
     async def process_resource(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, resource: Any,
                                params: dict[str, Any]) -> None:  # noqa: D102
-        req.context.actor = None
-        req.context.limiter = self.limiter
-        if resource is not None and not getattr(resource, "handles_any_method", False):
-            allowed = allowed_methods(resource)
-            if req.method not in allowed:
-                raise MethodNotAllowed(f"{req.path} answers {', '.join(allowed)}, not {req.method}",
-                                       details={"allowed": list(allowed)})
-        if resource is None or getattr(resource, "public", False):
+        checked = checked_of(req.scope)
+        req.context.actor = checked.actor
+        if resource is None or checked.refusal is None or getattr(resource, "answers_refusals", False):
             return
-        token = bearer(req)
-        if self.role == "owner":
-            if not token and self.console is not None and self.console.admits(req, resource):
-                req.context.actor = OPERATOR  # the console cookie (commonroom.http.console.ConsoleGate)
-                return
-            if not token or not self.owner_token_hash or not tokens.matches(token, self.owner_token_hash):
-                raise Unauthorized("the owner port needs the owner token (or a console login: ce console FILE)",
-                                   details={"reason": "owner_token"})
-            req.context.actor = OPERATOR
-            return
-        digest = tokens.digest(token) if token else None  # once: the session cache and the limiter key
-        req.context.actor = self.engine.authenticate(token, digest)
-        count_request(self.limiter, token, digest)
-
-
-def allowed_methods(resource: Any) -> tuple[str, ...]:
-    """The HTTP methods ``resource`` serves (its ``on_*`` responders; never OPTIONS), sorted."""
-    declared = getattr(resource, "allow", None)
-    if declared:
-        return tuple(declared)
-    names = {name[3:].upper() for name in dir(resource) if name.startswith("on_") and callable(getattr(resource, name))}
-    names.discard("OPTIONS")
-    return tuple(sorted(names))
+        if getattr(resource, "public", False) and checked.stage != ROUTE:
+            return  # checked.stage is BEARER only for a request that did not pass the edge
+        raise checked.refusal
 
 
 async def _commonroom_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: CommonroomError,
@@ -114,32 +95,25 @@ async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, erro
 def create_app(
     engine: Engine,
     role: str,
-    owner_token_hash: str | None = None,
     extra_routes: dict[str, Any] | None = None,
     middleware: list[Any] | None = None,
-    limiter: RateLimiter | None = None,
     *,
     runner: Runner | None = None,
     table: Table = OPERATIONS,
     streams: dict[str, Any] | None = None,
-    console: Any = None,
+    router: CheckedRouter | None = None,
 ) -> falcon.asgi.App:
     """The Falcon app for ``role`` (``"ingress"`` or ``"owner"``).
 
     Its routes are the operations of ``table`` served on that listener
     (:func:`commonroom.http.operations.operation_routes`, run by
     ``runner``), the published API (``/openapi.json``, ``/schema``) and
-    ``extra_routes`` (``/mcp``); ``streams`` maps each streaming
-    operation's name to the resource serving it. ``limiter`` rate-limits
-    authenticated requests (the ingress passes one; the owner port, the
-    local operator, is not limited). ``console`` (a
-    :class:`commonroom.http.console.ConsoleGate`, owner app only) also
-    admits the console cookie.
+    ``extra_routes`` (``/mcp``, the console); ``streams`` maps each
+    streaming operation's name to the resource serving it. ``router``: the
+    router the listener's edge looks routes up in (a new one if None).
     """
-    app = falcon.asgi.App(
-        middleware=[Authenticate(engine, role, owner_token_hash, limiter, console), *(middleware or [])],
-        cors_enable=False,
-    )
+    router = router if router is not None else CheckedRouter()
+    app = falcon.asgi.App(middleware=[Admit(), *(middleware or [])], cors_enable=False, router=router)
     app.req_options.auto_parse_qs_csv = False
     app.req_options.keep_blank_qs_values = True
     app.resp_options.secure_cookies_by_default = True
@@ -149,61 +123,10 @@ def create_app(
     routes.update(stream_routes(table, role, streams or {}))
     routes.update(published_routes(table, role))
     routes.update(extra_routes or {})
-    for path, resource in routes.items():
-        app.add_route(path, resource)
+    last = len(routes) - 1
+    for number, (path, resource) in enumerate(routes.items()):
+        app.add_route(path, resource, compile=number == last)  # compiled at startup, not at the first request
     app.add_error_handler(Exception, _internal_error)
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(CommonroomError, _commonroom_error)
     return app
-
-
-class RoomASGI:
-    """ASGI entry: route by listener port; run the lifespan.
-
-    ``on_startup`` callables run (awaited if coroutines) when the worker
-    starts (the room timers); one that fails fails the startup, so the
-    worker does not serve. ``on_shutdown`` callables run (awaited if
-    coroutines) when the worker stops.
-    """
-
-    def __init__(self, owner_app: Callable, ingress_app: Callable, owner_port: int,
-                 on_shutdown: list[Callable] | None = None, on_startup: list[Callable] | None = None):
-        self.owner_app = owner_app
-        self.ingress_app = ingress_app
-        self.owner_port = owner_port
-        self.on_shutdown = on_shutdown or []
-        self.on_startup = on_startup or []
-
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any],
-                       send: Callable[..., Any]) -> None:  # noqa: D102
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        server = scope.get("server") or (None, None)
-        app = self.owner_app if server[1] == self.owner_port else self.ingress_app
-        await app(scope, receive, send)
-
-    async def _lifespan(self, receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    for hook in self.on_startup:
-                        result = hook()
-                        if hasattr(result, "__await__"):
-                            await result
-                except Exception as exc:
-                    log.exception("startup hook failed")
-                    await send({"type": "lifespan.startup.failed", "message": repr(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                for hook in self.on_shutdown:
-                    try:
-                        result = hook()
-                        if hasattr(result, "__await__"):
-                            await result
-                    except Exception:  # a failing hook must not stop shutdown
-                        log.exception("shutdown hook failed")
-                await send({"type": "lifespan.shutdown.complete"})
-                return

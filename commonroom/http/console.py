@@ -21,21 +21,29 @@ from __future__ import annotations
 
 import html
 from importlib import resources
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import falcon
 import falcon.asgi
 
-from ..errors import NotFound, PermissionDenied
+from ..errors import NotFound, PermissionDenied, Unauthorized
 from ..operations.runner import Runner
+from ..wire import send_error
 
-#: The only state changes a console cookie may make (operation names).
-CONSOLE_MUTATIONS = frozenset({"post_session_message", "proposal_approve", "proposal_reject"})
+#: The only state changes a console cookie may make (operation names): the operator's next steps
+#: (docs/console.md, *What the console changes*). Invitations, revocation and the sidecar stay with ``ce``.
+CONSOLE_MUTATIONS = frozenset({
+    "post_session_message", "complete_session_message",
+    "proposal_approve", "proposal_reject",
+    "handoff_approve", "handoff_reject", "task_update",
+    "lease_release",
+})
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 #: The page's Content-Security-Policy: nothing inline, nothing from elsewhere.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-_ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8",
+_ASSETS = {"console.js": "text/javascript; charset=utf-8", "console-kit.js": "text/javascript; charset=utf-8",
+           "console.css": "text/css; charset=utf-8",
            "favicon.svg": "image/svg+xml"}
 
 
@@ -53,6 +61,20 @@ def cookie_name(req: falcon.asgi.Request) -> str:
 def room_origin(req: falcon.asgi.Request) -> str:
     """The exact origin the owner port serves: ``http://127.0.0.1:PORT``."""
     return f"http://127.0.0.1:{_port(req)}"
+
+
+def page_origins(req: falcon.asgi.Request) -> tuple[str, ...]:
+    """The origins a console page may post from: the room's own, and the one the browser used.
+
+    ``http://HOST`` of the request's ``Host`` header is the page's own origin
+    when the console was opened as ``http://localhost:PORT`` or through
+    ``ssh -L LOCAL:127.0.0.1:PORT`` on another local port. It can be
+    trusted because the edge admits only loopback names on the owner port
+    (``127.0.0.1``, ``localhost``, ``commonroom``; never a name a web page
+    could rebind), and the cookie is ``SameSite=Strict``.
+    """
+    host = req.get_header("Host") or ""
+    return (room_origin(req), f"http://{host}") if host else (room_origin(req),)
 
 
 def _headers(resp: falcon.asgi.Response) -> None:
@@ -84,12 +106,14 @@ class ConsoleGate:
         if req.method in SAFE_METHODS:
             return True
         origin = req.get_header("Origin")
-        if origin != room_origin(req):
-            raise PermissionDenied("the console refuses a state change from another origin",
+        if origin not in page_origins(req):
+            raise PermissionDenied("the console refuses a state change from another origin: open the console "
+                                   "at the address ce console printed (or through ssh -L with its path unchanged)",
                                    details={"reason": "cross_origin"})
         binding = getattr(resource, "bindings", {}).get(req.method)
         if binding is None or binding.op.name not in CONSOLE_MUTATIONS:
-            raise PermissionDenied("the console may only post board messages and approve or reject proposals",
+            raise PermissionDenied("the console may post, answer and complete on boards, decide proposals and "
+                                   "handoffs, answer a task and break a lease; everything else stays with ce",
                                    details={"reason": "console_mutation"})
         return True
 
@@ -140,6 +164,55 @@ class ConsoleAsset:
         _headers(resp)
         resp.content_type = _ASSETS[name]
         resp.data = _asset(name)
+
+
+#: The page a browser gets for the console's own paths without a login (the API keeps its JSON error).
+_SIGNED_OUT = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>{title} · commonroom console</title>
+</head>
+<body><main>
+<h1>{title}</h1>
+<p>{why}</p>
+<p>For a new login link, run this beside the file on the room's machine, and open the link it prints:</p>
+<pre><code>ce console {file}</code></pre>
+<p>A login link works once, for 60 seconds. Through <code>ssh -L</code>, keep its path and
+code and change only the port to your local one.</p>
+</main></body></html>
+"""
+
+
+def _wants_page(req: falcon.asgi.Request) -> bool:
+    """A browser navigating to the console (its ``Accept`` names HTML), not an API client."""
+    return req.path in ("/console", "/console/login") and "text/html" in (req.get_header("Accept") or "")
+
+
+def console_unauthorized(engine: Any) -> Callable[..., Awaitable[None]]:
+    """The owner app's ``Unauthorized`` handler (see :func:`_unauthorized`), naming ``engine``'s file."""
+
+    async def handler(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: Unauthorized,
+                      params: dict[str, Any]) -> None:
+        _unauthorized(req, resp, error, engine.file_name)
+
+    return handler
+
+
+def _unauthorized(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: Unauthorized, file: str) -> None:
+    """``401``: an HTML page with the command to run for a browser on ``/console`` or a used/expired
+    ``/console/login`` link; the usual JSON error envelope for everything else."""
+    send_error(resp, error)
+    if not _wants_page(req):
+        return
+    if req.path == "/console/login":
+        title, why = "This login link cannot be used", ("It was already used, has expired (after 60 seconds) "
+                                                         "or was cut short when it was copied.")
+    else:
+        title, why = "You are not logged in to this console", ("This browser has no console login for the "
+                                                                "room, or it has ended (after 24 hours).")
+    _headers(resp)
+    resp.content_type = "text/html; charset=utf-8"
+    resp.data = _SIGNED_OUT.format(title=html.escape(title), why=html.escape(why),
+                                   file=html.escape(file)).encode("utf-8")
 
 
 def console_routes(engine: Any, runner: Runner) -> dict[str, Any]:

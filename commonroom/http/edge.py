@@ -1,43 +1,42 @@
-"""The room's edge: what every request must be before any route runs, on every listener.
+"""The room's edge: the one layer that checks a request, outermost on every listener.
 
-docs/hardening.md, *What the room promises at its edges*. Every
-request was parsed by gunicorn; :class:`Edge` then decides, once, before
-the room's apps and their fast paths see it:
+docs/hardening.md, *One check per request*. gunicorn parsed the request;
+:class:`Edge` is the ASGI app it serves. It runs the lifespan, refuses a
+WebSocket handshake, and gives every HTTP request to the :class:`Listener`
+it arrived on (the owner port by its number, the session ingress for every
+other socket), which reads the request's scope once and decides, in this
+order, each step once:
 
-1. **Host** (:func:`host_refusal`): an HTTP/1.1 request without ``Host``,
-   or with more than one, is 400 ``invalid_request`` (RFC 9112 §3.2); a
-   request whose ``Host`` does not name this room *on the listener it
-   arrived on* is **421** ``invalid_request`` with ``details.reason:
-   "host"`` (HTTP's *Misdirected Request*: this server does not answer for
-   that name; DNS rebinding protection). Any port. A loopback TCP listener
-   (the session ingress, the owner port) answers to the address it is
-   bound to (``127.0.0.1``, ``[::1]``, another loopback address),
-   ``localhost`` and ``commonroom`` (:data:`BYTE_CLIENT_HOST`, the byte
-   client's name, seed protocol.txt); the Unix socket to
-   :data:`LOOPBACK_NAMES`; a listener a transport plugin opens to the names
-   the room gives it (its own address) and ``commonroom``.
-2. **Target** (:func:`target_refusal`): the request target must be a path
-   as sent (origin form, starting with ``/``), with no percent-encoded
-   ``/`` or ``\\`` (``%2F``, ``%5C``, any case): gunicorn decodes the
-   path for the ASGI scope, so such a byte would become a separator the
-   client did not send. Refused 400 ``invalid_request`` with
-   ``details.reason: "path"``.
-3. **nosniff**: every answer of both listeners carries
-   ``X-Content-Type-Options: nosniff`` (:data:`NOSNIFF`), JSON errors and
-   401s included; the worker's own answers made before the app
-   (``commonroom.worker``) carry it too.
+1. the **Host and path rules** (:mod:`commonroom.http.rules`): a refusal
+   is answered here, with the seed's error envelope, and the connection
+   closed (nothing of the request was read, so it cannot be kept); nothing
+   runs, nothing is counted, a console login code is not used up;
+2. the **route**: Falcon's router for that listener, the operation table's
+   path templates (:class:`~commonroom.http.app.CheckedRouter`), and the
+   method the route serves (405 otherwise);
+3. the **bearer**: on the ingress a live session (``Engine.authenticate``),
+   on the owner port the owner token or a console cookie
+   (:class:`~commonroom.http.console.ConsoleGate`); a public route has none;
+4. the **capability** of the route's operation (``Operation.authorize``);
+5. one **rate count** against the bearer (the ingress's limiter).
 
-A refused request is answered with the seed's error envelope and the
-connection closed (nothing of the request was read, so it cannot be kept);
-nothing runs, nothing is counted, a console login code is not used up.
+The decision is a :class:`~commonroom.checked.Checked` left in the scope;
+the rest of the stack takes it: Falcon's router returns its route, the
+middleware raises its refusal, the front door answers only what it admitted
+(:mod:`commonroom.front`), ``/mcp`` answers its refusals as JSON-RPC
+(:mod:`commonroom.mcp.endpoint`). Nothing behind the edge checks again.
+
+**nosniff**: every answer of every listener carries
+``X-Content-Type-Options: nosniff`` (:data:`NOSNIFF`); the worker's own
+answers made before the app (``commonroom.worker``) carry it too.
 
 **An answer that says ``Connection: close`` closes.** gunicorn decides
 keep-alive from the request alone and writes the app's ``connection``
 header as it is, so a connection the answer announced closed would go on
 serving what the client pipelined behind (which a client trusting the
-header retries: a write done twice). Whatever app sent the header (the
+header retries: a write done twice). Whatever sent the header (the
 refusals here, ``commonroom.bodyguard.BodyGuard`` for a body it did not
-read), :class:`Edge` raises :class:`CloseConnection` once that answer is
+read), the listener raises :class:`CloseConnection` once that answer is
 complete: an exception after a complete response is where ASGI servers
 close the connection (gunicorn does, logging it at debug level).
 
@@ -47,151 +46,89 @@ The room serves no WebSocket: a handshake is refused (gunicorn answers it
 
 from __future__ import annotations
 
-import ipaddress
-from typing import Any, Awaitable, Callable, Iterable, Mapping
+from typing import Any, Awaitable, Callable
 
-from ..errors import InvalidRequest
-from ..protocol import BYTE_CLIENT_HOST
-from ..wire import Rendered, send_error
+import falcon.asgi
 
-__all__ = ["CloseConnection", "Edge", "LOOPBACK_NAMES", "NOSNIFF", "host_name", "host_refusal", "listener_names",
-           "target_refusal"]
+from .. import tokens
+from ..checked import BEARER, CAPABILITY, CHECKED, RATE, ROUTE, Checked
+from ..engine import OPERATOR
+from ..errors import CommonroomError, MethodNotAllowed, Unauthorized
+from ..operations import Operation, Table
+from ..wire import Rendered, bearer_of, send_error
+from .lifespan import Lifespan
+from .rules import HostNames, host_refusal, target_refusal
 
-#: Host names a loopback listener answers to (any port).
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", BYTE_CLIENT_HOST})
+__all__ = ["CloseConnection", "Edge", "Listener", "NOSNIFF", "allowed_methods"]
+
 #: The header every answer carries.
 NOSNIFF = (b"x-content-type-options", b"nosniff")
 _CLOSE = (b"connection", b"close")
-#: Percent-encodings of ``/`` and ``\`` (lower case; the target is lowered before the search).
-_ENCODED_SEPARATORS = (b"%2f", b"%5c")
-#: Longest ``Host`` value echoed in a refusal's details.
-_ECHO = 200
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def host_name(value: bytes) -> str | None:
-    """The host name of a ``Host`` value (lower case, port dropped), or None when it is not ``name[:port]``.
-
-    ``[v6]`` keeps its brackets; a port must be digits; an empty value,
-    a name with a space, or a bracket left open is None.
-    """
-    text = value.decode("latin-1").strip().lower()
-    if not text or " " in text or "\t" in text:
-        return None
-    if text.startswith("["):
-        end = text.find("]")
-        if end == -1:
-            return None
-        name, rest = text[: end + 1], text[end + 1:]
-        if rest and not (rest.startswith(":") and rest[1:].isascii() and rest[1:].isdigit()):
-            return None
-        return name
-    name, colon, port = text.partition(":")
-    if colon and not (port.isascii() and port.isdigit()):
-        return None
-    return name or None
-
-
-def host_refusal(scope: Mapping[str, Any], names: frozenset[str]) -> InvalidRequest | None:
-    """Why ``scope``'s ``Host`` is refused on a listener answering to ``names``, or None when it names the room.
-
-    Raises nothing; returns the error to answer: 400 when an HTTP/1.1
-    request has no ``Host`` or several, 421 when the one given names
-    another host (an empty one, or none in HTTP/1.0, included).
-    """
-    found: list[bytes] = [value for key, value in scope.get("headers") or () if key == b"host"]
-    if len(found) > 1 or (not found and scope.get("http_version") == "1.1"):
-        what = "more than one Host header" if found else "no Host header"
-        return InvalidRequest(f"an HTTP/1.1 request needs exactly one Host header; this one has {what}",
-                              details={"reason": "host", "host_headers": len(found)})
-    given = found[0] if found else b""
-    name = host_name(given)
-    if name is not None and name in names:
-        return None
-    shown = given.decode("latin-1")[:_ECHO]
-    return InvalidRequest(f"Host {shown!r} does not name this room on this listener; "
-                          f"use one of {', '.join(sorted(names))}",
-                          details={"reason": "host", "host": shown, "served": sorted(names)}, status=421)
-
-
-def target_refusal(scope: Mapping[str, Any]) -> InvalidRequest | None:
-    """Why ``scope``'s request target is refused (400), or None when its path is taken as sent."""
-    raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogateescape")
-    if not raw.startswith(b"/"):
-        return InvalidRequest("the request target must be a path starting with '/'",
-                              details={"reason": "path"})
-    if b"%" in raw:
-        lowered = raw.lower()
-        if any(encoded in lowered for encoded in _ENCODED_SEPARATORS):
-            return InvalidRequest("a percent-encoded '/' or '\\' is not accepted in a path; "
-                                  "send the path's separators as they are",
-                                  details={"reason": "path"})
-    return None
-
-
 class CloseConnection(Exception):
-    """Raised by :class:`Edge` after a complete answer that announced ``Connection: close``, so that the
+    """Raised by the edge after a complete answer that announced ``Connection: close``, so that the
     server closes the connection (see the module docstring)."""
 
 
-def listener_names(server: Any) -> frozenset[str]:
-    """The Host names of a room listener that is not a transport plugin's, by the scope's ``server``.
-
-    A TCP listener bound to a loopback address: that address (``[v6]``
-    in brackets), ``localhost`` and ``commonroom``; a non-loopback one
-    (none but a plugin's exists): ``commonroom`` only; anything else (the
-    Unix socket): :data:`LOOPBACK_NAMES`.
-    """
-    if not (isinstance(server, tuple) and len(server) >= 2 and isinstance(server[0], str)
-            and isinstance(server[1], int)):
-        return LOOPBACK_NAMES
-    try:
-        address = ipaddress.ip_address(server[0].split("%", 1)[0])
-    except ValueError:
-        return LOOPBACK_NAMES
-    if not address.is_loopback:
-        return frozenset({BYTE_CLIENT_HOST})
-    bound = f"[{address.compressed}]" if address.version == 6 else address.compressed
-    return frozenset({bound, "localhost", BYTE_CLIENT_HOST})
+def allowed_methods(resource: Any) -> tuple[str, ...]:
+    """The HTTP methods ``resource`` serves (its ``allow``, else its ``on_*`` responders; never OPTIONS), sorted."""
+    declared = getattr(resource, "allow", None)
+    if declared:
+        return tuple(declared)
+    names = {name[3:].upper() for name in dir(resource) if name.startswith("on_") and callable(getattr(resource, name))}
+    names.discard("OPTIONS")
+    return tuple(sorted(names))
 
 
-class Edge:
-    """ASGI wrapper: the Host rule, the target rule and ``nosniff``, before the room's apps.
+class Listener:
+    """The checks of one listener, over the stack that answers it (an ASGI app; see the module docstring).
 
-    ``app``: the room's ASGI app (``commonroom.http.app.RoomASGI``).
-    ``listeners``: ``(address, port)`` of a listener a transport plugin
-    opened → the Host names it answers to (``commonroom`` is added); any
-    other listener answers to :func:`listener_names`. ``refused`` counts
-    the requests refused here.
+    ``role``: ``"ingress"`` or ``"owner"``; ``app``: what answers a
+    checked request (the front door or Falcon's app, under the worker's
+    ``BodyGuard`` when served); ``router``: the Falcon app's router (the
+    same object: the route found here is the route Falcon serves);
+    ``table``: the operation table (each route's operation). The bearer:
+    ``engine`` (ingress sessions), ``owner_token_hash`` and ``console``
+    (owner port); ``limiter``: the ingress's rate limiter (None: not
+    counted). ``names``: the Host names (shared by a room's listeners).
+    ``refused`` counts the requests refused by the Host and path rules.
     """
 
-    def __init__(self, app: Callable, listeners: Mapping[tuple[str, int], Iterable[str]] | None = None):
+    def __init__(self, role: str, app: Any, router: Any, table: Table, *, engine: Any = None,
+                 owner_token_hash: str | None = None, console: Any = None, limiter: Any = None,
+                 names: HostNames | None = None):
+        self.role = role
         self.app = app
-        self.listeners: dict[Any, frozenset[str]] = {
-            tuple(key): frozenset(names) | {BYTE_CLIENT_HOST} for key, names in (listeners or {}).items()}
+        self.router = router
+        self.engine = engine
+        self.owner_token_hash = owner_token_hash
+        self.console = console
+        self.limiter = limiter
+        self.names = names or HostNames()
+        #: (path template, method) → the operation served there
+        self.ops: dict[tuple[str, str], Operation] = {
+            (op.http.path, op.http.method): op for op in table.http(role) if op.http is not None}
+        #: resource → (methods it serves, or None for any; public; answers the bearer's refusals itself)
+        self._kinds: dict[int, tuple[tuple[str, ...] | None, bool, bool]] = {}
         self.refused = 0
 
-    def names(self, server: Any) -> frozenset[str]:
-        """The Host names the listener of ``server`` (the scope's ``(address, port)``) answers to."""
-        key = tuple(server[:2]) if isinstance(server, (tuple, list)) else server
-        found = self.listeners.get(key)
-        if found is None:
-            found = self.listeners[key] = listener_names(key)  # a room has a handful of listeners
-        return found
-
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:  # noqa: D102 - ASGI
-        kind = scope["type"]
-        if kind == "websocket":
-            self.refused += 1
-            await receive()  # websocket.connect
-            await send({"type": "websocket.close", "code": 1008})  # before accept: the server's 403
-            return
-        if kind != "http":
-            await self.app(scope, receive, send)
-            return
-        error = target_refusal(scope) or host_refusal(scope, self.names(scope.get("server")))
+        raw = scope["headers"]
+        headers: dict[bytes, bytes] = {}
+        hosts: list[bytes] = []
+        for name, value in raw:  # the one pass over the headers: Falcon's joining of a repeated name
+            if name in headers:
+                headers[name] += b"," + value
+            else:
+                headers[name] = value
+            if name == b"host":
+                hosts.append(value)
+        error = target_refusal(scope) or host_refusal(hosts, scope.get("http_version"),
+                                                       self.names.of(scope.get("server")))
         if error is not None:
             self.refused += 1
             out = Rendered()
@@ -200,6 +137,11 @@ class Edge:
                         "headers": [*out.asgi_headers(), NOSNIFF, _CLOSE]})
             await send({"type": "http.response.body", "body": out.data})
             raise CloseConnection(f"refused at the edge: {error.code} {error.status}")
+        repeated = len(headers) < len(raw)
+        authorization = headers.pop(b"authorization", None)
+        checked = Checked(self.router.find(scope["path"] or "/"), None, headers, repeated)
+        scope[CHECKED] = checked
+        self.check(checked, scope, receive, authorization)
         closing = False
 
         async def send_nosniff(message: dict[str, Any]) -> None:
@@ -213,3 +155,88 @@ class Edge:
         await self.app(scope, receive, send_nosniff)
         if closing:
             raise CloseConnection("the answer said Connection: close")
+
+    def check(self, checked: Checked, scope: dict[str, Any], receive: Receive, authorization: bytes | None) -> None:
+        """Steps 2 to 5 (the route, the bearer, the capability, the rate count), into ``checked``."""
+        route = checked.route
+        if route is None:
+            return  # no route: Falcon's 404
+        resource, method = route[0], scope["method"]
+        allowed, public, answers_refusals = self._kind(resource)
+        if allowed is not None and method not in allowed:
+            checked.refuse(ROUTE, MethodNotAllowed(f"{scope['path'] or '/'} answers {', '.join(allowed)}, "
+                                                   f"not {method}", details={"allowed": list(allowed)}))
+            return
+        if public and not answers_refusals:
+            return
+        token = bearer_of(authorization.decode("latin-1")) if authorization else None
+        checked.token_given = token is not None
+        try:
+            if self.role == "owner":
+                checked.actor = self._operator(token, scope, receive, resource)
+            else:
+                checked.digest = tokens.digest(token) if token else None
+                checked.actor = self.engine.authenticate(token, checked.digest)
+        except Exception as error:  # a refusal, or a sidecar that cannot answer (raised where answered)
+            checked.refuse(BEARER, error)
+            return
+        op = checked.op = self.ops.get((route[3] or "", method))
+        if op is not None:
+            try:
+                op.authorize(checked.actor)
+            except CommonroomError as error:
+                checked.refuse(CAPABILITY, error)
+                return
+        if self.limiter is not None and checked.digest:
+            try:
+                self.limiter.hit(checked.digest)
+            except CommonroomError as error:
+                checked.refuse(RATE, error)
+
+    def _kind(self, resource: Any) -> tuple[tuple[str, ...] | None, bool, bool]:
+        """``(methods served or None, public, answers the bearer's refusals itself)`` of ``resource``, once."""
+        kind = self._kinds.get(id(resource))
+        if kind is None:
+            allowed = None if getattr(resource, "handles_any_method", False) else allowed_methods(resource)
+            kind = self._kinds[id(resource)] = (allowed, bool(getattr(resource, "public", False)),
+                                                bool(getattr(resource, "answers_refusals", False)))
+        return kind
+
+    def _operator(self, token: str | None, scope: dict[str, Any], receive: Receive, resource: Any) -> Any:
+        """The owner port's bearer: the owner token, or (without one) a console cookie; ``Unauthorized`` else."""
+        if not token and self.console is not None and self.console.admits(falcon.asgi.Request(scope, receive),
+                                                                           resource):
+            return OPERATOR  # the console cookie (commonroom.http.console.ConsoleGate)
+        if not token or not self.owner_token_hash or not tokens.matches(token, self.owner_token_hash):
+            raise Unauthorized("the owner port needs the owner token (or a console login: ce console FILE)",
+                               details={"reason": "owner_token"})
+        return OPERATOR
+
+
+class Edge:
+    """The ASGI app gunicorn serves: the lifespan, no WebSocket, each request to its :class:`Listener`.
+
+    ``owner``: the owner port's listener, for requests arriving on
+    ``owner_port``; ``ingress``: the session ingress's, for every other
+    socket (the loopback ingress, the Unix socket, a transport plugin's).
+    ``lifespan``: the room's startup and shutdown hooks.
+    """
+
+    def __init__(self, owner: Listener, ingress: Listener, owner_port: int, lifespan: Lifespan):
+        self.owner = owner
+        self.ingress = ingress
+        self.owner_port = owner_port
+        self.lifespan = lifespan
+        self.refused = 0  # WebSocket handshakes
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:  # noqa: D102 - ASGI
+        kind = scope["type"]
+        if kind == "http":
+            server = scope.get("server") or (None, None)
+            await (self.owner if server[1] == self.owner_port else self.ingress)(scope, receive, send)
+        elif kind == "websocket":
+            self.refused += 1
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008})  # before accept: the server's 403
+        elif kind == "lifespan":
+            await self.lifespan.run(receive, send)

@@ -118,7 +118,7 @@ def _property_schema(op: Operation, prop: str) -> dict[str, Any]:
 
 
 #: A path parameter is one segment taken as sent: no ``/`` or ``\\``, which the room's edge refuses even
-#: percent-encoded (``commonroom.http.edge.target_refusal``, docs/hardening.md).
+#: percent-encoded (``commonroom.http.rules.target_refusal``, docs/hardening.md).
 PATH_SEGMENT = {"pattern": "^[^/\\\\]*$"}
 
 

@@ -136,8 +136,7 @@ class OperationResource:
             return self._cached_responder(binding)
 
         async def responder(req: falcon.asgi.Request, resp: falcon.asgi.Response, **params: str) -> None:
-            actor = req.context.get("actor")
-            op.authorize(actor)
+            actor = req.context.actor  # and its capability: the edge's (commonroom.http.edge)
             values = await binding.values(req, params)
             result = await runner.run(op, actor, values)
             send(resp, result, status)
@@ -154,8 +153,7 @@ class OperationResource:
         assert not (per_head and encoder), "an encoder answers a committed version only"
 
         async def responder(req: falcon.asgi.Request, resp: falcon.asgi.Response, **params: str) -> None:
-            actor = req.context.get("actor")
-            op.authorize(actor)
+            actor = req.context.actor  # and its capability: the edge's (commonroom.http.edge)
             key = (op.name, req.query_string, tuple(params.items()))
             entry = answers.get_head(key, runner.engine.head().number) if per_head else answers.get(key)
             if entry is None:

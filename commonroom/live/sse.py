@@ -46,7 +46,7 @@ from typing import Any
 import falcon
 
 from .. import jsontext
-from ..engine import Actor, Engine, require
+from ..engine import Actor, Engine
 from ..engine.history import event_cursor
 from ..errors import InvalidRequest
 from ..protocol import SSE_EVENT_RESYNC, SSE_RETRY_MS
@@ -184,8 +184,7 @@ class ObserveResource:
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         """Check the capability and cursor, then hand Falcon the frame stream."""
-        actor: Actor = req.context.actor
-        require(actor, "observe")
+        actor: Actor = req.context.actor  # holding "observe": the edge checked (commonroom.http.edge)
         after = parse_cursor(req)
         stream = self.streams.open(self.encoder, session_id=actor.session_id, expires_at=actor.expires_at,
                                    after=after)

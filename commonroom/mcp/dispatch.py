@@ -101,18 +101,32 @@ def ack_ids(meta: Any) -> frozenset[str]:
     return frozenset(i for i in ids[:ACK_IDS_MAX] if isinstance(i, str) and 0 < len(i) <= 200)
 
 
-def encode_tool_value(value: Any, meta: dict[str, Any] | None = None) -> bytes:
+def bounded_text(structured: bytes, bound: int) -> str:
+    """The text content of a size-bounded answer whose JSON is too large to repeat within ``bound`` bytes."""
+    return (f"The answer is in structuredContent ({len(structured)} bytes of JSON); it is not repeated as text, "
+            f"so the result stays within this tool's bound of {bound} bytes.")
+
+
+def encode_tool_value(value: Any, meta: dict[str, Any] | None = None, bound: int | None = None) -> bytes:
     """A successful tool value as the bytes of a complete CallToolResult.
 
     The value is encoded once and spliced in as ``structuredContent``; its
-    JSON text is encoded once more as the text content. ``meta`` adds
-    result ``_meta`` members (the piggyback) beside serverInfo.
+    JSON text is encoded once more as the text content (MCP's SHOULD, for
+    clients that read only text). With ``bound`` (the tool's
+    ``result_bytes``: a board summary's 64 KiB) the text repeats the JSON
+    only while text and ``structuredContent`` together stay within it;
+    beyond, it is :func:`bounded_text`, one sentence, so the result never
+    carries the answer twice past its bound. ``meta`` adds result
+    ``_meta`` members (the piggyback) beside serverInfo.
     """
     text = dumps(value)
-    structured = text if isinstance(value, dict) else dumps({"value": value})
+    structured = (text if isinstance(value, dict) else dumps({"value": value})).encode("utf-8")
+    quoted = dumps(text).encode("utf-8")
+    if bound is not None and len(quoted) + len(structured) > bound:
+        quoted = dumps(bounded_text(structured, bound)).encode("utf-8")
     return b"".join((
-        b'{"content":[{"type":"text","text":', dumps(text).encode("utf-8"), b'}],"structuredContent":',
-        structured.encode("utf-8"), b',"isError":false,"resultType":"complete","_meta":',
+        b'{"content":[{"type":"text","text":', quoted, b'}],"structuredContent":',
+        structured, b',"isError":false,"resultType":"complete","_meta":',
         _SERVER_META if not meta else dumps({META_SERVER_INFO: SERVER_INFO, **meta}).encode("utf-8"), b"}",
     ))
 
@@ -284,9 +298,9 @@ class Dispatcher:
             return value.result
         extra = await self._piggyback(ctx, acked)
         if extra:
-            return Encoded(encode_tool_value(value, extra))
+            return Encoded(encode_tool_value(value, extra, tool.result_bytes))
         if tool.cache_key is None:
-            return Encoded(encode_tool_value(value))
+            return Encoded(encode_tool_value(value, bound=tool.result_bytes))
         return Encoded(self._cached_encoding((tool.name, tool.cache_key(ctx, value)), value))
 
     async def _piggyback(self, ctx: Context, acked: frozenset[str]) -> dict[str, Any]:

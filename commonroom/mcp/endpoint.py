@@ -9,7 +9,9 @@
 3. the body: too large → 413 / -32600; not JSON → 400 / -32700; not one
    JSON-RPC request or notification (batch, response, bad id) → 400 / -32600;
 4. the bearer: missing or invalid → 401 with ``WWW-Authenticate: Bearer``
-   and a JSON-RPC error (code -31000, data = the HTTP error object);
+   and a JSON-RPC error (code -31000, data = the HTTP error object); past
+   the bearer's rate limit → 429 (-31000) once the message is readable
+   (the edge decided both, ``commonroom.http.edge``; they are answered here);
 5. a notification (no id, or null) → 202 and an empty body;
    ``notifications/cancelled`` whose ``params.requestId`` names a stream this
    session opened with a POST (``subscriptions/listen``) ends that stream;
@@ -38,7 +40,8 @@ from .. import jsontext
 from ..errors import CommonroomError, LimitExceeded
 from ..live.stream import Streams, respond
 from ..protocol import MAX_BODY_BYTES
-from ..wire import bearer, count_request, read_body, retry_after
+from ..checked import BEARER, RATE, Checked, checked_of
+from ..wire import read_body, retry_after
 from .dispatch import ROOM_ERROR, Dispatcher, Encoded, dumps
 from .headers import NAME_PARAMS, VERSION_HEADER, check_request, decode_value
 from .jsonrpc import (
@@ -134,9 +137,12 @@ def parse_message(raw: bytes) -> dict[str, Any]:
 
 
 class McpEndpoint:
-    """The ``/mcp`` Falcon resource. ``public``: it authenticates by itself."""
+    """The ``/mcp`` Falcon resource. ``public`` and ``answers_refusals``: the room's edge checks its bearer
+    and counts it (:class:`~commonroom.checked.Checked`), and this answers those refusals in JSON-RPC, in
+    the transport's order."""
 
     public = True
+    answers_refusals = True
     #: ``Allow`` of every 405 it answers (DELETE is answered, always 405).
     allow = ("GET", "POST")
     #: Any other method is answered here (a JSON-RPC 405), not by the app.
@@ -174,17 +180,20 @@ class McpEndpoint:
                     raise
                 unreadable = exc  # answered after authentication: a missing bearer is 401 first
             request_id = message.get("id") if message else None
-            try:
-                req.context.actor = actor = self.engine.authenticate(bearer(req))
-            except CommonroomError as exc:
-                body = error_response(request_id, JsonRpcError(ROOM_ERROR, exc.message, exc.to_dict()))
+            checked = checked_of(req.scope)
+            refusal = checked.refused(BEARER)
+            if refusal is not None:
+                if not isinstance(refusal, CommonroomError):
+                    raise refusal  # a sidecar that could not answer: the app's 500
+                body = error_response(request_id, JsonRpcError(ROOM_ERROR, refusal.message, refusal.to_dict()))
                 _send(resp, body, 401)
                 resp.set_header("WWW-Authenticate",
-                                'Bearer realm="commonroom"' + (', error="invalid_token"' if bearer(req) else ""))
+                                'Bearer realm="commonroom"' + (', error="invalid_token"' if checked.token_given else ""))
                 return
+            actor = checked.actor
             if unreadable is not None or message is None:
                 raise unreadable or invalid_request("no message")
-            if not self._count(req, resp, request_id, bearer(req)):
+            if not self._counted(resp, request_id, checked):
                 return
             if request_id is None:
                 self._notified(message, actor)
@@ -241,11 +250,10 @@ class McpEndpoint:
         respond(req, resp, live, content_type="text/event-stream")
 
     @staticmethod
-    def _count(req: falcon.asgi.Request, resp: falcon.asgi.Response, request_id: Any, token: str | None) -> bool:
-        """Count the request against its bearer's rate limit; False (429 sent) past it."""
-        try:
-            count_request(req.context.get("limiter"), token)
-        except CommonroomError as exc:
+    def _counted(resp: falcon.asgi.Response, request_id: Any, checked: Checked) -> bool:
+        """False (429 sent) when the edge's one rate count refused the request (past its bearer's limit)."""
+        exc = checked.refused(RATE)
+        if isinstance(exc, CommonroomError):
             _send(resp, error_response(request_id, JsonRpcError(ROOM_ERROR, exc.message, exc.to_dict())),
                   exc.status)
             retry_after(resp, exc)
@@ -266,17 +274,20 @@ class McpEndpoint:
             return
         accept = req.get_header("Accept") or ""
         version = req.get_header(VERSION_HEADER)
+        checked = checked_of(req.scope)
+        refusal = checked.refused(BEARER)
+        if refusal is not None and not isinstance(refusal, CommonroomError):
+            raise refusal  # a sidecar that could not answer: the app's 500
+        actor = None if refusal is not None else checked.actor
         try:
             version = decode_value(VERSION_HEADER, version) if version is not None else None
-            actor = self.engine.authenticate(bearer(req))
-        except (JsonRpcError, CommonroomError):
+        except JsonRpcError:
             actor = None
         if (actor is None or "text/event-stream" not in accept.lower() or version != PROTOCOL_VERSION
                 or self.streams is None or self.subscriptions is None):
             self._not_allowed(resp)
             return
-        req.context.actor = actor
-        if not self._count(req, resp, None, bearer(req)):
+        if not self._counted(resp, None, checked):
             return
         stream = self.streams.open(notification_encoder(self.subscriptions, actor.session_id),
                                    session_id=actor.session_id, expires_at=actor.expires_at,

@@ -189,6 +189,8 @@ class Tool:
     cache_key: Callable[[Context, Any], Any] | None = field(default=None, repr=False)
     authorize: Callable[[Context], None] | None = field(default=None, repr=False)
     head_key: Callable[[Any, dict[str, Any]], Any] | None = field(default=None, repr=False)
+    #: The byte bound of a size-bounded answer (its text repeats the JSON only within it).
+    result_bytes: int | None = None
 
     def descriptor(self) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list``."""
@@ -318,7 +320,8 @@ class Registry:
                  annotations: dict[str, Any] | None = None, title: str | None = None,
                  cache_key: Callable[[Context, Any], Any] | None = None,
                  authorize: Callable[[Context], None] | None = None, checked: bool = False,
-                 head_key: Callable[[Any, dict[str, Any]], Any] | None = None) -> Tool:
+                 head_key: Callable[[Any, dict[str, Any]], Any] | None = None,
+                 result_bytes: int | None = None) -> Tool:
         """Register a tool (``ValueError`` for a duplicate or a non-object schema).
 
         ``input_schema`` is checked against the JSON Schema 2020-12
@@ -337,6 +340,8 @@ class Registry:
         (:mod:`commonroom.front.toolcalls`).
         ``authorize(ctx)`` (optional) runs before the arguments are validated
         and may raise ``CommonroomError`` (an ``isError`` result).
+        ``result_bytes`` (optional): the byte bound of a size-bounded answer
+        (:func:`commonroom.mcp.dispatch.encode_tool_value`).
         """
         self._unique(name, self.tools, "tool")
         if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
@@ -346,7 +351,7 @@ class Registry:
         if not checked:
             Draft202012Validator.check_schema(input_schema)
         tool = Tool(name, description, input_schema, handler, output_schema, annotations, title,
-                    Draft202012Validator(input_schema), cache_key, authorize, head_key)
+                    Draft202012Validator(input_schema), cache_key, authorize, head_key, result_bytes)
         self.tools[name] = tool
         return tool
 

@@ -100,4 +100,5 @@ def register_tools(registry: Registry, table: Table = OPERATIONS) -> None:
         registry.add_tool(op.name, title=op.mcp.title, description=op.mcp.description,
                           input_schema=input_schema(op), output_schema=output_schema(op),
                           annotations=tool_annotations(op), handler=_handler(op), cache_key=_cache_key if op.mcp.cache == "head" else None,
-                          authorize=_authorize(op), checked=True, head_key=_head_key if op.mcp.cache == "head" else None)  # schema/ is checked by the tests
+                          authorize=_authorize(op), checked=True, head_key=_head_key if op.mcp.cache == "head" else None,
+                          result_bytes=op.mcp.result_bytes)  # schema/ is checked by the tests

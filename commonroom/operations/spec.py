@@ -112,7 +112,11 @@ class Mcp:
     ``version`` and ``content_hash``; :mod:`commonroom.mcp.tools`), and lets
     the room's front (:mod:`commonroom.front`) answer a call without
     arguments from it, as ``Http(cache="head")`` does for a request
-    without a query."""
+    without a query. ``result_bytes`` is the byte bound of an answer
+    bounded by size (the board summaries): its text content repeats the
+    JSON only while text and ``structuredContent`` together stay within it,
+    else it is one sentence pointing at ``structuredContent``
+    (:func:`commonroom.mcp.dispatch.encode_tool_value`)."""
 
     title: str
     description: str
@@ -120,6 +124,7 @@ class Mcp:
     idempotent: bool = False
     headers: dict[str, str] = field(default_factory=dict)
     cache: str | None = None
+    result_bytes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ lease TTL bounds come from ``schema/`` (:mod:`commonroom.vocabulary`).
 
 from __future__ import annotations
 
+from ..engine.board_summaries import SUMMARY_BYTES
 from ..vocabulary import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, MESSAGE_KINDS, words
 from .spec import BOTH, INGRESS, OWNER, Arg, Http, Mcp, Operation, Table
 
@@ -317,7 +318,8 @@ OPERATIONS = Table([
                 "counts by kind and status, the open todos (priority, age, requires_ack, ACKed), unanswered "
                 "questions, the latest decisions, risks and answers, the last activity. Bounded: lists carry "
                 "total and truncated, bodies body_truncated; history_lost means retention dropped older "
-                "messages. Browsing, not the executable assignment (get_session_assignment). Needs read.")),
+                "messages. Browsing, not the executable assignment (get_session_assignment). Needs read.",
+                result_bytes=SUMMARY_BYTES)),
     Operation(
         "session_handoff_summary", "What a session did in the room, from stored facts, bounded",
         "session_handoff_summary", "boards#SummaryInput", "boards#HandoffSummary", "boards",
@@ -327,7 +329,8 @@ OPERATIONS = Table([
                 "versions it committed, its proposals (by status), leases it holds, handoffs it created or "
                 "accepted, todos it completed and messages recorded under it (recording_session_id). Bounded "
                 "and truncation-aware like the board summary; no liveness or presence. Background for a worker "
-                "or a coordinator checking a result: re-read what it refers to before acting. Needs read.")),
+                "or a coordinator checking a result: re-read what it refers to before acting. Needs read.",
+                result_bytes=SUMMARY_BYTES)),
     Operation(
         "post_peer_message", "Send a message to a peer (another live session of your participant)",
         "post_peer_message", "boards#PostPeerMessageInput", "boards#PeerMessage", "boards",
@@ -348,7 +351,7 @@ OPERATIONS = Table([
         "owner#InviteResult", "owner",
         args=("participant", "capabilities", Arg("transport", "loopback"),
               Arg("expires_in_seconds", keyword="expires_in_seconds"),
-              Arg("session_ttl_seconds", keyword="session_ttl_seconds")),
+              Arg("session_ttl_seconds", keyword="session_ttl_seconds"), Arg("address", keyword="address")),
         actor=False, errors=("invalid_request", "transport_unavailable"), read_only=False,
         http=Http("POST", "/owner/invitations", 201, (OWNER,))),
     Operation(

@@ -9,6 +9,7 @@ rows, commits, and only then hands the committed events to the live hub
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,12 +34,20 @@ RING_SIZE = 2000
 #: every page it changed to the WAL and fsyncs it, so the page is the unit a write pays
 #: for: a lease write changes ~7-10 pages, 40 KB at 4 KB a page, 10 KB at 1 KB, and
 #: the fsync of the smaller append is the faster (docs/performance.md, *Small pages*).
+#: The WAL's size the room gives back past (bytes): ``journal_size_limit`` truncates the WAL
+#: to it whenever a checkpoint starts it over, and :meth:`Store.give_back_wal` truncates a
+#: WAL grown past it (a long-lived reader kept it from being checkpointed) once no reader
+#: holds it. Twice what the automatic checkpoint lets it reach (1,000 pages of 1 KiB and
+#: their frame headers), so a busy room never truncates and regrows it.
+WAL_LIMIT = 2 << 20
+
 PRAGMAS = {
     "page_size": 1024,
     "journal_mode": "wal",
     "synchronous": "full",
     "foreign_keys": 1,
     "busy_timeout": 10000,
+    "journal_size_limit": WAL_LIMIT,
 }
 
 
@@ -146,13 +155,15 @@ class Store:
     """
 
     def __init__(self, path: Path, clock: Any, publish: Callable[[list[dict]], None] | None = None,
-                 *, migrate: bool = True):
+                 *, migrate: bool = True, upgrade: bool = True):
         """Open (creating if needed) the SQLite file at ``path``.
 
         ``clock`` stamps events (``stamp() -> str``); ``migrate`` creates
-        the tables; an older sidecar is upgraded either way (:func:`~commonroom.store.migrations.migrate`;
+        the tables; ``upgrade`` upgrades an older sidecar (else it is
+        ``InvalidRequest``, the file left as it is; :func:`~commonroom.store.migrations.migrate`;
         ``RuntimeError`` when the file is newer than this code);
         ``peewee.OperationalError`` when the file cannot be opened.
+        ``upgraded_from``: the schema version it was upgraded from (None: none).
         """
         self.path = Path(path)
         self.clock = clock
@@ -165,7 +176,8 @@ class Store:
         self._insert_plans: dict[tuple, tuple[str, tuple[Callable[[Any], Any], ...], tuple[bool, ...]]] = {}
         self._batch: Batch | None = None
         self.db.connect(reuse_if_open=True)
-        migrations.migrate(self.db, self.models, self.path, create=migrate)
+        self.upgraded_from = migrations.migrate(self.db, self.models, self.path, create=migrate,
+                                                upgrade_older=upgrade)
         #: Disk faults (:mod:`commonroom.store.faults`): the files this store has open,
         #: the fault that stopped its writes (None: none), and what to do when one starts.
         self.watch = faults.FileWatch(self.path)
@@ -335,7 +347,7 @@ class Store:
         return int(row[0]) if row else 0
 
     def vacuum(self) -> None:
-        """``VACUUM`` the sidecar, then truncate its WAL (issue 37; ``Engine.sidecar_compact``).
+        """``VACUUM`` the sidecar, then truncate its WAL (``Engine.sidecar_compact``).
 
         Runs on this store's connection outside any transaction (call it from
         the writer, after a commit: an ``after_commit`` hook); readers on
@@ -347,6 +359,33 @@ class Store:
             faults.check(self)
             self.db.execute_sql("VACUUM")
             self.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def give_back_wal(self) -> bool:
+        """Truncate the WAL when it has grown past :data:`WAL_LIMIT` and no reader holds it: True when it did.
+
+        A reader that keeps a snapshot open (a long ``ce`` read, a backup)
+        keeps every frame after it in the WAL; once it is gone, a
+        ``wal_checkpoint(TRUNCATE)`` copies them into the sidecar and
+        truncates the WAL to nothing. Run on the writer thread (a room
+        timer): one ``stat`` when the WAL is small; the checkpoint does not
+        wait (``busy_timeout`` 0 meanwhile) for a reader still there, it
+        copies what it can and the next run tries again.
+        """
+        wal = self.path.with_name(self.path.name + "-wal")
+        try:
+            if os.stat(wal).st_size <= WAL_LIMIT:
+                return False
+        except FileNotFoundError:
+            return False
+        with self._lock:
+            if self.fault is not None or self._batch is not None or self.db.in_transaction():
+                return False
+            self.db.execute_sql("PRAGMA busy_timeout = 0")
+            try:
+                busy = self.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            finally:
+                self.db.execute_sql(f"PRAGMA busy_timeout = {PRAGMAS['busy_timeout']}")
+        return not busy
 
     def close(self) -> None:
         """Close the connection (rescuing the sidecar first if it was deleted under the store)."""

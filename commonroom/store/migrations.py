@@ -12,9 +12,10 @@ from pathlib import Path
 
 import peewee as pw
 
+from ..errors import InvalidRequest
 from .models import ACK_AUDIT_TEMPLATES, DUPLICATE_KEY_SEPARATOR, HANDOFF_TEMPLATES, Models, participant_key
 
-__all__ = ["SCHEMA_VERSION", "UNREAD_INDEXES", "migrate", "stored_version", "upgrade"]
+__all__ = ["SCHEMA_VERSION", "UNREAD_INDEXES", "migrate", "older_sidecar", "stored_version", "upgrade"]
 
 #: The schema version this code writes; stored in Meta so later code can migrate.
 #: 1: the first sidecar. 2: participants are identified by ``name_key``
@@ -44,18 +45,25 @@ SCHEMA_VERSION = 10
 UNREAD_INDEXES = ("lease_session_id", "lease_expires_at")
 
 
-def migrate(db: pw.SqliteDatabase, models: Models, path: Path, create: bool = True) -> None:
-    """Bring the sidecar to :data:`SCHEMA_VERSION` in one transaction.
+def migrate(db: pw.SqliteDatabase, models: Models, path: Path, create: bool = True,
+            upgrade_older: bool = True) -> int | None:
+    """Bring the sidecar to :data:`SCHEMA_VERSION` in one transaction; the version it was upgraded from (None: none).
 
     An older sidecar is upgraded in place (:func:`upgrade`; history is
-    kept); with ``create`` missing tables are created and a new file is
-    stamped. ``create=False`` (a read-only open) still upgrades an older
-    sidecar: this code cannot read the old layout. ``RuntimeError`` when
-    the file is newer than this code.
+    kept) only with ``upgrade_older`` (the room's writer, or ``ce sidecar
+    compact``; never a reader: a room of the older release may be running
+    on it); without it, ``InvalidRequest`` says that the room upgrades it.
+    With ``create`` missing tables are created and a new file is stamped;
+    ``create=False`` (a read-only open) writes nothing to a current
+    sidecar. ``RuntimeError`` when the file is newer than this code.
     """
     Meta = models.Meta
-    if not create and stored_version(db) in (None, SCHEMA_VERSION):
-        return  # a read-only open of a current sidecar takes no write lock
+    if not create or not upgrade_older:
+        found = stored_version(db)
+        if found is not None and found < SCHEMA_VERSION and not upgrade_older:
+            raise older_sidecar(path, found)
+        if not create and found in (None, SCHEMA_VERSION):
+            return None  # a read-only open of a current sidecar takes no write lock
     with db.atomic("IMMEDIATE"):
         version = stored_version(db)
         if version is not None and version > SCHEMA_VERSION:
@@ -73,6 +81,17 @@ def migrate(db: pw.SqliteDatabase, models: Models, path: Path, create: bool = Tr
             if version is None:
                 Meta.create(key="schema_version", value=str(SCHEMA_VERSION))
                 _board_secret(db)
+    return version if version is not None and version < SCHEMA_VERSION else None
+
+
+def older_sidecar(path: Path, version: int) -> InvalidRequest:
+    """The answer of a reader (or an offline write) to a sidecar of an older schema: left as it is."""
+    document = path.name.removesuffix(".commonroom.db")
+    return InvalidRequest(
+        f"{path} has schema version {version}, older than this commonroom's {SCHEMA_VERSION}; it is left as "
+        f"it is (a room of the older commonroom may be serving it). The room upgrades it when it starts "
+        f"(ce serve {document}), or ce sidecar compact {document} does now, with no room running",
+        details={"sidecar": str(path), "schema_version": version, "current": SCHEMA_VERSION})
 
 def stored_version(db: pw.SqliteDatabase) -> int | None:
     """The sidecar's ``schema_version`` (None: a new file)."""

@@ -146,10 +146,18 @@ class LeaseRenewedPayload(TypedDict):
 
 class LeaseReleasedPayload(TypedDict):
     """
-    Payload of lease.released: A lease was released by its holder.
+    Payload of lease.released: A lease was released by its holder, or broken by the operator (by: operator; the event's actor is then the operator).
     """
 
     lease_id: str
+    by: NotRequired[str]
+    """
+    Who released it: the holder's participant name, or operator.
+    """
+    session_id: NotRequired[str]
+    """
+    The session that held the lease.
+    """
 
 
 class LeaseExpiredPayload(TypedDict):

@@ -21,6 +21,10 @@ class InviteRequest(TypedDict, closed=True):
     expires_in_seconds: NotRequired[int]
     session_ttl_seconds: NotRequired[int]
     transport: NotRequired[Literal['loopback', 'tailcat', 'local']]
+    address: NotRequired[str]
+    """
+    A plugin transport only: the name the invitation's hint carries instead of the listener's address; one of the names the room answers to (ce serve --allow-host).
+    """
 
 
 class InviteResult(TypedDict, closed=True):

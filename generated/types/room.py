@@ -15,18 +15,19 @@ Read shapes: GET /workspace/room, /workspace/document, /workspace/participants, 
 """
 
 
-class RoomStatus(TypedDict, closed=True):
-    protocol: Literal['commonroom']
-    version: Literal['1']
-    workspace_id: str
-    file_name: str
-    head_version: int
-    participants: int
-    sessions: int
+class TransportListener(TypedDict, closed=True):
+    type: str
+    address: str
+    port: int
+    interface: str
     """
-    Live (not expired, not revoked) sessions.
+    The network interface the listener is bound to.
     """
-    last_event_id: int
+    listening: bool
+    """
+    False while the address is gone from this machine.
+    """
+    gone_since: NotRequired[common.Timestamp]
 
 
 class Document(TypedDict, closed=True):
@@ -43,3 +44,21 @@ class ParticipantsPage(TypedDict, closed=True):
 
 
 SessionInfo: TypeAlias = common.Session
+
+
+class RoomStatus(TypedDict, closed=True):
+    protocol: Literal['commonroom']
+    version: Literal['1']
+    workspace_id: str
+    file_name: str
+    head_version: int
+    participants: int
+    sessions: int
+    """
+    Live (not expired, not revoked) sessions.
+    """
+    last_event_id: int
+    transports: NotRequired[list[TransportListener]]
+    """
+    The operator's view only (owner port, ce status): each transport plugin's listener and whether it listens.
+    """

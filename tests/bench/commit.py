@@ -24,7 +24,7 @@ Side by side: **bare** fsync'd SQLite transactions on the same disk (the
 physical limit): plain ``sqlite3``, WAL, ``synchronous=FULL``, one
 ``INSERT`` of a row the size of a proposal per transaction.
 
-Printed: a table of rates and the ratios. Targets (issue 3): the small
+Printed: a table of rates and the ratios. Targets: the small
 document at least half the bare rate; the large one no worse than a fifth
 of the small one's rate.
 """

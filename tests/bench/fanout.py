@@ -23,8 +23,8 @@ worker, Falcon) serving ``examples/sample.md``:
    connect and after the run (``/proc/<worker>/status`` ``VmRSS``) and RSS
    per subscriber, and the prober's p50/p99.
 
-Targets (issue 4): at 1,000 observers p99 delivery ≤ 100 ms, ≤ 50 KB RSS
-per subscriber, ordinary requests still answered. Issue 13: at 10,000
+Targets: at 1,000 observers p99 delivery ≤ 100 ms, ≤ 50 KB RSS
+per subscriber, ordinary requests still answered; at 10,000
 (``--levels 10000``) p99 ≤ 1 s, ≤ 25 KB per subscriber, nothing lost.
 ``--bare`` runs the same level against a bare SSE hub on the same stack
 (tests/bench/bare_hub.py) as the anchor.

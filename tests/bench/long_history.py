@@ -1,4 +1,4 @@
-"""Benchmark: a long-lived room, 10,000 one-line versions of the 963 KB changelog (issue 37).
+"""Benchmark: a long-lived room, 10,000 one-line versions of the 963 KB changelog.
 
 Run::
 
@@ -21,7 +21,7 @@ bytes written are the same). Then, measured from outside:
   bearer and rate limit on the path): p50/p99 of the first reads, of the
   same draws again, and of the same draws at once after a restart.
 
-Targets (issue 37): ≤ 2 KB a version; p99 ≤ 5 ms first and after a
+Targets: ≤ 2 KB a version; p99 ≤ 5 ms first and after a
 restart; start ≤ 1 s; RSS within docs/performance.md's bound.
 
 Anchors: the same figures for an older checkout (``--before DIR``, as

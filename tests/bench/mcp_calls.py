@@ -25,7 +25,7 @@ generator below; ``--clients`` concurrent keep-alive HTTP/1.1 connections
 sending the identical 2026-07-28 ``tools/call`` (headers and ``_meta`` as
 the revision requires) back to back for ``--seconds`` after a warm-up. It
 prints calls per second and p50/p99 latency for each, and the ratios
-(issue 13: ours ≥ 4× the SDK, and ≥ 0.6× the bare app). Each server's
+(targets: ours ≥ 4× the SDK, and ≥ 0.6× the bare app). Each server's
 answer is checked once for the document text before timing.
 """
 

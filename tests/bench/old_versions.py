@@ -13,7 +13,7 @@ and max latency in ms, cold (first read of each version) and warm (the
 same draws again), both ``--settle`` seconds after the room started (its
 checkpoints' lines are made ready by a background thread at startup:
 ``Engine.warm_checkpoints``), and restart (the same draws at once after a
-restart of the room, while that warm-up runs). Target (issue 13): p99 ≤ 5 ms.
+restart of the room, while that warm-up runs). Target: p99 ≤ 5 ms.
 """
 
 from __future__ import annotations

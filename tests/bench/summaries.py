@@ -17,7 +17,7 @@ keep-alive client reads, in turns, ``GET /workspace/boards/{C}/summary``
 (``session_handoff_summary``) and, as the same-run anchor, one page of 50
 messages of the board (``GET /workspace/boards/{C}/messages?limit=50``);
 bearer, rate limit, audit row (each board read records one) and identity
-encoding on the path. Printed: p50, p99 and max in ms. Target (issue 39):
+encoding on the path. Printed: p50, p99 and max in ms. Target:
 p99 ≤ 20 ms for each summary.
 """
 

@@ -16,7 +16,7 @@ same run, in turns over three rounds (medians reported), and the stack's
 ceiling for a write (:mod:`tests.bench.bare_writes`: gunicorn, Falcon, a
 writer thread with group commit and one fsync'd ``INSERT`` per request, no
 room), so that what the room adds is seen apart from what the stack costs.
-Targets (issue 13): 1 client ≥ 0.15× bare; 16 clients ≥ 0.3× bare in total.
+Targets: 1 client ≥ 0.15× bare; 16 clients ≥ 0.3× bare in total.
 """
 
 from __future__ import annotations

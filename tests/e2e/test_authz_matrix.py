@@ -1,4 +1,4 @@
-"""The authorization matrix over the whole operation table (issue 14 item 3).
+"""The authorization matrix over the whole operation table.
 
 Every operation (HTTP route and MCP tool) × capability present or absent
 × token state (missing, unknown, expired, revoked, valid, and the owner

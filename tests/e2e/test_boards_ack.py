@@ -1,4 +1,4 @@
-"""ACK piggyback in a real room through MCP (issue 11 item 6): open
+"""ACK piggyback in a real room through MCP: open
 ``requires_ack`` messages addressed to the caller's session ride in the
 result ``_meta`` of any tool call until the request echoes their ids in
 ``params._meta.ack_session_message_ids``; an echo suppresses the message for
@@ -73,7 +73,7 @@ def test_ack_piggyback_through_mcp(room):
     finally:
         con.close()
     assert rows == [(w_id, urgent["message_id"])]
-    # every board tool call is audited, metadata only (issue 11 item 9)
+    # every board tool call is audited, metadata only
     assert [a[:2] for a in audit][:2] == [("post_session_message", "ok")] * 2
     assert ("get_session_assignment", "message_not_found") in [a[:2] for a in audit]
     assert not any("stop X" in a[2] or "fyi" in a[2] for a in audit)

@@ -1,4 +1,4 @@
-"""A SIGKILL in the middle of concurrent todo completions (issue 11, *Tests that must pass*).
+"""A SIGKILL in the middle of concurrent todo completions.
 
 A real room (``ce serve``) with one coordinator board. Each cycle the
 coordinator posts :data:`TODOS` todos; :data:`COMPLETERS` worker sessions

@@ -1,4 +1,4 @@
-"""Peers in a real room through MCP (issue 11 item 7): peer_awareness after
+"""Peers in a real room through MCP: peer_awareness after
 meaningful activity of another session of the same participant (once per
 observer and peer), post_peer_message piggybacked once (requires_ack=false)
 or until ACKed (true), and a foreign participant's peer id revealing nothing."""

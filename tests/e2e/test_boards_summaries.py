@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from commonroom import schemas
+from commonroom import jsontext, schemas
 from commonroom.bundle import bundle
 from commonroom.engine import board_summaries
 from commonroom.errors import EXIT_CODES
@@ -195,7 +195,7 @@ def test_each_error_code_through_each_adapter(flow, operation, adapter):
     assert code == "invalid_request"
 
 
-def test_a_board_beyond_the_bounds_answers_truncated_and_valid_over_http(flow):
+def test_a_board_beyond_the_bounds_answers_truncated_and_valid_over_http_and_mcp(flow):
     c, w = flow["c"], flow["w"]
     body = "界" * (board_summaries.SUMMARY_TEXT_CHARS + 20)
     for kind in ("todo", "question", "decision", "risk", "answer"):
@@ -209,6 +209,22 @@ def test_a_board_beyond_the_bounds_answers_truncated_and_valid_over_http(flow):
         summary = r.json()
         schemas.validate(SHAPES[operation], summary)
         assert summary["truncated"] is True
+        # MCP keeps the bound too: the text repeats the JSON only while both copies fit in it
+        response = c.mcp.post("tools/call", {"name": operation, "arguments": {"session_id": w.id}})
+        assert response.status_code == 200
+        result = response.json()["result"]
+        structured = result["structuredContent"]
+        schemas.validate(SHAPES[operation], structured)
+        text = result["content"][0]["text"]
+        twice = len(jsontext.dumps(structured).encode("utf-8")) + len(jsontext.dumps(text).encode("utf-8"))
+        assert twice <= board_summaries.SUMMARY_BYTES, (operation, twice)
+        assert len(response.content) <= board_summaries.SUMMARY_BYTES + 1024  # + the JSON-RPC envelope
+        as_text = jsontext.dumps(jsontext.dumps(structured)).encode("utf-8")
+        if text.startswith("{"):
+            assert json.loads(text) == structured
+        else:  # the JSON twice would not fit: one sentence instead
+            assert len(as_text) + len(jsontext.dumps(structured).encode("utf-8")) > board_summaries.SUMMARY_BYTES
+            assert "structuredContent" in text and len(text) < 300
     discussion = c.http("GET", _path("session_discussion_summary", w.id)).json()
     assert discussion["retained"] == 5 * (board_summaries.SUMMARY_ITEMS + 1)
     assert all(discussion[k]["truncated"] for k in ("open_todos", "open_questions", "decisions", "risks", "answers"))

@@ -9,6 +9,7 @@ read from its stdout is checked against the official 2026-07-28 schema.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import threading
@@ -360,3 +361,101 @@ def test_a_listen_stream_is_forwarded_until_cancelled(bridge, room):
     while not bridge.lines.empty():
         message = json.loads(bridge.lines.get())
         assert message.get("id") != request_id and (message.get("params") or {}).get("_meta") != tag, message
+
+
+def room_connections(pid: int, port: int) -> int:
+    """How many established TCP connections process ``pid`` holds to local ``port`` (from /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("tcp", "tcp6"):
+        for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = row.split()
+            remote, state, inode = fields[2], fields[3], fields[9]
+            if state == "01" and inode in inodes and int(remote.rsplit(":", 1)[1], 16) == port:
+                count += 1
+    return count
+
+
+def observation(bridge: McpProcess, session_id: str, **arguments: Any) -> Any:
+    """Send one ``observe_session_messages`` call on ``session_id``'s board; its request id."""
+    return bridge.request("tools/call", {"name": "observe_session_messages",
+                                         "arguments": {"session_id": session_id, **arguments}})
+
+
+def test_a_cancelled_long_poll_releases_its_room_connection(room, tmp_path):
+    session_file = joined(room, tmp_path, "poller", "read")
+    session_id = json.loads(session_file.read_text())["session_id"]
+    bridge = McpProcess(session_file, "--no-notifications")
+    try:
+        observation(bridge, session_id)
+        token = bridge.recv()["result"]["structuredContent"]["observation_token"]
+        port = room.state["ingress"]["port"]
+        polling = observation(bridge, session_id, after_observation_token=token, wait_seconds=30)
+        deadline = time.monotonic() + 10
+        while room_connections(bridge.proc.pid, port) != 1:  # the long-poll waits in the room
+            assert time.monotonic() < deadline, "the long-poll never reached the room"
+            time.sleep(0.05)
+        bridge.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": polling}})
+        deadline = time.monotonic() + 5  # well before the 30 s wait ends
+        while room_connections(bridge.proc.pid, port):
+            assert time.monotonic() < deadline, "the cancelled long-poll still holds its connection"
+            time.sleep(0.05)
+        assert bridge.call("server/discover")["result"]  # still serving; nothing came for the cancelled one
+        assert bridge.close() == 0
+        assert all(json.loads(line).get("id") != polling for line in bridge.raw_stdout)
+    finally:
+        bridge.close()
+
+
+def test_every_request_read_before_stdin_closed_is_answered(room, tmp_path):
+    session_file = joined(room, tmp_path, "closer", "read")
+    session_id = json.loads(session_file.read_text())["session_id"]
+    bridge = McpProcess(session_file, "--no-notifications")
+    try:
+        baseline = observation(bridge, session_id)
+        token = bridge.recv()["result"]["structuredContent"]["observation_token"]
+        polling = observation(bridge, session_id, after_observation_token=token, wait_seconds=2)
+        listening = bridge.request("subscriptions/listen",
+                                   {"notifications": {"resourceSubscriptions": ["commonroom://workspace/status"]}},
+                                   request_id="listen-at-eof")
+        discover = bridge.request("server/discover")
+        bridge.proc.stdin.close()  # in flight: the long-poll, the listen and perhaps discover
+        assert bridge.proc.wait(20) == 0
+        time.sleep(0.2)
+        answers = {}
+        for line in bridge.raw_stdout:
+            message = json.loads(line)
+            check_wire(message)
+            if "method" not in message:
+                answers[json.dumps(message["id"])] = message
+        assert set(answers) == {json.dumps(i) for i in (baseline, polling, listening, discover)}, answers
+        assert answers[json.dumps(polling)]["result"]["structuredContent"]["wait_outcome"] == "timeout"
+        # a listen ends as a server ends a subscription on purpose: its result, naming the subscription
+        assert answers[json.dumps(listening)]["result"] == {
+            "resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": "listen-at-eof"}}
+    finally:
+        bridge.close()
+
+
+def test_a_request_the_room_never_answers_gets_an_error_and_status_1(room, tmp_path):
+    session_file = joined(room, tmp_path, "hasty", "read")
+    session_id = json.loads(session_file.read_text())["session_id"]
+    bridge = McpProcess(session_file, "--no-notifications", "--timeout", "1")
+    try:
+        observation(bridge, session_id)
+        token = bridge.recv()["result"]["structuredContent"]["observation_token"]
+        polling = observation(bridge, session_id, after_observation_token=token, wait_seconds=20)
+        bridge.proc.stdin.close()
+        assert bridge.proc.wait(20) in (0, 1)
+        time.sleep(0.2)
+        answer = [json.loads(line) for line in bridge.raw_stdout if json.loads(line).get("id") == polling]
+        assert len(answer) == 1 and answer[0]["error"]["code"] == -32603, answer
+    finally:
+        bridge.close()

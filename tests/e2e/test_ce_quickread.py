@@ -1,4 +1,4 @@
-"""``ce read`` without Typer prints exactly what Typer's ``ce read`` prints (issue 13, point 6).
+"""``ce read`` without Typer prints exactly what Typer's ``ce read`` prints.
 
 Against a real room, each case runs twice in fresh interpreters: the
 installed entry (:func:`commonroom.cli.entry.main`, under ``python -X

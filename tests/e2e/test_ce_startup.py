@@ -1,6 +1,6 @@
 """``ce`` starts light: the commands that only talk to a room import no server parts.
 
-``ce --help`` and ``ce read`` (issue 13: start in 150 ms) must not import
+``ce --help`` and ``ce read`` (which start in 150 ms) must not import
 falcon, gunicorn, jsonschema, peewee, the engine, the MCP bridge or rich:
 each is imported by the command that needs it (``ce serve``, ``ce mcp``,
 the operator's offline reads). Nor pydantic, which typer 0.29 imports to

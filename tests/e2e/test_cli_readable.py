@@ -1,4 +1,4 @@
-"""``ce`` for people (issue 15): readable output by default, ``--json`` for the schema'd answer.
+"""``ce`` for people: readable output by default, ``--json`` for the schema'd answer.
 
 A real room (tests/roomproc.py), the installed ``ce`` in subprocesses
 (stdout is a pipe, so: no colour, exact bytes). Every command's readable
@@ -28,6 +28,8 @@ from tests.conftest import SAMPLE
 from tests.roomproc import Room, ce, ce_path, corpus_files, start_room
 
 ANSI = re.compile(r"\x1b\[")
+#: A whole SGR sequence (a style), as the terminal view writes them.
+SGR = re.compile(r"\x1b\[[0-9;]*m")
 #: A foreground colour in an SGR sequence (30-37, 90-97, 38;…).
 COLOUR = re.compile(r"\x1b\[(?:\d+;)*(?:3[0-8]|9[0-7])[;m]")
 SAMPLE_TEXT = SAMPLE.read_text("utf-8")
@@ -81,6 +83,15 @@ def test_read_into_a_file_is_the_document_byte_for_byte(tmp_path: Path, source: 
         forced = subprocess.run([ce_path(), "read", "--session-file", session], capture_output=True, timeout=120,
                                 env={**os.environ, "FORCE_COLOR": "1"})
         assert forced.stdout == source.read_bytes()  # a pipe, even when colour is forced
+        # on a terminal: the document's own lines, every word kept in its order, nothing padded
+        shown = on_a_terminal("read", "--session-file", session)
+        # a control character shows as its control picture (a backspace as ␈): the terminal does not act on it
+        text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", lambda m: chr(0x2400 + ord(m.group())),
+                      source.read_bytes().decode("utf-8"))
+        unstyled = SGR.sub("", shown)
+        assert not ANSI.search(unstyled) and unstyled.split() == text.split()
+        # line for line as written (the terminal ends each line CRLF): no padding, no line dropped
+        assert unstyled.split("\r\n") == re.split(r"\r\n|\r|\n", text.rstrip("\r\n") + "\n")
         assert as_json("read", "--session-file", session, schema="room#Document")["version"] == 1
     finally:
         room.stop()
@@ -229,7 +240,11 @@ def test_a_terminal_gets_colour_unless_no_color(tmp_path: Path):
         r = writer.request("PUT", "/workspace/document", json={"expected_version": 1, "text": SAMPLE_TEXT + "\nMore.\n"})
         assert r.status_code == 200, r.text
         rendered = on_a_terminal("read", "--session-file", join(room, tmp_path, "r", "read"))
-        assert "Release plan" in rendered and "# Release plan" not in rendered  # Markdown, rendered
+        # the markdown as written, its heading lines highlighted with their markers kept
+        assert re.search(r"\x1b\[[0-9;]*m# Release plan\x1b\[0m", rendered), rendered
+        assert "More." in rendered
+        bare = on_a_terminal("read", "--session-file", join(room, tmp_path, "r2", "read"), env={"NO_COLOR": "1"})
+        assert not ANSI.search(bare) and bare.replace("\r\n", "\n") == SAMPLE_TEXT + "\nMore.\n"
     finally:
         room.stop()
     coloured = on_a_terminal("diff", doc, "1", "2")

@@ -1,4 +1,4 @@
-"""``ce``, second pass (issue 36): ids as printed, the content people came for, hints, serve, output hygiene.
+"""``ce``, second pass: ids as printed, the content people came for, hints, serve, output hygiene.
 
 A real room (tests/roomproc.py) and the installed ``ce`` throughout; the
 ACK is a real MCP tool call of the board's session; the terminal checks

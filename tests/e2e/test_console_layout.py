@@ -1,4 +1,4 @@
-"""The room console at 1280 and 390 px in a real Chromium (issue 36, points 5, 11 and 12).
+"""The room console at 1280 and 390 px in a real Chromium.
 
 A real room (tests/roomproc.py) and Debian's ``chromium`` driven by
 Playwright, as in test_console_browser.py. At each width: no horizontal

@@ -1,4 +1,4 @@
-"""The crash suite over every kind of write (issue 14 item 1; docs/hardening.md).
+"""The crash suite over every kind of write (docs/hardening.md).
 
 Each trial runs five writers at once against a real room: direct writes,
 proposals with their approvals, lease churn (acquire, release), handoffs

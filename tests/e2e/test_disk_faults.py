@@ -1,4 +1,4 @@
-"""Disk faults under a running room (issue 14 item 2; docs/hardening.md).
+"""Disk faults under a running room (docs/hardening.md).
 
 Each fault hits a real room process mid-work. The writer gets the
 documented error (``storage_unavailable`` 503 with ``details.reason``;

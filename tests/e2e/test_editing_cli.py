@@ -1,4 +1,4 @@
-"""The editing commands of ``ce`` (issue 3): local reads of the sidecar and
+"""The editing commands of ``ce``: local reads of the sidecar and
 participant commands over the stored session, with each error's own exit status.
 
 The real thing runs the installed ``ce`` in a subprocess; most participant

@@ -1,4 +1,4 @@
-"""Eight clients propose and approve against the same base at once (issue 3).
+"""Eight clients propose and approve against the same base at once.
 
 A real room serves ``gunicorn-dirty.md``. Each round, eight threads read the
 head, wait on a barrier until all have, then at once propose an insertion

@@ -1,4 +1,4 @@
-"""The document's conventions through a real room (issue 9, item 10).
+"""The document's conventions through a real room.
 
 The issue's example, one room per write path: a CRLF file
 ``## A\\r\\na\\r\\n## B\\r\\nb\\r\\n`` gets LF text through a proposal and its

@@ -1,4 +1,4 @@
-"""Crashes and the file on disk (issue 3, *The file on disk*).
+"""Crashes and the file on disk.
 
 - SIGKILL the whole room (arbiter and worker) in the middle of a stream of
   commits, twenty times over: after each restart the file equals the head,

@@ -1,4 +1,4 @@
-"""Editing over HTTP against a real room (issue 3): regions, leases, versions,
+"""Editing over HTTP against a real room: regions, leases, versions,
 proposals, direct writes, and the error envelope with its recovery fields.
 
 Every success body is checked against its schema (``schema/editing.json``,

@@ -1,4 +1,4 @@
-"""Every error code of the room foundation (issue 2), provoked through HTTP and ``ce``.
+"""Every error code of the room foundation, provoked through HTTP and ``ce``.
 
 One real room serves the whole module. Each HTTP error is checked for its
 status, the exact envelope (``error``, ``message``, ``details`` and nothing

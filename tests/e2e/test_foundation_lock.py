@@ -1,4 +1,4 @@
-"""One writer, always (issue 8, point 7): ``ce invite`` / ``ce revoke`` and the lock.
+"""One writer, always: ``ce invite`` / ``ce revoke`` and the lock.
 
 - with a room running they go through its owner port;
 - with no room they write the sidecar themselves, holding the same writer

@@ -1,4 +1,4 @@
-"""No plaintext secret at rest (issue 2): scan the bytes of every file the room writes.
+"""No plaintext secret at rest: scan the bytes of every file the room writes.
 
 A real room goes through a run: invitations made over HTTP and with ``ce
 invite``, redeemed over HTTP and with ``ce join`` (session files), calls,

@@ -1,4 +1,4 @@
-"""``ce serve``: the room process itself (issue 2, item 3).
+"""``ce serve``: the room process itself.
 
 - a second ``ce serve`` on the same file fails at once, naming the running
   room, and the first keeps serving with its files untouched;

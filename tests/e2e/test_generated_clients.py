@@ -1,4 +1,4 @@
-"""The published API works with the generators people use (issue 16).
+"""The published API works with the generators people use.
 
 Once per module: fetch both listeners' ``/openapi.json`` from a real room,
 generate a Python client with ``openapi-python-client`` and TypeScript types

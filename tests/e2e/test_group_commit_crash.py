@@ -1,4 +1,4 @@
-"""Group commit survives SIGKILL: no acknowledged write is lost (issue 13).
+"""Group commit survives SIGKILL: no acknowledged write is lost.
 
 Concurrent writers (direct writes, proposals, lease changes), each on its
 own keep-alive connection, so the writer thread batches them (the writes

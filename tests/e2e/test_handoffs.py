@@ -1,4 +1,4 @@
-"""Handoffs and tasks through a real room (issue 10 items 1-3 and 7; issue 40 items 2-4).
+"""Handoffs and tasks through a real room.
 
 Every transition in ``tests/conformance/handoffs/`` through every path that
 reaches it, with the role the case names: HTTP, MCP (the tools, or the
@@ -268,3 +268,28 @@ def test_ce_script_commands(room, tmp_path):
     assert again.returncode == 29 and json.loads(again.stderr)["details"]["status"] == "approved"
     other = json.loads(ce("handoff-create", "--summary", "x", "--session-file", owner, "--json").stdout)["handoff"]["id"]
     assert json.loads(ce("handoff-cancel", other, "--reason", "r", "--session-file", owner, "--json").stdout)["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("adapter", ["http", "mcp", "ce"])
+def test_an_assignee_without_handoff_is_refused(people, adapter):
+    """Naming an assignee who lacks ``handoff`` (so could never accept) is ``invalid_request`` naming the
+    capability, on every path; nothing is created."""
+    client, mcp, session_file, _ = people["owner"]
+    boss = people["boss"][3]  # read, approve: no handoff
+    before = people["operator"].get("/workspace/handoffs", params={"status": "open", "limit": 200}).json()
+    if adapter == "http":
+        r = client.post("/workspace/handoffs", {"summary": "for the boss", "assignee": boss})
+        assert r.status_code == 400
+        body = r.json()
+    elif adapter == "mcp":
+        result = mcp.call_tool("handoff_create", {"summary": "for the boss", "assignee": boss})
+        assert result["isError"]
+        body = result["structuredContent"]
+    else:
+        done = ce("handoff-create", "--summary", "for the boss", "--assignee", boss, "--session-file", session_file, "--json")
+        assert done.returncode == EXIT_CODES["invalid_request"], done.stderr
+        body = json.loads(done.stderr)
+    assert body["error"] == "invalid_request" and body["details"]["capability"] == "handoff", body
+    assert "handoff" in body["message"] and body["details"]["assignee"] == boss
+    after = people["operator"].get("/workspace/handoffs", params={"status": "open", "limit": 200}).json()
+    assert after == before

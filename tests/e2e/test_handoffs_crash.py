@@ -1,4 +1,4 @@
-"""SIGKILL during a burst of completions (issue 10, *Tests that must pass*).
+"""SIGKILL during a burst of completions.
 
 A real room process; the assignee's MCP clients send ``handoff_complete``
 from several threads at once, two competing results for every accepted

@@ -1,4 +1,4 @@
-"""Issue 9, wire input (items 1–7), each as a regression test through a real room.
+"""Hostile wire input, each case a regression test through a real room.
 
 1. Every number read from the wire is parsed once, with its bounds: huge
    integers (past Python's 4,300-digit limit) in JSON, a path, a header, a

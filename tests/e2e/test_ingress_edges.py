@@ -1,4 +1,4 @@
-"""Issue 34: the room's edges, over real sockets to a real room (docs/hardening.md, *What the room promises*).
+"""The room's edges, over real sockets to a real room (docs/hardening.md, *What the room promises*).
 
 1. Every request is parsed by gunicorn: a write sent while gunicorn's parser
    sits inside a pipelined request's head is header lines of that request,
@@ -81,7 +81,7 @@ def created(room, bearer) -> tuple[list, list]:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "a"])
 def test_a_write_inside_a_pipelined_head_is_header_lines_not_a_request(room, bearer, host):
-    """Issue 34's reproduction: 200 for the GET, then 400 (with its foreign Host ``a``: 421, and the connection
+    """A request smuggled inside a pipelined head: 200 for the GET, then 400 (with its foreign Host ``a``: 421, and the connection
     closes there); nothing created either way."""
     body = json.dumps({"base_version": 1, "text": "x\n", "summary": "SMUGGLED"}).encode()
     answer = exchange(port(room.ingress),
@@ -171,6 +171,20 @@ def test_a_missing_or_doubled_host(room, head, status):
         answer = exchange(port(base), head)
         assert statuses(answer) == [status], answer
         assert b"x-content-type-options: nosniff" in answer.lower()
+        if status != 401:  # the Host rule's own envelope, also where gunicorn's parser refuses a second Host
+            body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+            assert body["error"] == "invalid_request" and body["details"]["reason"] == "host", body
+            assert schemas.errors_of("error", body) == []
+
+
+@pytest.mark.parametrize("path", ["//workspace/room", "/workspace//room", "///workspace/room", "/workspace/room//"])
+def test_an_empty_path_segment_is_refused(room, bearer, path):
+    for base, token in ((room.ingress, bearer), (room.owner, room.owner_token)):
+        head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+        answer = exchange(port(base), head)
+        assert statuses(answer) == [400], answer
+        body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+        assert body["error"] == "invalid_request" and body["details"]["reason"] == "path", body
 
 
 def test_a_console_login_refused_for_its_host_keeps_its_code(room):

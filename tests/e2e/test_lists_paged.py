@@ -1,4 +1,4 @@
-"""Every list is paged (issue 9, item 8): 1..200 items, default 50, a cursor.
+"""Every list is paged: 1..200 items, default 50, a cursor.
 
 With more than 200 live leases in a real room, ``GET /workspace/leases``,
 the MCP ``leases_list`` tool, the ``commonroom://workspace/leases`` resource

@@ -102,6 +102,6 @@ def test_a_cursor_of_the_old_opaque_form_is_still_followed(filled):
     assert [e["id"] for e in page["events"]] == [4, 5] and page["next_cursor"] == "5"
     r = reader.get("/workspace/history", params={"limit": 1, "cursor": "0"})
     assert r.status_code == 200 and r.json()["events"][0]["id"] == 1
-    for cursor in (" 3 ", "", "\u0663"):  # ASCII digits only, never blank (issue 9)
+    for cursor in (" 3 ", "", "\u0663"):  # ASCII digits only, never blank
         r = reader.get("/workspace/history", params={"limit": 1, "cursor": cursor})
         assert r.status_code == 400 and r.json()["details"]["parameter"] == "cursor", cursor

@@ -155,10 +155,10 @@ def _cursor(after: int) -> str:
     return encode_cursor({"after": after})
 
 
-@pytest.mark.parametrize("path", ["/workspace/observe", "//workspace/observe"])
-def test_a_reader_stalled_past_the_write_timeout_is_cut_off(tmp_path: Path, path: str):
-    """The write guard: a replay bigger than the socket buffers, never read
-    (also on ``//workspace/observe``, which Falcon routes to the same stream)."""
+def test_a_reader_stalled_past_the_write_timeout_is_cut_off(tmp_path: Path):
+    """The write guard: a replay bigger than the socket buffers, never read (``//workspace/observe`` is
+    refused at the edge, ``test_ingress_edges.py``; the guard on that spelling: ``test_stream_asgi.py``)."""
+    path = "/workspace/observe"
     document = tmp_path / "doc.md"
     document.write_bytes(SAMPLE.read_bytes())
     engine = Engine.open(document)  # fill the ring before the room starts: one transaction

@@ -1,4 +1,4 @@
-"""Local security of the files beside the document (issue 9, items 12 and 13).
+"""Local security of the files beside the document.
 
 - every file the room creates beside the document is 0600 whatever the
   umask (sidecar, -wal, -shm, lock, state, owner token), and files an older

@@ -1,6 +1,6 @@
 """Discovery and the catalog: ``server/discover``, the lists, tool schemas, skills.
 
-Issue 5 (2, 3, 7): discover exactly as the seed says and nothing secret;
+Discover exactly as the seed says and nothing secret;
 every result carries resultType and serverInfo; cacheable ones ttlMs and
 cacheScope; every tool's schemas are self-contained JSON Schemas.
 """

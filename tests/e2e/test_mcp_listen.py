@@ -1,4 +1,4 @@
-"""``subscriptions/listen`` through a real room (issue 10 item 5).
+"""``subscriptions/listen`` through a real room.
 
 The ack first, listing only what will be sent; a foreign task id left out;
 a ``notifications/tasks`` frame after each task change; resource updates;

@@ -1,6 +1,6 @@
 """commonroom's prompts: real room data in the messages, arguments checked.
 
-Issue 5 (6): ``review_proposal``, ``summarize_changes``, ``draft_section``.
+``review_proposal``, ``summarize_changes``, ``draft_section``.
 """
 
 from __future__ import annotations

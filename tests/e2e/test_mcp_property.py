@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every MCP tool, handoffs and boards included (issue 14 item 4).
+"""Property-based fuzzing of every MCP tool, handoffs and boards included.
 
 The tools come from the operation table (every operation with an MCP
 adapter) and their input schemas from the room's own ``tools/list``, so a

@@ -1,6 +1,6 @@
 """Resources, the version template, subscriptions and the ``GET /mcp`` stream.
 
-Issue 5 (4, 5): list/read, unknown URIs -32602, subscribe/unsubscribe
+List/read, unknown URIs -32602, subscribe/unsubscribe
 (need read), and ``notifications/resources/updated`` on ``GET /mcp``
 after a commit, with heartbeats; the stream ends when the session is
 revoked. Bodies are validated against the official schema (the

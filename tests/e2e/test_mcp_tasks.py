@@ -1,4 +1,4 @@
-"""The MCP tasks extension through a real room (issue 10 item 4).
+"""The MCP tasks extension through a real room.
 
 ``handoff_create`` answering ``resultType: "task"``, ``tasks/get``,
 ``tasks/update``, ``tasks/cancel``: every answer validated against the

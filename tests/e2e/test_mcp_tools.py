@@ -1,6 +1,6 @@
 """commonroom's MCP tools against a real room: one engine call each, like HTTP.
 
-Issue 5 (3): every tool works and its structured result validates against
+Every tool works and its structured result validates against
 its own outputSchema and the official CallToolResult; a permission failure
 is an HTTP 200 result with ``isError: true`` whose text is the same error
 object the HTTP API returns; work done over MCP is visible over HTTP and

@@ -1,6 +1,6 @@
 """``/mcp`` transport rules, provoked with raw requests against a real room.
 
-Seed protocol.txt (MCP) and issue 5 (1): statuses, JSON-RPC codes and
+Seed protocol.txt (MCP): statuses, JSON-RPC codes and
 messages of every header, version, ``_meta`` and method error; 202 for
 notifications; Origin 403, Host 421; GET/DELETE 405; owner port 404; 401.
 Every JSON-RPC body is validated against the official schema.

@@ -1,4 +1,4 @@
-"""A whole handoff driven by the official MCP TypeScript client with its tasks extension (issue 40).
+"""A whole handoff driven by the official MCP TypeScript client with its tasks extension.
 
 The owner is ``tests/clients/ts_handoff.mjs``: ``@modelcontextprotocol/client``
 2.4.0 pinned to 2026-07-28 with ``@modelcontextprotocol/ext-tasks`` 0.2.2

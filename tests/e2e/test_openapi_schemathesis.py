@@ -1,4 +1,4 @@
-"""The published OpenAPI documents are the truth: schemathesis against a real room (issue 8, point 8).
+"""The published OpenAPI documents are the truth: schemathesis against a real room.
 
 Both documents (ingress with a session holding every capability, owner
 port with the owner token) are run with all of schemathesis's checks
@@ -124,7 +124,7 @@ def per_operation(har: Path, listener: str) -> dict[str, Counter]:
     return counts
 
 
-#: The operations issue 14 brings under the fuzzer: handoffs (and their tasks) and boards.
+#: The operations the fuzzer covers beyond editing: handoffs (and their tasks) and boards.
 HANDOFF_AND_BOARD = tuple(op.name for op in OPERATIONS
                           if op.name.startswith(("handoff_", "task_")) or op.tag in ("boards", "board"))
 

@@ -1,4 +1,4 @@
-"""HTTP and MCP answer alike for every operation of the table (issue 8).
+"""HTTP and MCP answer alike for every operation of the table.
 
 Derived from the operation table (tests/parity.py): for each operation
 served both ways, the same input gives the same answer (read-only

@@ -1,4 +1,4 @@
-"""One participant per name, up to case and width (issue 9, item 11), end to end.
+"""One participant per name, up to case and width, end to end.
 
 ``ce invite … --participant Ana``, then ``ana``, ``ANA`` and fullwidth
 ``ａｎａ`` on a real room, each joined with ``ce join``: one participant,

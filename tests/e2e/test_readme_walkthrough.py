@@ -1,4 +1,4 @@
-"""The README's *Try it* walk-through runs verbatim (issue 36, point 2).
+"""The README's *Try it* walk-through runs verbatim.
 
 A fresh clone of this checkout (``git clone``: what is committed; where
 there is no git, the README and ``examples/`` copied) gets ``.venv`` as

@@ -1,4 +1,4 @@
-"""No secret leaks anywhere after a whole session's worth of work (issue 14 item 5).
+"""No secret leaks anywhere after a whole session's worth of work.
 
 A real room is driven through invitations (made, redeemed, redeemed
 again, revoked, expired), joins over HTTP, handoffs with idempotency keys

@@ -1,4 +1,4 @@
-"""``ce sidecar size`` and ``ce sidecar compact`` (issue 37): with the room running (compaction through
+"""``ce sidecar size`` and ``ce sidecar compact``: with the room running (compaction through
 the owner port, on the room's one writer) and with it stopped (offline, under the writer lock); every
 version reads back over HTTP the same afterwards."""
 

@@ -1,4 +1,4 @@
-"""Slow and oversized clients on a real room (issue 9, item 9).
+"""Slow and oversized clients on a real room.
 
 The read timeouts are shortened through the room's environment
 (``COMMONROOM_HEADER_TIMEOUT``, ``COMMONROOM_BODY_TIMEOUT``; defaults 10 s

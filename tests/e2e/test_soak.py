@@ -1,4 +1,4 @@
-"""Soak: one room under 1,000 mixed streams, 20 writers and a churn of sessions (issue 14 item 6).
+"""Soak: one room under 1,000 mixed streams, 20 writers and a churn of sessions.
 
 One real room (``ce serve``: gunicorn, one asgi worker, a real sidecar)
 for 3 minutes (``COMMONROOM_RELEASE=1``: 30; ``COMMONROOM_SOAK_SECONDS``

@@ -47,6 +47,18 @@ TEXT = "# Plan\n\nline one\n\n## Tasks\n\n- first\n"
 CAPS = "read,observe,propose,handoff,message"
 ROOT = Path(__file__).resolve().parents[2]
 SDK_SCRIPT = ROOT / "tests" / "overlay_sdk.py"
+#: the room's name in the peer's /etc/hosts, allowed with ce serve --allow-host
+ROOM_NAME = "crroom.test"
+#: a name the peer resolves to the room's LAN address (off the overlay)
+LAN_NAME = "crlan.test"
+#: the MagicDNS name the room's fake ``tailscale status --json`` gives (allowed by default)
+MAGICDNS = "crroom.tail0e5.ts.net"
+FAKE_TAILSCALE = f"""#!/bin/sh
+case "$1" in
+  status) echo '{{"Self": {{"DNSName": "{MAGICDNS}."}}}}' ;;
+  *) exit 1 ;;
+esac
+"""
 
 
 def step(message: str) -> None:
@@ -65,6 +77,7 @@ class Net:
     document: Path
     room: Room = field(init=False)
     peer_session: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # the room's (PATH with the fake tailscale first)
 
     @property
     def tailcat_port(self) -> int:
@@ -86,7 +99,8 @@ class Net:
 
     def serve(self, ports: tuple[str, str, str] = ("0", "0", "0")) -> Room:
         """Start (or restart, on ``ports``) the room in its namespace."""
-        self.room = serve_tailcat(self.overlay, self.document, ports)
+        self.room = serve_tailcat(self.overlay, self.document, ports, env=self.env,
+                                  args=("--allow-host", ROOM_NAME.upper()))
         return self.room
 
 
@@ -116,6 +130,12 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
             path.mkdir()
         (folder / "doc.md").write_text(TEXT)
         net = Net(overlay, folder, room_home, peer_home, folder / "doc.md")
+        bin_folder = base / "bin"
+        bin_folder.mkdir()
+        (bin_folder / "tailscale").write_text(FAKE_TAILSCALE)
+        (bin_folder / "tailscale").chmod(0o755)
+        net.env = {"PATH": f"{bin_folder}:{os.environ['PATH']}"}
+        overlay.hosts(overlay.peer_ns, {ROOM_NAME: overlay.room_address, LAN_NAME: overlay.room_lan})
         net.serve()
         try:
             alice = net.room_ce("invite", str(net.document), "-p", "alice",
@@ -154,6 +174,76 @@ def test_join_and_read(net: Net) -> None:
     assert saved["transport"]["type"] == "tailcat"
     assert net.peer_ce("read").stdout == TEXT
     step(f"ce join (session {joined['session']['id']}) and ce read: {len(TEXT)} bytes, the document")
+
+
+BEARER_PROBE = ("import socket, sys\n"
+                "address, port, token = sys.argv[1], int(sys.argv[2]), sys.stdin.read().strip()\n"
+                "try:\n"
+                "    with socket.create_connection((address, port), timeout=5) as sock:\n"
+                "        sock.sendall(f'GET /workspace/room HTTP/1.1\\r\\nHost: {address}:{port}\\r\\n'\n"
+                "                     f'Authorization: Bearer {token}\\r\\nConnection: close\\r\\n\\r\\n'.encode())\n"
+                "        first = sock.recv(64)\n"
+                "        print(first.split(b' ')[1].decode() if first else 'no answer: closed without a byte')\n"
+                "except OSError as exc:\n"
+                "    print('no answer:', type(exc).__name__)\n")
+
+
+def test_lan_neighbour_routing_to_the_overlay_address_gets_no_byte(net: Net) -> None:
+    overlay, port = net.overlay, str(net.tailcat_port)
+    token = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())["token"]
+
+    def probe() -> str:
+        done = subprocess.run(net.peer_command(sys.executable, "-c", BEARER_PROBE, overlay.room_address, port),
+                              input=token, capture_output=True, text=True, timeout=60)
+        return done.stdout.strip() + done.stderr.strip()
+
+    assert probe() == "200"  # the control: through the tunnel
+    route = ["ip", "-n", overlay.peer_ns, "route", "add", f"{overlay.room_address}/32", "via", overlay.room_lan]
+    subprocess.run(route, check=True)
+    try:
+        lan = probe()
+    finally:
+        subprocess.run(["ip", "-n", overlay.peer_ns, "route", "del", f"{overlay.room_address}/32"], check=True)
+    assert lan.startswith("no answer:"), lan  # refused by the kernel: the listener is bound to the overlay device
+    assert probe() == "200"
+    step(f"a LAN neighbour routing {overlay.room_address} via {overlay.room_lan} got {lan}; "
+         "the same request through the tunnel got 200")
+
+
+def test_allowed_names_on_both_session_listeners_never_the_owner_port(net: Net) -> None:
+    overlay, port = net.overlay, str(net.tailcat_port)
+    names = [ROOM_NAME, f"{MAGICDNS}:443", "elsewhere.test"]
+    over = subprocess.run(net.peer_command(sys.executable, "-c", HOST_PROBE, overlay.room_address, port, *names),
+                          capture_output=True, text=True, timeout=60)
+    assert over.stdout.split() == [names[0], "401", names[1], "401", names[2], "421"], over.stdout + over.stderr
+    for listener, expected in ((net.room.state["ingress"]["port"], "401"), (net.room.state["owner_port"], "421")):
+        local = subprocess.run(overlay.room(sys.executable, "-c", HOST_PROBE, "127.0.0.1", str(listener),
+                                            ROOM_NAME, MAGICDNS), capture_output=True, text=True, timeout=60)
+        assert local.stdout.split() == [ROOM_NAME, expected, MAGICDNS, expected], local.stdout + local.stderr
+    step(f"Host {ROOM_NAME} (--allow-host) and {MAGICDNS} (tailscale's MagicDNS name) answered on the tailcat "
+         "listener and the loopback ingress (401 without a bearer), 421 on the owner port")
+
+
+def test_invitation_naming_the_room_by_name(net: Net) -> None:
+    token = net.room_ce("invite", str(net.document), "-p", "bob", "--cap", "read", "--transport", "tailcat",
+                        "--address", ROOM_NAME).stdout.strip()
+    hint = invitation.decode(token)["transport"]
+    assert hint["address"] == ROOM_NAME and hint["port"] == net.tailcat_port, hint
+    session = str(net.peer_home / "by-name.json")
+    net.peer_ce("join", token, "--session-file", session)
+    assert net.peer_ce("read", "--session-file", session).stdout.startswith("# Plan")
+    unknown = net.room_ce("invite", str(net.document), "-p", "bob", "--transport", "tailcat", "--address",
+                          "elsewhere.test", check=False)
+    assert unknown.returncode == EXIT_CODES["invalid_request"] and "--allow-host" in unknown.stderr, unknown.stderr
+    payload = invitation.decode(net.room_ce("invite", str(net.document), "-p", "bob", "--transport",
+                                            "tailcat").stdout.strip())
+    payload["transport"] = {**payload["transport"], "address": LAN_NAME}  # resolves to the LAN address
+    refused = net.peer_ce("join", invitation.encode(payload), "--session-file", str(net.peer_home / "lan-name.json"),
+                          check=False)
+    assert refused.returncode == EXIT_CODES["transport_unavailable"], refused.stdout + refused.stderr
+    assert f"{LAN_NAME} ({net.overlay.room_lan}) is not reached through" in refused.stderr, refused.stderr
+    step(f"ce invite --address {ROOM_NAME}: the colleague resolved it through the overlay, joined and read; "
+         f"{LAN_NAME}, resolving to the LAN, refused before a byte")
 
 
 def test_proposal_approved_seen_live_and_observe_reconnects(net: Net) -> None:
@@ -313,6 +403,43 @@ def test_dial_refuses_a_hint_off_the_overlay(net: Net) -> None:
     assert refused.returncode == EXIT_CODES["transport_unavailable"], refused.stdout + refused.stderr
     assert "not reached through a WireGuard or Tailscale interface" in refused.stdout + refused.stderr
     step(f"a tailcat hint naming the LAN address {net.overlay.room_lan} is refused before any byte is sent")
+
+
+def _listener_when(net: Net, listening: bool, within: float) -> tuple[dict[str, Any], float]:
+    """The owner's view of the tailcat listener (``ce status --json``: room.transports) once it says
+    ``listening``, and how long that took; AssertionError after ``within`` seconds."""
+    started = time.monotonic()
+    while True:
+        status = _json(net.room_ce("status", str(net.document), "--json"))
+        (listener,) = status["room"]["transports"]
+        if listener["listening"] is listening:
+            return listener, time.monotonic() - started
+        assert time.monotonic() - started < within, f"still {listener} after {within} s"
+        time.sleep(0.5)
+
+
+def test_the_room_follows_its_overlay_address(net: Net) -> None:
+    overlay = net.overlay
+    address = ["ip", "-n", overlay.room_ns, "addr", "{}", f"{overlay.room_address}/24", "dev", overlay.room_wg]
+    listener, _ = _listener_when(net, True, 1)
+    assert listener == {"type": "tailcat", "address": overlay.room_address, "port": net.tailcat_port,
+                        "interface": overlay.room_wg, "listening": True}
+    subprocess.run([part.format("del") for part in address], check=True)
+    try:
+        listener, took = _listener_when(net, False, 10)
+        shown = net.room_ce("status", str(net.document)).stdout
+        assert f"the tailcat address {overlay.room_address} is gone" in shown, shown
+        refused = net.room_ce("invite", str(net.document), "-p", "bob", "--transport", "tailcat", check=False)
+        assert refused.returncode == EXIT_CODES["transport_unavailable"], refused.stderr
+        assert "is gone from this machine" in refused.stderr, refused.stderr
+        log = net.document.with_name("doc.md.serve.log").read_text()
+        assert f"the tailcat address {overlay.room_address} is gone" in log, log[-2000:]
+    finally:
+        subprocess.run([part.format("add") for part in address], check=True)
+    _, back = _listener_when(net, True, 10)
+    assert net.peer_ce("read").stdout.startswith("# Plan")
+    step(f"the room's address removed: noticed in {took:.1f} s (ce status, the log, tailcat invitations "
+         f"transport_unavailable); put back: listening again in {back:.1f} s, the colleague reads")
 
 
 def test_revoked_session_refused(net: Net) -> None:

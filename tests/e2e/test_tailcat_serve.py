@@ -117,3 +117,42 @@ def test_dial_refuses_a_hint_not_routed_through_an_overlay() -> None:
         tailcat.plugin.dial({"type": "tailcat", "address": address, "port": 7711, "encrypted": True,
                              "mode": "private"}, 2.0)
     assert "not reached through a WireGuard or Tailscale interface" in str(caught.value)
+
+
+FAKE_PLUGINS = '''"""Two transport plugins that break the listen contract (tests/e2e/test_tailcat_serve.py)."""
+
+
+class TwoItems:
+    def listen(self, address, port):
+        return "192.0.2.1", port  # no interface name
+
+
+class NoSuchDevice:
+    def listen(self, address, port):
+        return "192.0.2.1", port, "nosuchif0"
+
+
+two_items, no_such_device = TwoItems(), NoSuchDevice()
+'''
+
+
+@pytest.mark.parametrize(("name", "said"), [("twoitems", "named no network interface"),
+                                            ("nosuchdevice", "cannot bind the nosuchdevice listener to interface "
+                                                             "nosuchif0")])
+def test_every_plugin_listener_is_bound_to_an_interface(tmp_path: Path, name: str, said: str) -> None:
+    """A plugin whose ``listen`` names no interface, or one that does not exist, starts no room."""
+    site = tmp_path / "site"
+    (site / "fake_transports-0.dist-info").mkdir(parents=True)
+    (site / "fake_transports.py").write_text(FAKE_PLUGINS)
+    (site / "fake_transports-0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-transports\n"
+                                                                   "Version: 0\n")
+    (site / "fake_transports-0.dist-info" / "entry_points.txt").write_text(
+        "[commonroom.transports]\ntwoitems = fake_transports:two_items\n"
+        "nosuchdevice = fake_transports:no_such_device\n")
+    document = tmp_path / "doc.md"
+    document.write_text("# Doc\n")
+    done = ce("serve", str(document), "--port", "0", "--owner-port", "0", "--transport", name,
+              env={"PYTHONPATH": str(site)}, timeout=30)
+    assert done.returncode == EXIT_CODES["transport_unavailable"], done.stdout + done.stderr
+    assert done.stderr.startswith("ce serve: transport_unavailable: ") and said in done.stderr, done.stderr
+    assert not RoomFiles.of(document).state.exists()

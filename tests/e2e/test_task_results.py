@@ -1,4 +1,4 @@
-"""Every task result is the core ``CallToolResult`` (issue 40 item 1).
+"""Every task result is the core ``CallToolResult``.
 
 ext-tasks (the official TypeScript tasks client) decodes a completed task's
 ``result`` as the core ``CallToolResult``, whose ``resultType`` is required:

@@ -17,7 +17,7 @@ from tests.engine.boardkit import CAPS, observe, room  # noqa: F401 - room is a 
 from tests.fakeclock import join, open_engine
 
 
-# -- ACK and audit (issue 11 items 6 and 9) ------------------------------------------
+# -- ACK and audit ------------------------------------------
 
 def test_ack_state_belongs_to_the_recipient_and_the_message(room, clock):
     engine, c, w, w2 = room
@@ -150,7 +150,7 @@ def test_a_version_4_sidecar_gains_ack_audit_and_peer_tables(tmp_path, clock):
         again.close()
 
 
-# -- peers (issue 11 item 7), with the injected clock ---------------------------------
+# -- peers, with the injected clock ---------------------------------
 
 def _aware(engine, actor):
     return engine.project_peers(actor, frozenset()).get("commonroom/peer_awareness", [])

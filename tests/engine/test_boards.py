@@ -373,12 +373,12 @@ def test_a_version_2_or_3_sidecar_is_upgraded_in_place(tmp_path, clock, start):
         con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
         con.commit()
         con.close()
-    readonly = Engine.open(tmp_path / "doc.md", clock=clock, readonly=True)  # a read-only open upgrades too
-    assert readonly.store.meta("schema_version") == str(store_db.SCHEMA_VERSION)
-    assert readonly.list_session_messages(OPERATOR, c.session_id)["messages"] == []
-    readonly.close()
-    again = Engine.open(tmp_path / "doc.md", clock=clock)
+    with pytest.raises(InvalidRequest, match="left as it is"):  # a reader never upgrades
+        Engine.open(tmp_path / "doc.md", clock=clock, readonly=True)
+    again = Engine.open(tmp_path / "doc.md", clock=clock)  # the room's writer does
     try:
+        assert again.store.meta("schema_version") == str(store_db.SCHEMA_VERSION)
+        assert again.list_session_messages(OPERATOR, c.session_id)["messages"] == []
         assert again.authenticate  # sessions kept
         posted = again.post_session_message(OPERATOR, c.session_id, "note", "after the upgrade")
         assert again.list_session_messages(OPERATOR, c.session_id)["messages"] == [posted]

@@ -1,4 +1,4 @@
-"""The document's conventions survive every write path, byte for byte (issue 9, item 10).
+"""The document's conventions survive every write path, byte for byte.
 
 Property-based (hypothesis), in process on the engine: every corpus document
 (a window of its lines, so the large changelogs stay quick) rendered LF,

@@ -1,4 +1,4 @@
-"""Handoffs and tasks in-process, on the injected clock (issue 10 items 1-3).
+"""Handoffs and tasks in-process, on the injected clock.
 
 The lifecycle, who may do what, idempotent creation, the limits (nothing
 stored past one), the handoff's own event list, the TTL sweep, and a
@@ -386,12 +386,12 @@ def test_a_version_2_sidecar_opens_keeps_its_history_and_gains_the_tables(tmp_pa
         con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     events = con.execute("SELECT id, type, payload FROM event ORDER BY id").fetchall()
     con.close()
-    readonly = Engine.open(tmp_path / "doc.md", clock=clock, readonly=True)
-    assert readonly.handoffs(OPERATOR)["handoffs"] == []
-    readonly.close()
+    with pytest.raises(InvalidRequest, match="left as it is"):  # a reader never upgrades
+        Engine.open(tmp_path / "doc.md", clock=clock, readonly=True)
     again = Engine.open(tmp_path / "doc.md", clock=clock)
     try:
         assert again.store.meta("schema_version") == str(store_db.SCHEMA_VERSION)
+        assert again.handoffs(OPERATOR)["handoffs"] == []
         con = sqlite3.connect(path)
         assert con.execute("SELECT id, type, payload FROM event ORDER BY id").fetchall() == events
         con.close()

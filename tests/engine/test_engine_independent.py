@@ -1,4 +1,4 @@
-"""Two engines in one process are independent (issue 8, point 5).
+"""Two engines in one process are independent.
 
 Each ``Store`` defines its own model classes bound to its own database, so
 opening a second room in the same process never redirects the first one's

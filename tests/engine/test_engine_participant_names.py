@@ -1,4 +1,4 @@
-"""One participant per name, up to case and width (issue 9, item 11), in process.
+"""One participant per name, up to case and width, in process.
 
 A participant is identified by ``participant_key`` (NFKC, case-folded) and
 shown by the name first given; an invitation for any equivalent name adds a
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from commonroom.engine import OPERATOR, Engine
+from commonroom.errors import InvalidRequest
 from commonroom.store import db as store_db
 from commonroom.store.models import DUPLICATE_KEY_SEPARATOR, participant_key
 from tests.fakeclock import ALL, FakeClock, join, open_engine
@@ -195,15 +196,15 @@ def test_a_version_1_sidecar_opens_keeps_its_history_and_keys_duplicates_apart(t
     readonly.close()
 
 
-def test_a_read_only_open_upgrades_a_version_1_sidecar(tmp_path):
+def test_a_read_only_open_leaves_a_version_1_sidecar_as_it_is(tmp_path):
     _, before = make_v1_sidecar(tmp_path)
-    engine = Engine.open(tmp_path / "doc.md", clock=FakeClock(), readonly=True)
-    try:
-        assert engine.store.meta("schema_version") == str(store_db.SCHEMA_VERSION)
-        assert sorted(n for n, _ in names(engine)) == ["Ana", "ana", "bob"]
-        assert engine.version(OPERATOR, 2)["summary"] == "by Ana"
-    finally:
-        engine.close()
+    sidecar = tmp_path / "doc.md.commonroom.db"
+    with pytest.raises(InvalidRequest, match="schema version 1, older") as refused:
+        Engine.open(tmp_path / "doc.md", clock=FakeClock(), readonly=True)
+    assert refused.value.details["schema_version"] == 1
+    con = sqlite3.connect(sidecar)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
+    con.close()
 
 
 def test_a_newer_sidecar_is_refused(tmp_path):

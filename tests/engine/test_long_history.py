@@ -1,4 +1,4 @@
-"""Long histories read back byte for byte (issue 37): compressed checkpoints spaced by bytes, segments
+"""Long histories read back byte for byte: compressed checkpoints spaced by bytes, segments
 with anchors (engine/versions.py, engine/segments.py), and sidecars written before schema 10.
 
 A seeded random history (line replacements, insertions, deletions, rewrites of most of the text,

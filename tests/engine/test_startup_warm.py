@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 
 from commonroom.engine import OPERATOR, Engine
-from commonroom.http.app import RoomASGI
+from commonroom.http.edge import Edge
+from commonroom.http.lifespan import Lifespan
 from commonroom.room import build_room
 
 LINES = 600
@@ -23,7 +24,7 @@ def stored_checkpoints(engine: Engine) -> list[int]:
         'SELECT "number" FROM "version" WHERE "content" IS NOT NULL OR "packed" IS NOT NULL ORDER BY "number"')]
 
 
-async def lifespan(app: RoomASGI, check) -> None:
+async def lifespan(app: Edge, check) -> None:
     """Run the app's lifespan: startup, ``check()`` right after startup.complete, shutdown."""
     inbox: asyncio.Queue = asyncio.Queue()
     sent: list[str] = []
@@ -53,8 +54,8 @@ def test_startup_completes_with_every_checkpoint_warm(tmp_path):
     writer.close()
     assert len(stored) >= 4
 
-    engine, owner_app, ingress_app, hooks = build_room(document, "0" * 64)
-    app = RoomASGI(owner_app, ingress_app, 1, on_shutdown=hooks, on_startup=hooks.startup)
+    engine, owner, ingress, hooks = build_room(document, "0" * 64)
+    app = Edge(owner, ingress, 1, Lifespan(hooks.startup, list(hooks)))
     warm: dict[str, list[int]] = {}
 
     def check() -> None:

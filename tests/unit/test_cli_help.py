@@ -1,4 +1,4 @@
-"""``ce --help`` prints the help stored at codegen time, without Typer (issue 13, point 6: in 150 ms).
+"""``ce --help`` prints the help stored at codegen time, without Typer, so it starts within 150 ms.
 
 - The stored text (``commonroom/cli/help.txt``) is byte for byte what the
   Typer application prints for ``ce --help`` on an 80-column terminal, run

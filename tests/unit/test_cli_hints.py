@@ -1,4 +1,4 @@
-"""Every error code's ``next:`` hint: the one step that can work, or nothing (issue 36, point 6).
+"""Every error code's ``next:`` hint: the one step that can work, or nothing.
 
 Each code of the catalogue has an entry in :data:`commonroom.cli.render.NEXT`;
 every ``ce`` command a hint names is a real command; the hints worded from

@@ -3,7 +3,7 @@
 - ``--check`` passes on the tree, and fails (exit 1, naming the files) when a
   copy of ``schema/`` is changed, a schema is added, or a generated file is
   edited or removed. An untouched copy passes (so the failures are real).
-- Every module under ``generated.types`` imports, and every top-level shape
+- Every module under ``commonroom.generated.types`` imports, and every top-level shape
   of every schema file (the file itself when it describes a value, and each of
   its ``$defs``) validates a synthesised sample with both its generated
   ``TypedDict`` (checked at run time by pydantic, strictly) and
@@ -27,7 +27,7 @@ import pydantic
 import pytest
 import typing_extensions
 
-import generated.types
+import commonroom.generated.types
 from commonroom import schemas
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -258,7 +258,7 @@ def shapes() -> list[tuple[str, str | None]]:
 
 
 def type_for(file: str, definition: str | None) -> Any:
-    module = importlib.import_module("generated.types." + Path(file).stem.replace("-", "_"))
+    module = importlib.import_module("commonroom.generated.types." + Path(file).stem.replace("-", "_"))
     if definition is None:
         name = _class_name(schemas.load_all()[file].get("title", Path(file).stem))
     else:
@@ -269,12 +269,12 @@ def type_for(file: str, definition: str | None) -> Any:
 
 
 def test_every_generated_type_module_imports():
-    names = [m.name for m in pkgutil.iter_modules(generated.types.__path__)]
+    names = [m.name for m in pkgutil.iter_modules(commonroom.generated.types.__path__)]
     stems = sorted(p.stem.replace("-", "_") for p in SCHEMA_DIR.glob("*.json"))
     assert sorted(names) == stems, "one type module per schema file"
     assert sorted(Path(f).stem.replace("-", "_") for f in schemas.load_all()) == stems
     for name in names:
-        module = importlib.import_module(f"generated.types.{name}")
+        module = importlib.import_module(f"commonroom.generated.types.{name}")
         assert any(typing_extensions.is_typeddict(v) for v in vars(module).values()), name
 
 

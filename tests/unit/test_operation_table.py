@@ -1,4 +1,4 @@
-"""One declaration reaches every place (issue 8, point 1).
+"""One declaration reaches every place.
 
 A test-only table gets one extra operation; the HTTP routes of both
 listeners, the MCP tools (input and output schemas), both OpenAPI

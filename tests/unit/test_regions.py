@@ -384,7 +384,7 @@ def test_overlaps():
     assert not overlaps(Span(4, 3), Span(5, 4))
 
 
-# ------------------------------------------------------------ conventions (issue 9, item 10)
+# ------------------------------------------------------------ conventions
 
 
 def test_replacement_takes_the_document_conventions():

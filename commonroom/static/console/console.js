@@ -2,59 +2,9 @@
 // Everything from the room is rendered with textContent (never as HTML).
 "use strict";
 (() => {
-  const $ = (id) => document.getElementById(id);
-  const enc = encodeURIComponent;
+  const { $, enc, el, plural, lineCount, shortId, sleep, relative, when, tickTimes, count, fill, diffView, lineDiff,
+    numbered, lineSpan, overlaps } = window.CR;
   const PAGE = 200;
-
-  // -- small helpers ---------------------------------------------------------
-  function el(tag, opts, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(opts || {})) {
-      if (value === undefined || value === null || value === false) continue;
-      if (key === "class") node.className = value;
-      else if (key === "text") node.textContent = value;
-      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value === true ? "" : String(value));
-    }
-    for (const child of children) {
-      if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    }
-    return node;
-  }
-  const plural = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
-  // Lines as an editor counts them: the final newline ends the last line, it does not start another.
-  const lineCount = (text) => (text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0));
-  // An id as the tables print it: the prefix and 8 characters (the whole id stays in the title).
-  const shortId = (id) => { const cut = id.indexOf("_") + 1; return id.length > cut + 8 ? id.slice(0, cut + 8) + "…" : id; };
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-  function relative(stamp) {
-    const then = Date.parse(stamp);
-    if (Number.isNaN(then)) return String(stamp);
-    const s = Math.round((Date.now() - then) / 1000);
-    const future = s < 0, a = Math.abs(s);
-    const text = a < 10 ? "just now" : a < 60 ? `${a}s` : a < 3600 ? `${Math.floor(a / 60)}m`
-      : a < 86400 ? `${Math.floor(a / 3600)}h` : `${Math.floor(a / 86400)}d`;
-    return a < 10 ? text : future ? `in ${text}` : `${text} ago`;
-  }
-  function when(stamp) {
-    if (!stamp) return el("span", { class: "muted", text: "—" });
-    const exact = new Date(stamp);
-    return el("time", { datetime: stamp, title: `${exact.toLocaleString()} (${stamp})`, "data-ts": stamp,
-      text: relative(stamp) });
-  }
-  function tickTimes() {
-    for (const node of document.querySelectorAll("time[data-ts]")) node.textContent = relative(node.dataset.ts);
-  }
-  function count(node, items, page, noun) {
-    const more = page && page.next_cursor;
-    const n = items.length, word = noun && n !== 1 && !more ? noun + "s" : noun;
-    node.textContent = `${n}${more ? "+" : ""} ${more && noun ? noun + "s" : word}${more ? " (truncated: showing the first " + n + ")" : ""}`;
-  }
-  function fill(node, items, render, empty) {
-    node.replaceChildren(...(items.length ? items.map(render) : [el("li", { class: "empty", text: empty })]));
-  }
 
   // -- the API (the same operations as every client; cookie auth) ------------------
   let inflight = 0;
@@ -81,56 +31,72 @@
   }
 
   // -- panels -------------------------------------------------------------------
-  function diffView(node, text) {
-    const lines = text ? text.replace(/\n$/, "").split("\n") : [];
-    node.replaceChildren(...(lines.length ? lines.map((line) => el("span", {
-      class: line.startsWith("@@") ? "hunk" : line.startsWith("+++") || line.startsWith("---") ? "file"
-        : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "ctx", text: line + "\n" })) : [el("span", { class: "muted", text: "no changes" })]));
-  }
-  // A line diff (LCS) of two texts, as unified-style lines: for proposals.
-  function lineDiff(before, after) {
-    const a = before.replace(/\n$/, "").split("\n"), b = after.replace(/\n$/, "").split("\n");
-    if (a.length * b.length > 400000) return ["@@ too large to diff here @@", ...b.map((l) => "+" + l)].join("\n");
-    const m = a.length, n = b.length, t = Array.from({ length: m + 1 }, () => new Uint32Array(n + 1));
-    for (let i = m - 1; i >= 0; i--) for (let j = n - 1; j >= 0; j--)
-      t[i][j] = a[i] === b[j] ? t[i + 1][j + 1] + 1 : Math.max(t[i + 1][j], t[i][j + 1]);
-    const out = []; let i = 0, j = 0;
-    while (i < m && j < n) {
-      if (a[i] === b[j]) { out.push(" " + a[i]); i++; j++; } else if (t[i + 1][j] >= t[i][j + 1]) out.push("-" + a[i++]);
-      else out.push("+" + b[j++]);
-    }
-    while (i < m) out.push("-" + a[i++]);
-    while (j < n) out.push("+" + b[j++]);
-    return out.join("\n");
-  }
-
-  let chosenVersion = null, followHead = true; // the diff follows the head until a version is chosen
+  // Every version, 12 a page, newest first: Older / Newer walk the cursors of versions_list. The chosen
+  // version shows as its changes (the diff from the one before) or as its whole text, with line numbers.
+  const pager = { cursors: [null], at: 0 };
+  let head = 0, chosenVersion = null, followHead = true, versionView = "diff";
   async function loadRoom() {
+    const cursor = pager.cursors[pager.at];
     const [room, doc, versions] = await Promise.all([api("GET", "/workspace/room"), api("GET", "/workspace/document"),
-      api("GET", "/workspace/versions?limit=12")]);
+      api("GET", `/workspace/versions?limit=12${cursor ? "&cursor=" + enc(cursor) : ""}`)]);
+    head = room.head_version;
     $("head").textContent = `v${room.head_version}`;
-    $("document").textContent = doc.text;
+    numbered($("document"), doc.text);
     $("doc-meta").textContent = `version ${doc.version} · ${plural(lineCount(doc.text), "line")} · ${plural(room.participants, "participant")} · ${plural(room.sessions, "live session")}`;
-    count($("versions-count"), versions.versions, versions, "version");
-    if (followHead || chosenVersion === null || chosenVersion > room.head_version
-      || !versions.versions.some((v) => v.number === chosenVersion)) chosenVersion = room.head_version;
-    fill($("versions"), versions.versions, (v) => el("li", {},
+    const shown = versions.versions;
+    $("versions-count").textContent = shown.length ? `v${shown[0].number}–v${shown[shown.length - 1].number} of ${plural(head, "version")}` : "";
+    $("versions-older").disabled = !versions.next_cursor;
+    $("versions-newer").disabled = pager.at === 0;
+    pager.cursors[pager.at + 1] = versions.next_cursor || null;
+    if (followHead || chosenVersion === null || chosenVersion > head) chosenVersion = head;
+    fill($("versions"), shown, (v) => el("li", {},
       el("button", { type: "button", class: "linkish" + (v.number === chosenVersion ? " chosen" : ""), "aria-pressed": v.number === chosenVersion ? "true" : "false",
-        onclick: () => { chosenVersion = v.number; followHead = v.number === room.head_version; loadRoom().catch((e) => flash(`diff failed: ${e.message}`, true)); } }, `v${v.number}`),
+        onclick: () => { chosenVersion = v.number; followHead = v.number === head; loadRoom().catch((e) => flash(`version failed: ${e.message}`, true)); } }, `v${v.number}`),
       " ", el("span", { class: "who", text: v.author || "room" }), " ", when(v.created_at), " ",
       el("span", { class: "muted", text: [v.source, v.summary].filter(Boolean).join(" · ") })), "no versions");
-    const diff = chosenVersion > 1 ? await api("GET", `/workspace/diff?from=${chosenVersion - 1}&to=${chosenVersion}`)
-      : { diff: "" };
-    diffView($("version-diff"), chosenVersion > 1 ? diff.diff : `(version 1: the first text)`);
+    await showVersion();
   }
+  async function showVersion() {
+    const n = chosenVersion, view = $("version-diff");
+    $("version-chosen").textContent = n ? `v${n}${n === head ? " (head)" : ""}` : "";
+    $("version-as-diff").setAttribute("aria-pressed", String(versionView === "diff"));
+    $("version-as-text").setAttribute("aria-pressed", String(versionView === "text"));
+    if (!n) return;
+    if (versionView === "text") {
+      view.className = "text";
+      numbered(view, (await api("GET", `/workspace/versions/${n}`)).text);
+      view.setAttribute("aria-label", `version ${n}, its whole text`);
+      return;
+    }
+    view.className = "diff";
+    view.setAttribute("aria-label", `changes of version ${n}`);
+    diffView(view, n > 1 ? (await api("GET", `/workspace/diff?from=${n - 1}&to=${n}`)).diff : "(version 1: the first text)");
+  }
+  function page(step) {
+    pager.at = Math.max(0, pager.at + step);
+    loadRoom().catch((e) => flash(`versions failed: ${e.message}`, true));
+  }
+  function viewAs(kind) { versionView = kind; showVersion().catch((e) => flash(`version failed: ${e.message}`, true)); }
 
   const baseTexts = new Map();
   async function baseText(number) {
     if (!baseTexts.has(number)) baseTexts.set(number, (await api("GET", `/workspace/versions/${number}`)).text);
     return baseTexts.get(number);
   }
+  // Why Approve cannot work now, or null: another session's live lease on the proposal's lines (at the head),
+  // or an earlier attempt the room refused at this same head (the reason it gave). The approval itself stays
+  // the room's decision; this only keeps a button from promising what the room will refuse.
+  const refusals = new Map(); // proposal id -> { head, text }
+  function blocked(p, leases) {
+    const refused = refusals.get(p.id);
+    if (refused && refused.head === head) return refused.text;
+    if (p.base_version !== head) return null; // the room rebases on approval: only trying tells
+    const lease = leases.find((l) => l.session_id !== p.session_id && overlaps(l.lines, p.lines));
+    return lease ? `blocked: ${lease.participant} holds ${lineSpan(lease.lines)} until ${new Date(lease.expires_at).toLocaleTimeString()}; wait, or break the lease` : null;
+  }
   async function loadProposals() {
-    const page = await api("GET", `/workspace/proposals?limit=${PAGE}`);
+    const [page, leasePage] = await Promise.all([api("GET", `/workspace/proposals?limit=${PAGE}`),
+      api("GET", `/workspace/leases?limit=${PAGE}`)]);
     const items = page.proposals.slice().sort((x, y) => (x.status === "open" ? 0 : 1) - (y.status === "open" ? 0 : 1)
       || (x.status === "open" ? 0 : Date.parse(y.created_at) - Date.parse(x.created_at)));
     const shown = items.filter((p) => p.status === "open").concat(items.filter((p) => p.status !== "open").slice(0, 5));
@@ -143,26 +109,44 @@
         const [start, end] = p.lines || [1, base.length];
         diffView(diff, lineDiff(base.slice(start - 1, end).join("\n"), p.text));
       } catch (e) { diffView(diff, p.text.split("\n").map((l) => "+" + l).join("\n")); }
+      const why = p.status === "open" ? blocked(p, leasePage.leases) : null;
       const actions = p.status === "open" ? el("div", { class: "actions" },
-        el("button", { type: "button", class: "approve", onclick: () => decide(p, "approve") }, "Approve"),
+        el("button", { type: "button", class: "approve", disabled: Boolean(why), title: why || "commit it as the next version",
+          "aria-describedby": why ? `why-${p.id}` : null, onclick: () => decide(p, "approve") }, "Approve"),
         el("input", { type: "text", placeholder: "reason (optional)", "aria-label": `reason to reject ${p.id}`, id: `reason-${p.id}` }),
         el("button", { type: "button", class: "reject", onclick: () => decide(p, "reject") }, "Reject"))
         : el("div", { class: "muted", text: `${p.status}${p.decided_by ? " by " + p.decided_by : ""}${p.committed_version ? " → v" + p.committed_version : ""}${p.reason ? " · " + p.reason : ""}` });
-      return el("article", { class: `card status-${p.status}` },
+      const base = p.rebased_from ? `base v${p.base_version} (rebased from v${p.rebased_from})` : `on v${p.base_version}`;
+      return el("article", { class: `card status-${p.status}`, "data-id": p.id },
         el("div", { class: "card-head" }, el("span", { class: `badge ${p.status}`, text: p.status }), " ",
           el("strong", { text: p.summary || "(no summary)" }), " ",
-          el("span", { class: "muted", text: `by ${p.author} on v${p.base_version}${p.lines ? (p.lines[0] === p.lines[1] ? ` line ${p.lines[0]}` : ` lines ${p.lines[0]}–${p.lines[1]}`) : ""}` }), " ", when(p.created_at)),
-        diff, actions);
+          el("span", { class: "muted", text: `by ${p.author} ${base}${p.lines ? " " + lineSpan(p.lines) : ""}${p.status === "open" && p.base_version !== head ? ` · head is v${head}` : ""}` }), " ", when(p.created_at)),
+        diff, actions, why ? el("p", { class: "why", id: `why-${p.id}`, text: why }) : null, cardError(`proposal:${p.id}`));
     }));
     $("proposals").replaceChildren(...(cards.length ? cards : [el("p", { class: "empty", text: "no proposals" })]));
   }
+  // A failed action says so in its own card (kept across repaints until that action succeeds).
+  const errors = new Map();
+  function cardError(key) {
+    const text = errors.get(key);
+    return text ? el("p", { class: "card-error", role: "alert", "data-error": key, text }) : null;
+  }
+  function actionFailed(key, verb, e) { errors.set(key, `${verb} failed: ${e.message}${e.code ? ` (${e.code})` : ""}`); }
   async function decide(p, verb) {
     const reason = verb === "reject" ? ($(`reason-${p.id}`) || {}).value : undefined;
+    const key = `proposal:${p.id}`;
     try {
       await api("POST", `/workspace/proposals/${enc(p.id)}/${verb}`, reason ? { reason } : {});
-      await Promise.all([loadProposals(), loadRoom()]);
+      errors.delete(key); refusals.delete(p.id);
       flash(`${verb === "approve" ? "approved" : "rejected"} ${p.id}`);
-    } catch (e) { flash(`${verb} failed: ${e.message}`, true); }
+    } catch (e) {
+      actionFailed(key, verb, e);
+      if (verb === "approve" && (e.code === "proposal_conflict" || e.code === "lease_conflict")) {
+        refusals.set(p.id, { head, text: e.code === "proposal_conflict"
+          ? `no longer applies at v${head}: reject it, or ask ${p.author} to propose again on v${head}` : `blocked: ${e.message}` });
+      }
+    }
+    await Promise.all([loadProposals(), loadRoom()]).catch(() => {});
   }
 
   let sessions = [];
@@ -195,18 +179,47 @@
   async function loadLeases() {
     const page = await api("GET", `/workspace/leases?limit=${PAGE}`);
     count($("leases-count"), page.leases, page, "live lease");
-    fill($("leases"), page.leases, (l) => el("li", {}, el("span", { class: "who", text: l.participant }), " holds ",
-      el("span", { class: "mono", text: l.lines ? `lines ${l.lines[0]}–${l.lines[1]}` : "the document" }),
-      " ", el("span", { class: "muted", text: regionText(l.region) }), " · expires ", when(l.expires_at)), "no live leases");
+    fill($("leases"), page.leases, (l) => el("li", { "data-id": l.id }, el("span", { class: "who", text: l.participant }), " holds ",
+      el("span", { class: "mono", text: lineSpan(l.lines) }),
+      " ", el("span", { class: "muted", text: regionText(l.region) }), " · expires ", when(l.expires_at), " ",
+      el("button", { type: "button", class: "break", title: `end ${l.participant}'s lease now (recorded as the operator)`,
+        onclick: (ev) => breakLease(l, ev.currentTarget) }, "Break"), cardError(`lease:${l.id}`)), "no live leases");
+  }
+  // Breaking a lease takes two clicks: the first asks, the second breaks (no dialog).
+  async function breakLease(l, button) {
+    if (!button.dataset.armed) {
+      button.dataset.armed = "1"; button.textContent = `Break ${l.participant}'s lease?`; button.classList.add("reject");
+      return;
+    }
+    const key = `lease:${l.id}`;
+    try {
+      await api("DELETE", `/workspace/leases/${enc(l.id)}`);
+      errors.delete(key); flash(`broke ${l.participant}'s lease on ${lineSpan(l.lines)}`);
+    } catch (e) { actionFailed(key, "break", e); }
+    await Promise.all([loadLeases(), loadProposals()]).catch(() => {});
   }
 
-  // The task's status where the handoff's does not settle it: an open or accepted handoff's task is
-  // working or input_required (the assignee waits for the owner). The operator sees every task.
+  // Repainting a list keeps what the operator is typing in it (values by data-draft key) and the focus.
+  const drafts = new Map();
+  function keepDrafts(container, paint) {
+    const active = document.activeElement;
+    const focused = active && container.contains(active) ? active.dataset.draft : null;
+    paint();
+    for (const input of container.querySelectorAll("[data-draft]")) {
+      if (drafts.has(input.dataset.draft)) input.value = drafts.get(input.dataset.draft);
+      input.addEventListener("input", () => drafts.set(input.dataset.draft, input.value));
+    }
+    const again = focused && container.querySelector(`[data-draft="${CSS.escape(focused)}"]`);
+    if (again) again.focus();
+  }
+
+  // The task of an open or accepted handoff: working, or input_required with the assignee's question for the
+  // owner, which the operator may answer here (task_update). The operator sees every task.
   const LIVE_HANDOFF = ["open", "accepted"];
-  async function taskStatuses(handoffs) {
+  async function liveTasks(handoffs) {
     const live = handoffs.filter((h) => LIVE_HANDOFF.includes(h.status));
     const found = await Promise.all(live.map((h) =>
-      api("GET", `/workspace/task?task_id=${encodeURIComponent(h.task_id)}`).then((t) => [h.id, t.status], () => [h.id, null])));
+      api("GET", `/workspace/task?task_id=${enc(h.task_id)}`).then((t) => [h.id, t], () => [h.id, null])));
     return new Map(found);
   }
 
@@ -215,17 +228,69 @@
     const gen = ++handoffsGen;
     const page = await api("GET", `/workspace/handoffs?limit=${PAGE}`);
     const items = page.handoffs.slice().reverse();
-    const tasks = await taskStatuses(items);
+    const tasks = await liveTasks(items);
     if (gen !== handoffsGen) return;
     count($("handoffs-count"), items, page, "handoff");
-    fill($("handoffs"), items, (h) => {
+    keepDrafts($("handoffs"), () => fill($("handoffs"), items, (h) => {
       const task = tasks.get(h.id);
       return el("li", { "data-id": h.id }, el("span", { class: `badge ${h.status}`, text: h.status }), " ",
         el("strong", { text: h.summary }), " ", el("span", { class: "muted", text: `${h.owner ?? "?"} → ${h.assignee ?? "anyone"} · ` }),
         el("span", { class: "mono muted", title: `task ${h.task_id}`, text: `task ${h.task_id.slice(0, 12)}…` }),
-        task ? el("span", { class: `badge task ${task}`, title: "the task's status", text: task.replace("_", " ") }) : null,
-        " · ", when(h.updated_at));
-    }, "no handoffs");
+        task ? el("span", { class: `badge task ${task.status}`, title: "the task's status", text: task.status.replace("_", " ") }) : null,
+        " · ", when(h.updated_at),
+        task && task.status === "input_required" ? questions(h, task) : null,
+        h.status === "result_ready" ? resultStep(h) : null,
+        cardError(`handoff:${h.id}`));
+    }, "no handoffs"));
+  }
+  // Each outstanding input request: the assignee's question and a field per property it asks for.
+  function questions(h, task) {
+    return el("div", { class: "step" }, ...Object.entries(task.inputRequests || {}).map(([key, request]) => {
+      const params = request.params || request;
+      const props = Object.entries((params.requestedSchema || {}).properties || { answer: { type: "string" } });
+      return el("form", { class: "answer", "data-key": key, onsubmit: (ev) => { ev.preventDefault(); answerTask(h, task, key, ev.currentTarget); } },
+        el("p", { class: "question" }, el("span", { class: "badge question", text: "question" }), " ",
+          el("span", { text: params.message || "(no question text)" }), el("span", { class: "muted", text: ` — ${h.assignee ?? "the assignee"} asks` })),
+        ...props.map(([name, prop]) => el("label", { class: "field" }, el("span", { class: "muted", text: prop.title || prop.description || name }),
+          el("textarea", { rows: "2", "data-draft": `${task.taskId}:${key}:${name}`, "data-field": name, "data-type": prop.type || "string" }))),
+        el("button", { type: "submit", class: "approve" }, "Send answer"));
+    }));
+  }
+  async function answerTask(h, task, key, form) {
+    const content = {};
+    for (const input of form.querySelectorAll("[data-field]")) {
+      const type = input.dataset.type, value = input.value;
+      content[input.dataset.field] = type === "number" || type === "integer" ? Number(value)
+        : type === "boolean" ? /^(true|yes|y|1)$/i.test(value.trim()) : value;
+    }
+    const where = `handoff:${h.id}`;
+    try {
+      await api("POST", "/workspace/task/update", { task_id: task.taskId, input_responses: { [key]: content } });
+      errors.delete(where);
+      for (const input of form.querySelectorAll("[data-draft]")) drafts.delete(input.dataset.draft);
+      flash(`answered ${h.assignee ?? "the assignee"} on "${h.summary}"`);
+    } catch (e) { actionFailed(where, "answer", e); }
+    await loadHandoffs().catch(() => {});
+  }
+  // A result waiting for a decision: the result text, Approve, Reject with an optional reason.
+  function resultStep(h) {
+    return el("div", { class: "step" },
+      el("pre", { class: "result", tabindex: "0", "aria-label": `result of ${h.summary}`, text: h.result ?? "(no result text)" }),
+      el("div", { class: "actions" },
+        el("button", { type: "button", class: "approve", onclick: () => decideHandoff(h, "approve") }, "Approve result"),
+        el("input", { type: "text", placeholder: "reason (optional)", "aria-label": `reason to reject the result of ${h.summary}`,
+          id: `hreason-${h.id}`, "data-draft": `hreason:${h.id}` }),
+        el("button", { type: "button", class: "reject", onclick: () => decideHandoff(h, "reject") }, "Reject result")));
+  }
+  async function decideHandoff(h, verb) {
+    const reason = verb === "reject" ? ($(`hreason-${h.id}`) || {}).value : undefined;
+    const where = `handoff:${h.id}`;
+    try {
+      await api("POST", `/workspace/handoffs/${enc(h.id)}/${verb}`, reason ? { reason } : {});
+      errors.delete(where); drafts.delete(`hreason:${h.id}`);
+      flash(`${verb === "approve" ? "approved" : "rejected"} the result of "${h.summary}"`);
+    } catch (e) { actionFailed(where, verb, e); }
+    await loadHandoffs().catch(() => {});
   }
 
   // -- refresh, keeping the last good data --------------------------------------------
@@ -253,7 +318,7 @@
 
   // -- the room's events (EventSource with the cookie), reconnecting with a bounded backoff ---------
   const ROUTES = [["version.", ["room", "proposals"]], ["document.", ["room"]], ["proposal.", ["proposals", "room"]],
-    ["lease.", ["leases"]], ["handoff.", ["handoffs"]], ["participant.", ["people"]], ["session.", ["people"]],
+    ["lease.", ["leases", "proposals"]], ["handoff.", ["handoffs"]], ["participant.", ["people"]], ["session.", ["people"]],
     ["invitation.", []], ["board.", ["people"]]];
   const TYPES = ["invitation.created", "invitation.revoked", "participant.joined", "session.opened", "session.revoked",
     "version.committed", "document.external_edit", "document.external_edit_rejected", "lease.acquired", "lease.renewed",
@@ -350,6 +415,7 @@
   }
   board.refresh = async () => { const snap = await snapshot(board.sid); merge([...snap.all.values()]); };
   function choose(sid) {
+    if (sid !== board.sid) { endReply(); endComplete(); }
     board.sid = sid; board.messages = new Map(); board.truncated = false; renderBoard(); loadSummaries(sid);
     $("compose-send").disabled = !sid; restartBoard();
     if (!$("session-list").querySelector(`[data-sid="${CSS.escape(sid)}"]`)) $("session-search").value = "";
@@ -369,7 +435,7 @@
         el("span", { class: `badge ${m.status}`, text: m.status }),
         m.reply_to ? el("span", { class: "muted", text: ` ↳ reply to ${byId.has(m.reply_to) ? byId.get(m.reply_to).kind : ""} ${m.reply_to}` }) : null,
         m.tags && m.tags.length ? el("span", { class: "muted", text: " #" + m.tags.join(" #") }) : null),
-      el("p", { class: "body", text: m.body }))) : [el("li", { class: "empty", text: board.sid ? "no retained messages" : "choose a session to see its board" })]));
+      el("p", { class: "body", text: m.body }), messageActions(m))) : [el("li", { class: "empty", text: board.sid ? "no retained messages" : "choose a session to see its board" })]));
     const n = items.length;
     $("board").dataset.count = String(n);
     $("board-count").textContent = board.sid ? `${n}${board.truncated ? "+ (truncated)" : ""} retained message${n === 1 ? "" : "s"}` : "";
@@ -451,6 +517,65 @@
     }
   }
 
+  // -- the operator's steps on a message: reply, answer a question, complete a todo ------------------
+  function messageActions(m) {
+    const open = m.status === "open";
+    return el("div", { class: "msg-actions" },
+      el("button", { type: "button", class: "linkish", onclick: () => startReply(m, false) }, "Reply"),
+      m.kind === "question" && open ? el("button", { type: "button", class: "linkish", onclick: () => startReply(m, true) }, "Answer") : null,
+      m.kind === "todo" && open ? el("button", { type: "button", class: "linkish", onclick: () => startComplete(m) }, "Complete…") : null);
+  }
+  const reply = { to: null };
+  function startReply(m, asAnswer) {
+    reply.to = m;
+    const answer = $("compose-kind").querySelector("option[value=answer]");
+    answer.disabled = !asAnswer; answer.hidden = !asAnswer;
+    if (asAnswer) $("compose-kind").value = "answer";
+    else if ($("compose-kind").value === "answer") $("compose-kind").value = "note";
+    $("reply-text").textContent = `${asAnswer ? "answering" : "replying to"} ${m.kind} ${shortId(m.message_id)} by ${m.author ? m.author.name : "?"}: ${m.body.slice(0, 80)}${m.body.length > 80 ? "…" : ""}`;
+    $("reply-chip").hidden = false;
+    $("compose-body").focus();
+  }
+  function endReply() {
+    reply.to = null; $("reply-chip").hidden = true;
+    const answer = $("compose-kind").querySelector("option[value=answer]");
+    if ($("compose-kind").value === "answer") $("compose-kind").value = "note";
+    answer.disabled = true; answer.hidden = true;
+  }
+  // Completing a todo: the assignment's fence is read at send time; the completion key is kept while the answer
+  // is the same, so a retry after a lost answer replays instead of completing twice.
+  const completing = { message: null, key: null, answer: null };
+  function startComplete(m) {
+    completing.message = m; completing.key = null;
+    $("complete-target").textContent = `${shortId(m.message_id)}: ${m.body.slice(0, 80)}${m.body.length > 80 ? "…" : ""}`;
+    $("complete-state").textContent = ""; $("complete-state").className = "muted";
+    $("complete-form").hidden = false; $("complete-answer").focus();
+  }
+  function endComplete() { completing.message = null; $("complete-form").hidden = true; $("complete-answer").value = ""; }
+  function newKey() {
+    return "console-" + (window.crypto && crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(36).slice(2)}`);
+  }
+  async function complete(ev) {
+    ev.preventDefault();
+    const m = completing.message, answer = $("complete-answer").value;
+    if (!m || !board.sid) return;
+    if (!answer.trim()) { $("complete-state").textContent = "write the answer first"; return; }
+    if (completing.answer !== answer || !completing.key) { completing.key = newKey(); completing.answer = answer; }
+    $("complete-send").disabled = true; $("complete-state").textContent = "completing…"; $("complete-state").className = "muted";
+    try {
+      const base = `/workspace/boards/${enc(board.sid)}/messages/${enc(m.message_id)}`;
+      const fence = (await api("GET", `${base}/assignment`)).assignment_fence;
+      const done = await api("POST", `${base}/complete`, { answer, completion_key: completing.key, expected_assignment_fence: fence });
+      endComplete();
+      $("compose-state").textContent = `completed todo ${shortId(m.message_id)} with answer ${shortId(done.answer.message_id)}${done.replayed ? " (replayed)" : ""}`;
+      board.refresh().catch(() => {});
+    } catch (e) {
+      $("complete-state").className = "card-error";
+      $("complete-state").textContent = e.code === "assignment_stale" ? "not completed: the todo changed since (a new reply?): read it again, then send"
+        : `not completed: ${e.message}${e.code ? ` (${e.code})` : ""}`;
+    } finally { $("complete-send").disabled = false; }
+  }
+
   // -- the Human Join composer: post_session_message as the operator ------------------------
   async function post(ev) {
     ev.preventDefault();
@@ -458,10 +583,12 @@
     if (!board.sid || !body.trim()) { $("compose-state").textContent = board.sid ? "write something first" : "choose a session first"; return; }
     $("compose-send").disabled = true; $("compose-state").textContent = "posting…";
     try {
-      const m = await api("POST", `/workspace/boards/${enc(board.sid)}/messages`, { kind: $("compose-kind").value,
-        priority: $("compose-priority").value, requires_ack: $("compose-ack").checked, body });
+      const message = { kind: $("compose-kind").value, priority: $("compose-priority").value, requires_ack: $("compose-ack").checked, body };
+      if (reply.to) message.reply_to = reply.to.message_id;
+      const m = await api("POST", `/workspace/boards/${enc(board.sid)}/messages`, message);
       merge([m]); $("compose-body").value = ""; $("compose-state").textContent = `posted ${m.kind} ${m.message_id}`;
-    } catch (e) { $("compose-state").textContent = `not posted: ${e.message}`; }
+      $("compose-state").className = "muted"; endReply();
+    } catch (e) { $("compose-state").textContent = `not posted: ${e.message}`; $("compose-state").className = "card-error"; }
     finally { $("compose-send").disabled = !board.sid; }
   }
 
@@ -470,6 +597,13 @@
     $("session-search").addEventListener("input", renderPicker);
     $("session-list").addEventListener("keydown", pickerKeys);
     $("composer").addEventListener("submit", post);
+    $("reply-cancel").addEventListener("click", endReply);
+    $("complete-form").addEventListener("submit", complete);
+    $("complete-cancel").addEventListener("click", endComplete);
+    $("versions-older").addEventListener("click", () => page(1));
+    $("versions-newer").addEventListener("click", () => page(-1));
+    $("version-as-diff").addEventListener("click", () => viewAs("diff"));
+    $("version-as-text").addEventListener("click", () => viewAs("text"));
     $("compose-body").addEventListener("keydown", (ev) => { if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) post(ev); });
     renderBoard();
     refreshAll(false).then((ok) => { if (!ok) flash("some panels failed to load: press Refresh", true); });
