@@ -21,6 +21,12 @@ What it writes:
 - the generated text in the docs: the operation tables and the fact spans
   (:mod:`codegen.docs`, also ``python -m codegen.docs``).
 
+The types are written from ``schema/`` alone: this process imports nothing
+of ``commonroom``, so it works while the engine uses a type the schema has
+only just gained. The rest (help, options, routes, docs) comes from the
+application, which imports those types: :mod:`codegen.derived` writes it in
+a child process once the types are written.
+
 The schema files themselves are not copied: they ship as the package data
 of ``commonroom.schema`` and are read with ``commonroom.schemas.load_all()``.
 Nothing in ``generated/`` is edited by hand.
@@ -36,8 +42,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-from codegen import cli_fast, cli_help, cli_routes, docs
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = ROOT / "schema"
@@ -153,47 +157,39 @@ def check(schema_dir: Path = SCHEMA_DIR, generated_dir: Path = GENERATED_DIR) ->
         return _differences(fresh, generated_dir)
 
 
+def derived(*args: str) -> int:
+    """Run :mod:`codegen.derived` with ``args`` in a child process (it imports the package); its exit status."""
+    return subprocess.run([sys.executable, "-m", "codegen.derived", *args], cwd=ROOT).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail on drift, write nothing")
     parser.add_argument("--schema", type=Path, default=SCHEMA_DIR)
     parser.add_argument("--out", type=Path, default=GENERATED_DIR)
-    parser.add_argument("--cli-help", type=Path, default=cli_help.HELP_FILE, help="the stored `ce --help`")
-    parser.add_argument("--cli-fast", type=Path, default=cli_fast.SPEC_PATH, help="the stored options of `ce read`")
-    parser.add_argument("--cli-routes", type=Path, default=cli_routes.ROUTES_PATH, help="the stored routes of `ce`")
+    for option, what in (("--cli-help", "the stored `ce --help`"), ("--cli-fast", "the stored options of `ce read`"),
+                         ("--cli-routes", "the stored routes of `ce`")):
+        parser.add_argument(option, type=Path, help=f"{what} (default: beside commonroom/cli/)")
     args = parser.parse_args(argv)
+    passed = [part for option, path in (("--cli-help", args.cli_help), ("--cli-fast", args.cli_fast),
+                                        ("--cli-routes", args.cli_routes)) if path is not None
+              for part in (option, str(path))]
     if args.check:
         drift = check(args.schema, args.out)
         if drift:
             print("generated/ is out of date with schema/:", file=sys.stderr)
             for name in drift:
                 print(f"  {name}", file=sys.stderr)
-        help_stale = cli_help.stale(args.cli_help)
-        if help_stale:
-            print(f"{args.cli_help} is not what `ce --help` prints", file=sys.stderr)
-        fast_stale = cli_fast.stale(args.cli_fast)
-        if fast_stale:
-            print(f"{args.cli_fast} is not the options `ce read` declares", file=sys.stderr)
-        routes_stale = cli_routes.stale(args.cli_routes)
-        if routes_stale:
-            print(f"{args.cli_routes} is not the routes the operation table declares", file=sys.stderr)
-        docs_behind = docs.stale()
-        for name in docs_behind:
-            print(f"{name} is behind the operation table or schema/", file=sys.stderr)
-        if drift or help_stale or fast_stale or routes_stale or docs_behind:
+        behind = derived("--check", *passed) != 0
+        if drift or behind:
             print("run: python -m codegen", file=sys.stderr)
             return 1
         print("generated/ matches schema/; the stored ce --help, ce read options and ce routes match the "
               "application; the docs match the table and schema/")
         return 0
     generate(args.out, args.schema)
-    cli_help.write(args.cli_help)
-    cli_fast.write(args.cli_fast)
-    cli_routes.write(args.cli_routes)
-    written = docs.write()
-    print(f"wrote {args.out}, {args.cli_help}, {args.cli_fast}, {args.cli_routes}"
-          + (f" and {', '.join(written)}" if written else ""))
-    return 0
+    print(f"wrote {args.out}")
+    return derived(*passed)
 
 
 if __name__ == "__main__":

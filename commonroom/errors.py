@@ -7,7 +7,7 @@ as the seed's JSON envelope::
      <recovery fields at top level when they apply>}
 
 The recovery fields are exactly the seed's list (:data:`RECOVERY_FIELDS`).
-The code → HTTP status table lives here and only here (:data:`STATUS`); the
+The code → HTTP status table is read from ``schema/error.json`` (:data:`STATUS`); the
 HTTP handler, the MCP mapper and the ``ce`` exit codes all read it.
 
 Tree::
@@ -55,6 +55,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .vocabulary import ERROR_STATUS
+
 #: Recovery fields, in the seed's order. Only these may appear at top level.
 RECOVERY_FIELDS: tuple[str, ...] = (
     "base_version",
@@ -68,41 +70,10 @@ RECOVERY_FIELDS: tuple[str, ...] = (
     "region",
 )
 
-#: code → HTTP status, the seed's table (``not_found`` is ours, see docs).
-STATUS: dict[str, int] = {
-    "unauthorized": 401,
-    "permission_denied": 403,
-    "invitation_expired": 403,
-    "invitation_revoked": 403,
-    "invitation_redeemed": 403,
-    "unsupported_version": 400,
-    "session_expired": 401,
-    "lease_conflict": 409,
-    "stale_version": 409,
-    "proposal_not_found": 404,
-    "proposal_conflict": 409,
-    "invalid_region": 400,
-    "version_not_found": 404,
-    "transport_unavailable": 503,
-    "limit_exceeded": 429,
-    "invalid_request": 400,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    # added with handoffs (DESIGN.md); at the end so earlier ``ce`` exit statuses keep their numbers
-    "handoff_not_found": 404,
-    "handoff_conflict": 409,
-    "idempotency_mismatch": 409,
-    # boards (DESIGN.md, "New error codes"); appended so earlier ``ce`` exit codes keep their values
-    "message_not_found": 404,
-    "peer_not_found": 404,
-    "assignment_stale": 409,
-    "assignment_history_lost": 409,
-    "assignment_too_large": 409,
-    "completion_mismatch": 409,
-    "completion_persistence_uncertain": 503,
-    # ours (docs/hardening.md): a commit the disk refused; appended so earlier exit codes keep their values
-    "storage_unavailable": 503,
-}
+#: code → HTTP status, the seed's table (``not_found`` is ours, see docs): ``error#ErrorCode`` and its
+#: ``x-http-status`` in ``schema/error.json`` (:mod:`commonroom.vocabulary`), in the catalogue's order. A code
+#: is appended there, never inserted, so earlier ``ce`` exit statuses keep their numbers.
+STATUS: dict[str, int] = ERROR_STATUS
 
 #: code → distinct non-zero exit status of ``ce`` (1 is a generic failure).
 EXIT_CODES: dict[str, int] = {code: 10 + i for i, code in enumerate(STATUS)}

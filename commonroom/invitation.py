@@ -126,3 +126,23 @@ def masked(payload: dict[str, Any]) -> dict[str, Any]:
     secret = str(shown.get("secret", ""))
     shown["secret"] = (secret[:4] + "…" if len(secret) > 8 else "") + "****"
     return shown
+
+
+def page_link(token: str) -> str:
+    """The participant page's link carrying ``token``: ``http://ADDR:PORT/#join=<base64url>``.
+
+    The invitation rides in the fragment, which a browser never sends to
+    a server (no log, no ``Referer`` holds it). An IPv6 address is written
+    in brackets. Raises ``InvalidRequest`` (``details.reason:
+    "transport"``) for a ``local`` (Unix socket) or portless transport:
+    a browser cannot open those.
+    """
+    payload = decode(token)
+    hint = payload["transport"]
+    if hint.get("type") == "local" or not hint.get("port"):
+        raise InvalidRequest("a browser link needs a TCP transport (loopback or a plugin such as tailcat); "
+                             "this invitation is for the local socket: give it as a token instead",
+                             details={"reason": "transport", "transport": hint.get("type")})
+    address = str(hint["address"])
+    host = f"[{address}]" if ":" in address and not address.startswith("[") else address
+    return f"http://{host}:{hint['port']}/#join={token.strip()[len(PREFIX):]}"

@@ -40,6 +40,7 @@ from .errors import Unauthorized
 from .http.app import CheckedRouter, create_app
 from .http.console import ConsoleGate, console_routes, console_unauthorized
 from .http.edge import Listener
+from .http.participant import participant_routes
 from .http.rules import HostNames
 from .front import FrontDoor, front_routes
 from .http.operations import room_answers
@@ -133,8 +134,8 @@ def build_room(document: Path, owner_token_hash: str, *, table: Table = OPERATIO
     limiter = RateLimiter()
     mcp = mcp_routes(engine, hub, heartbeat_seconds=settings.heartbeat_seconds, runner=runner, table=table,
                      streams=streams)
-    ingress_app = create_app(engine, INGRESS, extra_routes=mcp, runner=runner, table=table, streams=resources,
-                             router=ingress_router)
+    ingress_app = create_app(engine, INGRESS, extra_routes={**mcp, **participant_routes()}, runner=runner, table=table,
+                             streams=resources, router=ingress_router)
     end_streams_on_sigterm(hub.close_nowait)
 
     trimmer = Trimmer()  # freed heap back to the system (commonroom/memory.py)

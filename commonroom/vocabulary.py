@@ -8,19 +8,33 @@ edit of a schema file (docs: ``python -m codegen`` fills the
 
 - :data:`CAPABILITIES`: ``common#Capability`` (seed protocol.txt), in
   their documented order.
-- :data:`MESSAGE_KINDS`: ``boards#MessageKind`` (seed collaboration-board.txt).
+- :data:`MESSAGE_KINDS`: ``boards#MessageKind`` (seed collaboration-board.txt);
+  :data:`MESSAGE_STATUSES`: ``boards#MessageStatus``; :data:`PRIORITIES`:
+  ``boards#Priority``, lowest first.
+- :data:`PROPOSAL_STATUSES`: ``editing#ProposalStatus``.
+- :data:`HANDOFF_STATUSES`: ``handoffs#HandoffStatus``; :data:`TASK_STATUSES`:
+  ``handoffs#TaskStatus`` (seed tasks-and-handoffs.txt).
+- :data:`ERROR_STATUS`: ``error#ErrorCode``, each code with its HTTP status
+  (the definition's ``x-http-status``), in the catalogue's order.
 - :data:`LEASE_TTL_DEFAULT`, :data:`LEASE_TTL_MAX`: ``editing#TtlSeconds``
   (``default``, ``maximum``; seconds).
 
-It imports only the standard library and reads three small JSON files, so
+It imports only the standard library and reads a few small JSON files, so
 ``ce``'s start-up may import it.
 """
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from importlib.resources import files
 from typing import Any
+
+
+@lru_cache(maxsize=None)
+def _file(file: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(files("commonroom.schema").joinpath(f"{file}.json").read_text("utf-8"))
+    return loaded
 
 
 def definition(name: str) -> dict[str, Any]:
@@ -29,8 +43,7 @@ def definition(name: str) -> dict[str, Any]:
     Raises ``KeyError`` for an unknown definition.
     """
     file, _, def_name = name.partition("#")
-    text = files("commonroom.schema").joinpath(f"{file}.json").read_text("utf-8")
-    found: dict[str, Any] = json.loads(text)["$defs"][def_name]
+    found: dict[str, Any] = _file(file)["$defs"][def_name]
     return found
 
 
@@ -41,6 +54,13 @@ def enum(name: str) -> tuple[str, ...]:
 
 CAPABILITIES: tuple[str, ...] = enum("common#Capability")
 MESSAGE_KINDS: tuple[str, ...] = enum("boards#MessageKind")
+MESSAGE_STATUSES: tuple[str, ...] = enum("boards#MessageStatus")
+PRIORITIES: tuple[str, ...] = enum("boards#Priority")
+PROPOSAL_STATUSES: tuple[str, ...] = enum("editing#ProposalStatus")
+HANDOFF_STATUSES: tuple[str, ...] = enum("handoffs#HandoffStatus")
+TASK_STATUSES: tuple[str, ...] = enum("handoffs#TaskStatus")
+_ERRORS = definition("error#ErrorCode")
+ERROR_STATUS: dict[str, int] = {code: _ERRORS["x-http-status"][code] for code in _ERRORS["enum"]}
 _TTL = definition("editing#TtlSeconds")
 LEASE_TTL_MIN: int = _TTL["minimum"]
 LEASE_TTL_MAX: int = _TTL["maximum"]
@@ -57,6 +77,10 @@ def words(values: tuple[str, ...], last: str = "or", quote: str = "") -> str:
 FACTS: dict[str, str] = {
     "capabilities": words(CAPABILITIES, "or", "`"),
     "message-kinds": words(MESSAGE_KINDS, "or", "`"),
+    "priorities": words(PRIORITIES, "or", "`"),
+    "proposal-statuses": words(PROPOSAL_STATUSES, "or", "`"),
+    "handoff-statuses": words(HANDOFF_STATUSES, "or", "`"),
+    "task-statuses": words(TASK_STATUSES, "or", "`"),
     "lease-ttl-default": str(LEASE_TTL_DEFAULT),
     "lease-ttl-min": str(LEASE_TTL_MIN),
     "lease-ttl-max": str(LEASE_TTL_MAX),

@@ -31,3 +31,12 @@ def shared_room(tmp_path_factory):
 def corpus_doc(request) -> Path:
     """Each corpus document in turn."""
     return next(p for p in corpus_files() if p.name == request.param)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Name the seed of the random order (pytest-randomly) at the end of every run, ``-q`` included,
+    so a failure that depends on the order can be replayed with ``-p randomly --randomly-seed=N``."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int) and config.pluginmanager.has_plugin("randomly"):
+        terminalreporter.write_line(f"tests ran in random order: --randomly-seed={seed} replays it")
+

@@ -36,17 +36,27 @@ def invite_command(
     address: Annotated[Optional[str], typer.Option(
         help="With a plugin transport: the name the invitation carries instead of the listener's address "
              "(one the room answers to: ce serve --allow-host NAME).")] = None,
+    link: Annotated[bool, typer.Option("--link", help="Print a link to the room's page for a browser instead of "
+                                       "the token (the invitation rides in the link's #fragment).")] = False,
 ) -> None:
     """Print an invitation token for PARTICIPANT (through the owner port if the room runs).
 
     stdout is the token alone (``TOKEN=$(ce invite …)``), a line about it
-    goes to stderr; ``--json`` prints the whole answer instead.
+    goes to stderr; ``--json`` prints the whole answer instead. With
+    ``--link`` stdout is ``http://ADDR:PORT/#join=…`` instead: the room's
+    participant page, which redeems the invitation in the tab (the
+    fragment never reaches a server); a ``local`` (Unix socket)
+    invitation has no link (``invalid_request``).
 
     With no room running it writes the sidecar itself, holding the room's
     writer lock; if a room holds the lock but cannot be reached it fails
     (``transport_unavailable``) and changes nothing.
     """
     document = require_document(file)
+    if link and transport == "local":  # refused before an invitation is made for nothing
+        raise InvalidRequest("a browser link needs a TCP transport (loopback or a plugin such as tailcat); "
+                             "a local (Unix socket) invitation is given as a token: drop --link",
+                             details={"reason": "transport", "transport": transport})
     body: dict[str, Any] = {
         "participant": participant,
         "capabilities": [c.strip() for c in cap.split(",") if c.strip()],
@@ -61,7 +71,7 @@ def invite_command(
     if JSON_OUTPUT.get():
         show(result, "owner#InviteResult")
         return
-    print(result["token"])
+    print(invitation.page_link(result["token"]) if link else result["token"])
     print(f"invitation {result['invitation_id']} for {result['participant']} "
           f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
 

@@ -22,7 +22,7 @@ import typer
 
 from . import ids
 from ..errors import TransportUnavailable
-from ..vocabulary import MESSAGE_KINDS, words
+from ..vocabulary import MESSAGE_KINDS, PRIORITIES, words
 from .board_summary import summary_app
 from .board_target import BoardArg, board_id as _board
 from .common import handled
@@ -38,7 +38,7 @@ board_app = CeTyper(help="Session message boards: post, list, observe, read and 
 MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a unique start of it as the tables "
                                            "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
-PriorityOpt = Annotated[Optional[str], typer.Option(help="low, normal, high or urgent.")]
+PriorityOpt = Annotated[Optional[str], typer.Option(help=words(PRIORITIES) + ".")]
 KindArg = Annotated[str, typer.Argument(help=f"The message's kind: {words(MESSAGE_KINDS)} (a todo is work someone "
                                         "completes).")]
 BodyArg = Annotated[str, typer.Argument(help="The message text (markdown; at most 16 KiB of UTF-8).")]

@@ -20,6 +20,7 @@ import typer
 
 from . import ids, render_shapes, where
 from ..errors import HandoffNotFound
+from ..vocabulary import HANDOFF_STATUSES, words
 from .options import AfterFile, CursorOpt, FileArg, LimitOpt, SessionOpt
 from .common import handled
 from .sessions import session_call
@@ -44,8 +45,7 @@ def _handoff(session_file: Path | None, handoff_id: str, **values: Any) -> dict[
 @handoff_app.command("list")
 @handled
 def list_command(file: FileArg = None,
-                 status: Annotated[Optional[str], typer.Option(help="open, accepted, result_ready, approved, "
-                                                               "rejected or cancelled.")] = None,
+                 status: Annotated[Optional[str], typer.Option(help=words(HANDOFF_STATUSES) + ".")] = None,
                  limit: LimitOpt = 50, cursor: CursorOpt = None, session_file: SessionOpt = None) -> None:
     """List one page of handoffs, oldest first."""
     show(where.read(file, session_file, "handoff_list", {"status": status, "limit": limit, "cursor": cursor}),

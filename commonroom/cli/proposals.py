@@ -24,6 +24,7 @@ from .options import AfterFile, CursorOpt, FileArg, LimitOpt, SessionOpt
 from .render import JSON_OUTPUT, show
 from .sessions import session_call
 from .usage import CeTyper
+from ..vocabulary import PROPOSAL_STATUSES, words
 
 proposal_app = CeTyper(help="Proposals: list, review (show), approve, reject, withdraw.", no_args_is_help=True,
                        rich_markup_mode=None)
@@ -32,7 +33,7 @@ ProposalArg = Annotated[str, typer.Argument(help="The proposal id (pr_…), or a
 FileOrProposalArg = Annotated[str, typer.Argument(
     metavar="[FILE] PROPOSAL_ID", help="The proposal id (pr_…) or a unique start of it; the local operator may "
     "give the room's FILE before it.")]
-StatusOpt = Annotated[Optional[str], typer.Option(help="open, approved, rejected or withdrawn.")]
+StatusOpt = Annotated[Optional[str], typer.Option(help=words(PROPOSAL_STATUSES) + ".")]
 
 
 def _head(file: Path | None, session_file: Path | None) -> int:

@@ -66,7 +66,13 @@ def show_command(first: FileOrTaskArg, second: AfterFile = None, participant: Pa
 @handled
 def cancel_command(first: FileOrTaskArg, second: AfterFile = None, participant: ParticipantOpt = None,
                    session_file: SessionOpt = None) -> None:
-    """Cancel a task: its owner or a holder of approve (a terminal task stays as it was)."""
+    """Cancel a task; with FILE, as --participant, who is recorded as the one who cancelled (a terminal task
+    stays as it was).
+
+    Who may: the task's owner, or a participant holding approve in a live session (the one cancel rule, as
+    for handoff cancel); its assignee sees the task but may not cancel it. Anyone else: handoff_not_found or
+    permission_denied, and nothing changes.
+    """
     file, (given, _) = where.split([first, second], 1)
     body = {"task_id": where.task(file, session_file, str(given)), "participant": _as(file, session_file, participant)}
     if file is None:
@@ -88,8 +94,11 @@ def answer_command(
                                                    "ANSWER, for a request with its own requested schema.")] = None,
     session_file: SessionOpt = None,
 ) -> None:
-    """Answer a task's open input request (its owner, or approve); once every request is answered the
-    assignee works on. Prints the task."""
+    """Answer a task's open input request; once every request is answered the assignee works on. Prints the task.
+
+    Who may: whoever may see the task: its owner (whom the request asks), its assignee, or a session holding
+    approve; for anyone else the task does not exist (handoff_not_found).
+    """
     if (answer is None) == (content is None):
         raise InvalidRequest("give ANSWER or --content JSON, one of them", details={"option": "--content"})
     value: Any = {"answer": answer}

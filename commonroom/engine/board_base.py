@@ -23,13 +23,13 @@ from ..errors import InvalidRequest, LimitExceeded, MessageNotFound, NotFound, P
 from ..store import WriteContext
 from ..store.models import BoardMessage as MessageRow
 from ..store.rows import first_row, row_by_id
-from ..vocabulary import MESSAGE_KINDS
+from ..vocabulary import MESSAGE_KINDS, MESSAGE_STATUSES, PRIORITIES
 from .base import Actor, EngineBase
 
 #: The message kinds: ``boards#MessageKind`` (:mod:`commonroom.vocabulary`).
 KINDS = MESSAGE_KINDS
-PRIORITIES = ("low", "normal", "high", "urgent")
-STATUSES = ("open", "resolved")
+#: ``boards#Priority`` (lowest first) and ``boards#MessageStatus``.
+STATUSES = MESSAGE_STATUSES
 
 #: Bounds (DESIGN.md, *Boards: bounds*); each is ``limit_exceeded`` beyond, nothing stored.
 BODY_BYTES = 16 * 1024

@@ -29,8 +29,9 @@ from commonroom.generated.types.boards import BoardExcerpt, DiscussionSummary, H
 from .. import jsontext
 from ..clock import parse_rfc3339
 from ..errors import NotFound
+from ..vocabulary import PROPOSAL_STATUSES
 from .base import Actor, require
-from .board_base import KINDS, STATUSES, BoardBase
+from .board_base import KINDS, PRIORITIES, STATUSES, BoardBase
 
 #: Items in one list of a summary (the rest are counted in ``total``; ``truncated``).
 SUMMARY_ITEMS = 20
@@ -40,7 +41,8 @@ SUMMARY_TEXT_CHARS = 500
 SUMMARY_BYTES = 64 * 1024
 
 #: Most urgent first (the open lists' order), then the oldest.
-_RANK = ("CASE m.\"priority\" WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'normal' THEN 2 ELSE 3 END")
+_RANK = ('CASE m."priority" ' + " ".join(f"WHEN '{p}' THEN {rank}" for rank, p in enumerate(reversed(PRIORITIES)))
+         + f" ELSE {len(PRIORITIES)} END")
 #: A board message's columns as an excerpt reads them (``m``: the message, ``k``: its ACK row).
 _EXCERPT = ('m."id", m."board_session_id", m."kind", m."priority", m."status", m."reply_to", m."participant_id", '
             'm."author_session_id", m."created_at", m."body", m."requires_ack", k."first_acked_at"')
@@ -219,7 +221,7 @@ class SummariesMixin(BoardBase):
                             'SELECT "id", "status", "created_at", "decided_at", "committed_version", "summary" '
                             'FROM "proposal" WHERE "session_id" = ? ORDER BY "created_at" DESC, "id" DESC LIMIT ?',
                             sid, proposal)
-        proposals["by_status"] = {"open": 0, "approved": 0, "rejected": 0, "withdrawn": 0}
+        proposals["by_status"] = dict.fromkeys(PROPOSAL_STATUSES, 0)
         for status, count in self._rows('SELECT "status", COUNT(*) FROM "proposal" WHERE "session_id" = ? '
                                         'GROUP BY "status"', sid):
             proposals["by_status"][status] = count

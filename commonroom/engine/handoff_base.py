@@ -20,6 +20,7 @@ from ..store import WriteContext
 from ..store.models import Handoff as HandoffRow
 from ..store.models import Task as TaskRow
 from ..store.rows import row_by_id
+from ..vocabulary import TASK_STATUSES
 from .base import Actor, EngineBase
 
 #: At most this many tasks ``working`` or ``input_required`` in one room.
@@ -34,8 +35,9 @@ TASK_SCHEMA_VERSION = 1
 #: The owner/assignee id of the local operator (no participant row).
 OPERATOR_ID = "operator"
 
+#: A task still runs in these statuses; every other status of ``handoffs#TaskStatus`` is terminal.
 ACTIVE: tuple[str, ...] = ("working", "input_required")
-TERMINAL: tuple[str, ...] = ("completed", "failed", "cancelled")
+TERMINAL: tuple[str, ...] = tuple(status for status in TASK_STATUSES if status not in ACTIVE)
 #: What each transition needs the handoff to be in.
 NEEDS: dict[str, tuple[str, ...]] = {
     "accept": ("open",),

@@ -56,6 +56,7 @@ from ..store.models import Handoff as HandoffRow
 from ..store.models import Task as TaskRow
 from ..store.models import live_session, participant_key
 from ..store.rows import select_rows
+from ..vocabulary import HANDOFF_STATUSES
 from .base import Actor, decode_cursor, encode_cursor, page_after_stamp_and_id, parse_limit, require
 from .handoff_base import ACTIVE, POLL_INTERVAL_MS, TASK_SCHEMA_VERSION, TASK_TTL_MS, TERMINAL, HandoffBase, acting_id
 
@@ -64,7 +65,6 @@ MAX_SUMMARY_CHARS = 2000
 MAX_CONSTRAINTS_CHARS = 8000
 MAX_RESULT_BYTES = 256 * 1024
 TASK_OPERATION = "handoff.execute"
-HANDOFF_STATUSES: tuple[str, ...] = ("open", "accepted", "result_ready", "approved", "rejected", "cancelled")
 DEFAULT_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
 }

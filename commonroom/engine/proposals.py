@@ -26,6 +26,7 @@ from ..merge import merge3_text, unified_diff
 from ..store import WriteContext
 from ..store.models import Proposal as ProposalRow
 from ..store.rows import row_by_id
+from ..vocabulary import PROPOSAL_STATUSES, words
 from .base import OPERATOR, Actor, EngineBase, encode_cursor, page_after_stamp_and_id, parse_limit, require
 from .versions import hunk
 
@@ -175,8 +176,8 @@ class ProposalsMixin(EngineBase):
         Proposal = self.store.models.Proposal
         require(actor, "read")
         size = parse_limit(limit)
-        if status not in (None, "") and status not in ("open", "approved", "rejected", "withdrawn"):
-            raise InvalidRequest(f"status must be open, approved, rejected or withdrawn, not {status!r}",
+        if status not in (None, "") and status not in PROPOSAL_STATUSES:
+            raise InvalidRequest(f"status must be {words(PROPOSAL_STATUSES)}, not {status!r}",
                                  details={"parameter": "status"})
         by_status = status not in (None, "")
         rows = page_after_stamp_and_id(Proposal, cursor, size, ('"status" = ?',) if by_status else (),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from commonroom.generated.types.room import Document, ParticipantsPage, RoomStatus
+from commonroom.generated.types.room import Document, ParticipantsPage, RenderedDocument, RoomStatus
 
-from .. import PROTOCOL, PROTOCOL_VERSION, regions
+from .. import PROTOCOL, PROTOCOL_VERSION, regions, rendering
 from ..clock import rfc3339
 from ..store.models import live_session_sql
 from .access import participant_dict
@@ -57,6 +57,20 @@ class ReadingMixin(EngineBase):
         lines = self.head_lines()[span.start - 1 : span.end]
         return {"text": "".join(lines), "version": head.number, "content_hash": head.hash,
                 "region": span.region, "lines": [span.start, span.end]}
+
+    def rendered(self, actor: Actor) -> RenderedDocument:
+        """The head as HTML for people, ``room.json#/$defs/RenderedDocument``.
+
+        CommonMark through markdown-it-py with raw HTML off
+        (:func:`commonroom.rendering.render`): ``html``, the ``headings``
+        with their sections' lines and paths, ``version`` and
+        ``content_hash`` of the head. Needs ``read``.
+        """
+        require(actor, "read")
+        head = self.head()
+        html, headings = rendering.render(head.text)
+        return {"version": head.number, "content_hash": head.hash, "html": html,
+                "headings": headings}  # type: ignore[typeddict-item]
 
     def participants(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> ParticipantsPage:
         """A page of participants in join order, ``room.json#/$defs/ParticipantsPage``.

@@ -120,7 +120,8 @@ class TasksMixin(HandoffBase):
             raise InvalidRequest("input_responses must be an object", details={"pointer": "/input_responses"})
 
         def update(ctx: WriteContext) -> TaskWire:
-            task = self._visible_task(actor, task_id, participant)
+            viewer = self._viewer(actor, participant)  # who answers: the named participant, not "operator"
+            task = self._visible_task(viewer, task_id)
             outstanding = dict(task.input_requests or {}) if task.status == "input_required" else {}
             answered = [k for k in input_responses if k in outstanding]
             if not answered:  # nothing outstanding is answered: acknowledged, nothing changes
@@ -134,11 +135,11 @@ class TasksMixin(HandoffBase):
             self._save(task, status=status, input_requests=outstanding or None, input_responses=responses,
                        status_message=task.status_message if outstanding else None, last_updated_at=now)
             if task.handoff_id == NO_HANDOFF:
-                self._emit_task(ctx, actor, task, keys=answered)
+                self._emit_task(ctx, viewer, task, keys=answered)
             else:
                 row = self._get_handoff(task.handoff_id)
                 self._save(row, updated_at=now)
-                self._emit(ctx, actor, row, task, "handoff.input_received", keys=answered)
+                self._emit(ctx, viewer, row, task, "handoff.input_received", keys=answered)
             return self._task_dict(task)
 
         return self.store.write(update)
@@ -153,7 +154,9 @@ class TasksMixin(HandoffBase):
         task's owner or ``approve``. The assignee sees the task but may not
         cancel it (``PermissionDenied``; nothing changes, nothing is
         emitted). ``participant``: the operator acts as that participant
-        (``ce task cancel FILE ID --participant``). A tool's task is cancelled
+        (``ce task cancel FILE ID --participant``), who is then recorded as the one
+        who cancelled (the task's status message, the handoff's
+        ``decided_by``, the event). A tool's task is cancelled
         alone; its running tool sees the status and stops
         (:meth:`finish_tool_task` leaves a terminal task as it is).
         """
@@ -165,13 +168,13 @@ class TasksMixin(HandoffBase):
             if task.status in TERMINAL:
                 return self._task_dict(task)
             if task.handoff_id == NO_HANDOFF:
-                self._save(task, status="cancelled", status_message=reason or f"cancelled by {actor.name}",
+                self._save(task, status="cancelled", status_message=reason or f"cancelled by {viewer.name}",
                            input_requests=None, last_updated_at=self.clock.stamp())
-                self._emit_task(ctx, actor, task)
+                self._emit_task(ctx, viewer, task)
                 return self._task_dict(task)
             row = self._get_handoff(task.handoff_id)
             if row.status in NEEDS["cancel"]:
-                self._cancel(ctx, actor, row, task, reason)
+                self._cancel(ctx, viewer, row, task, reason)
             else:  # cannot happen (an active task's handoff is open or accepted); cancel the task alone
                 self._save(task, status="cancelled", status_message=reason or "cancelled",
                            input_requests=None, last_updated_at=self.clock.stamp())

@@ -146,7 +146,9 @@ class Operation:
     adapter does not call the engine then, the composition root serves the
     stream named by ``method`` at the declared path (``/workspace/observe``
     is :class:`commonroom.live.sse.ObserveResource`). ``tag`` groups operations by
-    concern (OpenAPI tags, docs).
+    concern (OpenAPI tags, docs). ``no_command`` says why ``ce`` has no
+    command calling the operation; empty, some ``ce`` command calls it by
+    name (``tests/unit/test_operation_table.py`` holds both ways).
     """
 
     name: str
@@ -164,6 +166,7 @@ class Operation:
     http: Http | None = None
     mcp: Mcp | None = None
     streams: bool = False
+    no_command: str = ""
 
     def __post_init__(self) -> None:
         unknown = [code for code in self.errors if code not in STATUS]

@@ -12,7 +12,7 @@ lease TTL bounds come from ``schema/`` (:mod:`commonroom.vocabulary`).
 from __future__ import annotations
 
 from ..engine.board_summaries import SUMMARY_BYTES
-from ..vocabulary import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, MESSAGE_KINDS, words
+from ..vocabulary import HANDOFF_STATUSES, LEASE_TTL_DEFAULT, LEASE_TTL_MAX, MESSAGE_KINDS, PROPOSAL_STATUSES, words
 from .spec import BOTH, INGRESS, OWNER, Arg, Http, Mcp, Operation, Table
 
 _PAGE = ("limit", "cursor")
@@ -33,7 +33,8 @@ OPERATIONS = Table([
         read_only=False, http=Http("POST", "/workspace/join", 201, (INGRESS,), public=True)),
     Operation(
         "session_get", "The calling session", "session_info", "common#NoArguments", "common#Session",
-        "session", http=Http("GET", "/workspace/session", listeners=(INGRESS,))),
+        "session", http=Http("GET", "/workspace/session", listeners=(INGRESS,)),
+        no_command="ce join prints the session it opened and stores it for the commands after it"),
     Operation(
         "workspace_status", "Room status: workspace, file, head version, counts, last event id",
         "room_status", "common#NoArguments", "room#RoomStatus", "room", capability="read",
@@ -52,7 +53,8 @@ OPERATIONS = Table([
         http=Http("GET", "/workspace/history"),
         mcp=Mcp("Room history", "The room's recent events (commits, proposals, leases, joins), oldest "
                 "first, page by page; history_lost says events after your cursor were already dropped "
-                "from the ring. Needs read.")),
+                "from the ring. Needs read."),
+        no_command="ce observe follows the same events, from an event id on (--since) or live"),
     Operation(
         "workspace_observe", "Server-sent events: replay after the cursor, then live", "observe",
         "events#ObserveInput", "events#Event", "live", capability="observe", errors=("invalid_request",),
@@ -65,6 +67,12 @@ OPERATIONS = Table([
         mcp=Mcp("Read the document", "The head version of the markdown document, or one region of it (a "
                 "heading path or a line range): text, version number and content hash. Use the version as "
                 "base_version when you propose. Needs read.", cache="head")),
+    Operation(
+        "document_render", "The head document as CommonMark HTML (raw HTML off) and its headings", "rendered",
+        "common#NoArguments", "room#RenderedDocument", "document", capability="read",
+        http=Http("GET", "/workspace/document/rendered", cache="head"),
+        no_command="the participant page's rendered view reads it; on a terminal ce read renders the document "
+                   "itself, and ce call GET /workspace/document/rendered prints the HTML"),
     Operation(
         "document_write", "Replace the document or a region if the head is expected_version", "write",
         "editing#WriteRequest", "editing#VersionInfo", "document",
@@ -85,7 +93,9 @@ OPERATIONS = Table([
         errors=("version_not_found",), http=Http("GET", "/workspace/versions/{number}", cache="version",
                                                   encoder="version_encoded"),
         mcp=Mcp("Get a version", "One committed version with the whole document text as it was then. "
-                "Needs read.")),
+                "Needs read."),
+        no_command="ce versions lists the versions and ce diff shows what each changed; a whole old text "
+                   "is ce call GET /workspace/versions/N"),
     Operation(
         "versions_diff", "Unified diff between two versions", "diff", "editing#VersionsDiffInput",
         "editing#Diff", "document", args=("from_version", "to_version"), capability="read",
@@ -124,8 +134,8 @@ OPERATIONS = Table([
         "proposals_list", "Proposals, oldest first", "proposals", "editing#ProposalsListInput",
         "editing#ProposalsPage", "proposals", args=("status", "limit", "cursor"), capability="read", errors=_CURSOR,
         http=Http("GET", "/workspace/proposals"),
-        mcp=Mcp("List proposals", "Proposals, oldest first, optionally only those with a status (open, "
-                "approved, rejected, withdrawn). Needs read.")),
+        mcp=Mcp("List proposals", "Proposals, oldest first, optionally only those with a status ("
+                + ", ".join(PROPOSAL_STATUSES) + "). Needs read.")),
     Operation(
         "proposal_create", "Propose text for a region as seen at base_version", "create_proposal",
         "editing#ProposalRequest", "editing#Proposal", "proposals",
@@ -140,7 +150,9 @@ OPERATIONS = Table([
         "proposals", args=("proposal_id",), capability="read", errors=("proposal_not_found",),
         http=Http("GET", "/workspace/proposals/{proposal_id}"),
         mcp=Mcp("Get a proposal", "One proposal with its text, region, base version and status. Needs "
-                "read.")),
+                "read."),
+        no_command="ce proposals lists them with their status; one proposal whole is ce call GET "
+                   "/workspace/proposals/ID"),
     Operation(
         "proposal_review", "One proposal for review: its diff, and whether it still applies at the head",
         "proposal_review", "editing#ProposalIdInput", "editing#ProposalReview", "proposals", args=("proposal_id",),
@@ -174,8 +186,7 @@ OPERATIONS = Table([
         "handoffs#HandoffsPage", "handoffs", args=("status", "limit", "cursor"), capability="read",
         errors=_CURSOR, http=Http("GET", "/workspace/handoffs"),
         mcp=Mcp("List handoffs", "Handoffs (work one participant asked another to do), oldest first, "
-                "optionally only those with a status (open, accepted, result_ready, approved, rejected, "
-                "cancelled). Needs read.")),
+                "optionally only those with a status (" + ", ".join(HANDOFF_STATUSES) + "). Needs read.")),
     Operation(
         "handoff_create", "Hand work to another participant: a handoff and its task", "create_handoff",
         "handoffs#HandoffCreateInput", "handoffs#HandoffAndTask", "handoffs",

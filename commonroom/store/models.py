@@ -172,7 +172,7 @@ class Proposal(_Row):
     """A replacement of a region as seen at ``base_version``."""
 
     id = pw.TextField(primary_key=True)
-    status = pw.TextField(index=True)  # open | approved | rejected | withdrawn
+    status = pw.TextField(index=True)  # editing#ProposalStatus
     participant_id = pw.TextField(null=True)
     session_id = pw.TextField(null=True)
     base_version = pw.IntegerField()

@@ -18,6 +18,9 @@ class Change(TypedDict):
 
 
 ErrorCode: TypeAlias = Literal['unauthorized', 'permission_denied', 'invitation_expired', 'invitation_revoked', 'invitation_redeemed', 'unsupported_version', 'session_expired', 'lease_conflict', 'stale_version', 'proposal_not_found', 'proposal_conflict', 'invalid_region', 'version_not_found', 'transport_unavailable', 'limit_exceeded', 'invalid_request', 'not_found', 'method_not_allowed', 'handoff_not_found', 'handoff_conflict', 'idempotency_mismatch', 'message_not_found', 'peer_not_found', 'assignment_stale', 'assignment_history_lost', 'assignment_too_large', 'completion_mismatch', 'completion_persistence_uncertain', 'storage_unavailable']
+"""
+The catalogue of error codes (seed protocol.txt, HTTP). x-http-status is each code's HTTP status (limit_exceeded is 413 for an oversized body; a Host that names another server is 421); ce exits with 10 + the code's position in this list.
+"""
 
 
 class Error(TypedDict, closed=True):

@@ -8,23 +8,12 @@ from typing import Any, Literal, NotRequired, TypeAlias
 from typing_extensions import TypedDict
 
 from . import common
+from . import transport as transport_1
 
 Owner: TypeAlias = Any
 """
 The local operator's API on the owner port (owner token).
 """
-
-
-class InviteRequest(TypedDict, closed=True):
-    participant: str
-    capabilities: list[common.Capability]
-    expires_in_seconds: NotRequired[int]
-    session_ttl_seconds: NotRequired[int]
-    transport: NotRequired[Literal['loopback', 'tailcat', 'local']]
-    address: NotRequired[str]
-    """
-    A plugin transport only: the name the invitation's hint carries instead of the listener's address; one of the names the room answers to (ce serve --allow-host).
-    """
 
 
 class InviteResult(TypedDict, closed=True):
@@ -177,3 +166,15 @@ class SessionSummary(TypedDict, closed=True):
 class SessionsPage(TypedDict, closed=True):
     sessions: list[SessionSummary]
     next_cursor: common.Cursor
+
+
+class InviteRequest(TypedDict, closed=True):
+    participant: str
+    capabilities: list[common.Capability]
+    expires_in_seconds: NotRequired[int]
+    session_ttl_seconds: NotRequired[int]
+    transport: NotRequired[transport_1.TransportType]
+    address: NotRequired[str]
+    """
+    A plugin transport only: the name the invitation's hint carries instead of the listener's address; one of the names the room answers to (ce serve --allow-host).
+    """

@@ -11,7 +11,7 @@ from . import common
 
 Room: TypeAlias = Any
 """
-Read shapes: GET /workspace/room, /workspace/document, /workspace/participants, /workspace/session.
+Read shapes: GET /workspace/room, /workspace/document, /workspace/document/rendered, /workspace/participants, /workspace/session.
 """
 
 
@@ -38,6 +38,27 @@ class Document(TypedDict, closed=True):
     lines: NotRequired[list[int]]
 
 
+class RenderedHeading(TypedDict, closed=True):
+    level: int
+    title: str
+    line: int
+    """
+    The heading's line.
+    """
+    end_line: int
+    """
+    The last line of its section.
+    """
+    path: list[str]
+    """
+    The heading path a region names: {"heading": path}.
+    """
+    anchor: str
+    """
+    The heading's element id in html.
+    """
+
+
 class ParticipantsPage(TypedDict, closed=True):
     participants: list[common.Participant]
     next_cursor: common.Cursor
@@ -62,3 +83,17 @@ class RoomStatus(TypedDict, closed=True):
     """
     The operator's view only (owner port, ce status): each transport plugin's listener and whether it listens.
     """
+
+
+class RenderedDocument(TypedDict, closed=True):
+    """
+    GET /workspace/document/rendered: the head as CommonMark HTML (raw HTML escaped, unsafe links dropped), for a person's page.
+    """
+
+    version: int
+    content_hash: str
+    html: str
+    """
+    markdown-it-py's CommonMark rendering; every top-level block carries data-line (its first line), every top-level heading id="h-<slug>".
+    """
+    headings: list[RenderedHeading]

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from typing_extensions import TypedDict
+
+TransportType: TypeAlias = str
+"""
+The transport's name: loopback and local are built in, tailcat ships as a plugin, and any other name is the type of an installed transport plugin (its entry point in the commonroom.transports group; docs/transport-plugins.md). A name no plugin here provides is transport_unavailable, not an invalid request.
+"""
 
 
 class TransportHint(TypedDict, closed=True):
@@ -13,7 +18,7 @@ class TransportHint(TypedDict, closed=True):
     How to dial the room. A hint, not the authorization (seed protocol.txt, Invitation).
     """
 
-    type: Literal['loopback', 'tailcat', 'local']
+    type: TransportType
     address: str
     """
     Host name or IP; for local, the Unix socket path.

@@ -44,9 +44,12 @@ def tool(mcp: Mcp, name: str, **arguments):
     return result["structuredContent"]
 
 
-def shot(page, name: str) -> None:
+def shot(page, name: str, panel: str | None = None) -> None:
+    """The whole page, and the one panel ``panel`` (a CSS selector) when given, as ``name``(-panel).png."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    if panel is not None:
+        page.locator(panel).screenshot(path=str(ARTIFACTS / f"{name}-panel.png"))
 
 
 def open_console(chromium, room, host: str = "127.0.0.1"):
@@ -74,7 +77,7 @@ def test_handoffs_leases_and_the_board_from_the_console(room, chromium):
         item = page.locator(f"#handoffs li[data-id='{handoff}']")
         expect(item.locator("p.question")).to_contain_text("Which goal first? <script>")
         item.locator("textarea").fill("The foundation first.")
-        shot(page, "handoff-question")
+        shot(page, "handoff-question", "section.handoffs")
         item.get_by_role("button", name="Send answer").click()
         expect(item.locator(".badge.task")).to_have_text("working")
         task = bob.get(f"/workspace/task?task_id={task_id}").json()
@@ -84,7 +87,7 @@ def test_handoffs_leases_and_the_board_from_the_console(room, chromium):
         done = bob.post(f"/workspace/handoffs/{handoff}/complete", {"result": "Goals reordered. " + HOSTILE})
         assert done.status_code == 200, done.text
         expect(item.locator(".result")).to_contain_text("Goals reordered. <script>")
-        shot(page, "handoff-result")
+        shot(page, "handoff-result", "section.handoffs")
         item.get_by_role("button", name="Approve result").click()
         expect(item.locator(".badge.approved")).to_have_text("approved")
         assert alice.get(f"/workspace/handoffs/{handoff}").json()["status"] == "approved"
@@ -130,7 +133,7 @@ def test_handoffs_leases_and_the_board_from_the_console(room, chromium):
 
         page.locator(f"#board li[data-id='{todo['message_id']}']").get_by_role("button", name="Complete…").click()
         page.fill("#complete-answer", "Two open questions.")
-        shot(page, "board-complete")
+        shot(page, "board-complete", "section.board")
         page.click("#complete-send")
         page.wait_for_selector("#compose-state >> text=completed todo")
         assignment = tool(mcp, "get_session_assignment", session_id=sid, message_id=todo["message_id"])
@@ -184,7 +187,7 @@ def test_proposals_versions_and_errors_in_their_cards(room, chromium):
         expect(card.locator(".card-error")).to_contain_text("approve failed")
         expect(card.get_by_role("button", name="Approve")).to_be_disabled()
         expect(card.locator(".why")).to_contain_text("no longer applies")
-        shot(page, "proposals")
+        shot(page, "proposals", "section.proposals")
         assert alice.get(f"/workspace/proposals/{second['id']}").json()["status"] == "open"
 
         # every version: page to the oldest, open v1 as its whole text with line numbers
@@ -196,7 +199,7 @@ def test_proposals_versions_and_errors_in_their_cards(room, chromium):
         original = alice.get("/workspace/versions/1").json()["text"]
         expect(page.locator("#version-diff span[data-n='1']")).to_have_text(original.split("\n")[0] + "\n")
         assert page.locator("#version-diff span[data-n]").count() == len(original.rstrip("\n").split("\n"))
-        shot(page, "version-1-text")
+        shot(page, "version-1-text", "section.versions")
         page.click("#versions-newer")
         page.wait_for_selector(f"#versions >> text=v{version + 1}")
         assert errors == []

@@ -452,7 +452,7 @@ def test_schema_failure_names_the_pointer_http(shared_room, path, body, pointer)
         ({"participant": "", "capabilities": ["read"]}, "/participant"),
         ({"participant": "x", "capabilities": ["read"], "expires_in_seconds": 0}, "/expires_in_seconds"),
         ({"participant": "x", "capabilities": ["read"], "session_ttl_seconds": "1s"}, "/session_ttl_seconds"),
-        ({"participant": "x", "capabilities": ["read"], "transport": "carrier-pigeon"}, "/transport"),
+        ({"participant": "x", "capabilities": ["read"], "transport": "Carrier Pigeon"}, "/transport"),
         ({"participant": "x", "capabilities": ["read"], "extra": True}, ""),
     ],
 )
@@ -545,6 +545,16 @@ def test_tailcat_transport(shared_room):
     assert "ce serve FILE --transport tailcat" in body["message"]
     done = ce("invite", str(shared_room.document), "--participant", "t", "--transport", "tailcat", "--json")
     assert ce_error(done, "transport_unavailable")["details"]["transport"] == "tailcat"
+
+
+def test_a_third_party_transport_type_passes_the_schema(shared_room):
+    """A plugin's own type is valid input (the schema's type is open): with no such plugin installed the
+    answer is transport_unavailable naming the installed ones, not invalid_request."""
+    body = http_error(owner_post(shared_room, "/owner/invitations",
+                                 {"participant": "c", "capabilities": ["read"], "transport": "carrier-pigeon"}),
+                      "transport_unavailable")
+    assert body["details"]["transport"] == "carrier-pigeon"
+    assert "tailcat" in body["details"]["installed"]
 
 
 def test_local_transport_without_a_socket(shared_room):

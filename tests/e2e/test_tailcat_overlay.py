@@ -11,10 +11,12 @@ the room's side and seen live, ``ce observe`` reconnecting across a room
 restart, a board post, a handoff accepted and completed, ``ce mcp`` driven
 by the official SDK's stdio client, the SDK straight to the overlay
 address, the room's other ports closed from there, the Host and Origin
-rules, a hint off the overlay refused, a revoked session refused. The
-steps run in this file's order and share the peer's session (revoked by
-the last tunnel step). The SSH local forward (the other
-way in) runs over the same two namespaces' veth "LAN", without the tunnel.
+rules, a hint off the overlay refused, a revoked session refused. Each
+step stands alone, in any order: the fixture joins the peer once (bob,
+through a tailcat invitation, its default session file), and a step that
+joins or revokes does so with a session file of its own. The SSH local
+forward (the other way in) runs over the same two namespaces' veth "LAN",
+without the tunnel.
 
 Skipped, with the reason printed, only where network namespaces cannot be
 made (not root, no iproute2, a refusal); a missing wireguard-go, wg, sshd or
@@ -141,6 +143,9 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
             alice = net.room_ce("invite", str(net.document), "-p", "alice",
                                 "--cap", "read,observe,propose,approve,handoff,message,write").stdout.strip()
             net.room_ce("join", alice)  # the room's own colleague, on loopback
+            bob = net.room_ce("invite", str(net.document), "-p", "bob", "--cap", CAPS, "--transport",
+                              "tailcat").stdout.strip()
+            net.peer_session.update(_json(net.peer_ce("join", bob, "--json")))  # the colleague, over the tunnel
             yield net
         finally:
             net.room.stop()
@@ -156,7 +161,6 @@ def test_invitation_carries_the_tailcat_hint(net: Net) -> None:
                     "encrypted": True, "mode": "private"}
     loopback = invitation.decode(net.room_ce("invite", str(net.document), "-p", "x").stdout.strip())["transport"]
     assert loopback["type"] == "loopback" and loopback["address"] == "127.0.0.1"
-    net.peer_session["token"] = answer["token"]
     status = net.room_ce("status", str(net.document)).stdout
     assert f"tailcat {net.overlay.room_address}:{net.tailcat_port}" in status, status
     step(f"ce invite --transport tailcat gave {json.dumps(hint)}")
@@ -168,12 +172,13 @@ def test_join_and_read(net: Net) -> None:
     assert listing.returncode == 0 and not listing.stdout.replace(":", "").split()[2:], \
         f"the other machine must not see the room's files: {listing.stdout}"
     assert not subprocess.run(net.peer_command("test", "-e", str(net.document))).returncode == 0
-    joined = _json(net.peer_ce("join", net.peer_session["token"], "--json"))
-    net.peer_session.update(joined)
-    saved = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())
-    assert saved["transport"]["type"] == "tailcat"
-    assert net.peer_ce("read").stdout == TEXT
-    step(f"ce join (session {joined['session']['id']}) and ce read: {len(TEXT)} bytes, the document")
+    token = net.room_ce("invite", str(net.document), "-p", "bob", "--cap", CAPS, "--transport", "tailcat").stdout.strip()
+    session = net.peer_home / "join-and-read.json"
+    joined = _json(net.peer_ce("join", token, "--session-file", str(session), "--json"))
+    assert json.loads(session.read_text())["transport"]["type"] == "tailcat"
+    text = net.room_ce("read").stdout  # what the room's side reads now (another step may have edited it)
+    assert net.peer_ce("read", "--session-file", str(session)).stdout == text
+    step(f"ce join (session {joined['session']['id']}) and ce read: {len(text)} bytes, the document")
 
 
 BEARER_PROBE = ("import socket, sys\n"
@@ -443,9 +448,12 @@ def test_the_room_follows_its_overlay_address(net: Net) -> None:
 
 
 def test_revoked_session_refused(net: Net) -> None:
-    session_id = net.peer_session["session"]["id"]
+    token = net.room_ce("invite", str(net.document), "-p", "bob", "--cap", "read", "--transport", "tailcat").stdout.strip()
+    session = str(net.peer_home / "to-revoke.json")
+    session_id = _json(net.peer_ce("join", token, "--session-file", session, "--json"))["session"]["id"]
+    assert net.peer_ce("read", "--session-file", session).stdout.startswith("# Plan")
     net.room_ce("revoke", str(net.document), "--session", session_id)
-    refused = net.peer_ce("read", "--json", check=False)
+    refused = net.peer_ce("read", "--session-file", session, "--json", check=False)
     assert refused.returncode == EXIT_CODES["unauthorized"], refused.stdout + refused.stderr
     assert json.loads(refused.stderr)["error"] == "unauthorized"
     step(f"session {session_id} revoked on the room's side; ce read from there: unauthorized")

@@ -111,6 +111,34 @@ def test_check_does_not_modify_the_tree(tree_copy):
     assert before == after
 
 
+def test_codegen_itself_imports_nothing_of_the_package():
+    """The types come from schema/ alone; only the child that writes help, routes and docs imports commonroom."""
+    probe = ("import runpy, sys; sys.modules['commonroom'] = None; sys.argv = ['codegen', '--check'];"
+             "runpy.run_module('codegen', run_name='__main__', alter_sys=True)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "matches" in done.stdout
+
+
+def test_codegen_writes_a_type_the_engine_already_imports(tmp_path):
+    """In a copy of the tree whose engine imports a generated module that is missing (as when the engine
+    uses a type the schema has only just gained), ``python -m codegen`` writes it and then the rest."""
+    copy = tmp_path / "tree"
+    for name in ("commonroom", "codegen", "schema", "generated", "docs"):
+        shutil.copytree(ROOT / name, copy / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "README.md", copy / "README.md")
+    module = copy / "generated" / "types" / "handoffs.py"
+    module.unlink()
+    broken = subprocess.run([sys.executable, "-c", "import commonroom.engine"], cwd=copy, capture_output=True,
+                            text=True, timeout=60)
+    assert broken.returncode != 0 and "handoffs" in broken.stderr, "the copy's engine should not import"
+    done = subprocess.run([sys.executable, "-m", "codegen"], cwd=copy, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert module.read_bytes() == (GENERATED_DIR / "types" / "handoffs.py").read_bytes()
+    assert (copy / "commonroom" / "cli" / "routes.json").read_bytes() == \
+        (ROOT / "commonroom" / "cli" / "routes.json").read_bytes()
+
+
 # ------------------------------------------------------------- round trip
 
 #: Example strings for the patterns our schemas use.

@@ -88,12 +88,18 @@ def _sources() -> list[Path]:
 
 
 @pytest.mark.parametrize("name,words", [("capabilities", vocabulary.CAPABILITIES),
-                                        ("message kinds", vocabulary.MESSAGE_KINDS)])
+                                        ("message kinds", vocabulary.MESSAGE_KINDS),
+                                        ("priorities", vocabulary.PRIORITIES),
+                                        ("proposal statuses", vocabulary.PROPOSAL_STATUSES),
+                                        ("handoff statuses", vocabulary.HANDOFF_STATUSES),
+                                        ("task statuses", vocabulary.TASK_STATUSES),
+                                        ("error codes", tuple(vocabulary.ERROR_STATUS))])
 def test_no_second_copy_of_a_vocabulary(name, words):
+    run = len(words) if len(words) <= 6 else len(words) - 2  # a short list only when whole
     found = []
     for path in _sources():
         text = codegen_docs.FACT.sub("", path.read_text("utf-8"))  # a fact span is the generated copy
-        found += [f"{path.relative_to(ROOT)}: {copy!r}" for copy in _copies(text, words, len(words) - 2)]
+        found += [f"{path.relative_to(ROOT)}: {copy!r}" for copy in _copies(text, words, run)]
     assert found == [], f"{name} written out again; take them from commonroom.vocabulary or a fact span"
 
 
@@ -115,3 +121,45 @@ def test_a_summary_counts_every_kind_in_the_schema_order(tmp_path):
         engine.close()
     assert tuple(counts) == vocabulary.MESSAGE_KINDS
     assert counts[vocabulary.MESSAGE_KINDS[-1]] == 1 and sum(counts.values()) == 1
+
+
+def test_the_statuses_priorities_and_error_codes_are_the_schema_enums():
+    defs = {name: schema.get("$defs", {}) for name, schema in load_all().items()}
+    assert vocabulary.PRIORITIES == tuple(defs["boards.json"]["Priority"]["enum"])
+    assert vocabulary.MESSAGE_STATUSES == tuple(defs["boards.json"]["MessageStatus"]["enum"])
+    assert vocabulary.PROPOSAL_STATUSES == tuple(defs["editing.json"]["ProposalStatus"]["enum"])
+    assert vocabulary.HANDOFF_STATUSES == tuple(defs["handoffs.json"]["HandoffStatus"]["enum"])
+    assert vocabulary.TASK_STATUSES == tuple(defs["handoffs.json"]["TaskStatus"]["enum"])
+    codes = defs["error.json"]["ErrorCode"]
+    assert tuple(vocabulary.ERROR_STATUS) == tuple(codes["enum"])
+    assert set(codes["x-http-status"]) == set(codes["enum"]), "every code has its HTTP status, and only codes do"
+
+
+def test_the_engine_and_the_catalogue_take_them_from_the_vocabulary():
+    from commonroom import errors
+    from commonroom.engine import board_base, handoff_base, handoffs, proposals
+
+    assert board_base.PRIORITIES is vocabulary.PRIORITIES and board_base.STATUSES is vocabulary.MESSAGE_STATUSES
+    assert proposals.PROPOSAL_STATUSES is vocabulary.PROPOSAL_STATUSES
+    assert handoffs.HANDOFF_STATUSES is vocabulary.HANDOFF_STATUSES
+    assert set(handoff_base.ACTIVE) | set(handoff_base.TERMINAL) == set(vocabulary.TASK_STATUSES)
+    assert errors.STATUS is vocabulary.ERROR_STATUS
+    subclasses = [errors.CommonroomError]
+    while subclasses:
+        cls = subclasses.pop()
+        assert cls.code in errors.STATUS, f"{cls.__name__}.code {cls.code!r} is not in error#ErrorCode"
+        subclasses += cls.__subclasses__()
+
+
+def test_a_third_party_transport_type_is_valid_where_a_type_is_named():
+    from commonroom import schemas
+
+    hint = {"type": "carrier-pigeon", "address": "coop.example", "port": 7, "encrypted": True, "mode": "private"}
+    assert schemas.is_valid("transport.json", hint)
+    invite = {"participant": "p", "capabilities": ["read"], "transport": "carrier-pigeon"}
+    assert schemas.is_valid("owner.json#InviteRequest", invite)
+    for bad in ("Carrier Pigeon", "", "-x", "x" * 33):
+        assert not schemas.is_valid("transport.json", {**hint, "type": bad}), bad
+        assert not schemas.is_valid("owner.json#InviteRequest", {**invite, "transport": bad}), bad
+    documented = load_all()["transport.json"]["$defs"]["TransportType"]["examples"]
+    assert {"loopback", "local", "tailcat"} <= set(documented)
