@@ -42,8 +42,8 @@ oversized clients*):
 - :class:`commonroom.bodyguard.BodyGuard` (its own module): an ASGI
   wrapper that reads no body before a resource asks and bounds the whole
   body to ``body_timeout`` seconds.
-- :meth:`RoomWorker._setup_event_loop`: the worker's servers keep the
-  listeners' backlog (:data:`LISTEN_BACKLOG`).
+- :meth:`RoomWorker.notify`: the worker's servers keep the listeners'
+  backlog (:data:`LISTEN_BACKLOG`).
 """
 
 from __future__ import annotations
@@ -366,11 +366,6 @@ class RoomWorker(_ASGIWorker):
         setattr(gasgi, "ASGIProtocol", GuardedProtocol)
         super().init_process()
 
-    async def _serve(self) -> None:
-        """gasgi's serving task, remembered so that SIGTERM can wake it (see :meth:`handle_exit_signal`)."""
-        self._room_task = asyncio.current_task()
-        await super()._serve()
-
     async def _shutdown(self) -> None:
         """gasgi's graceful stop, after closing every connection with no request in flight.
 
@@ -406,7 +401,19 @@ class RoomWorker(_ASGIWorker):
         await super()._shutdown()
 
     def notify(self) -> None:
-        """gasgi's heartbeat, called once a second by its serving loop; marks that loop as running."""
+        """gunicorn's heartbeat, called once a second by gasgi's serving loop (in its task).
+
+        The first call with the servers made: each listener's backlog set
+        back to :data:`LISTEN_BACKLOG` (gasgi's ``create_server(sock=...)``
+        passes no ``backlog``, and asyncio listens again with its default of
+        100), and the serving task remembered, so that SIGTERM can wake it
+        (see :meth:`handle_exit_signal`).
+        """
+        if self.servers and self._room_task is None:
+            for sock in listening_sockets():
+                if hasattr(sock, "listen"):
+                    sock.listen(LISTEN_BACKLOG)
+            self._room_task = asyncio.current_task()
         self._room_beating = bool(self.servers)  # the servers exist: this is the serving loop
         super().notify()
 
@@ -434,18 +441,3 @@ class RoomWorker(_ASGIWorker):
         if self._room_beating and task is not None and not task.done():
             self._room_beating = False
             task.cancel()
-
-    def _setup_event_loop(self) -> None:
-        """gasgi's loop, whose ``create_server`` keeps the listener's backlog (:data:`LISTEN_BACKLOG`).
-
-        gasgi calls ``create_server(sock=...)`` without ``backlog``, and
-        asyncio then re-listens the socket with its default of 100.
-        """
-        super()._setup_event_loop()
-        create_server = self.loop.create_server
-
-        def keeping_backlog(*args: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("backlog", LISTEN_BACKLOG)
-            return create_server(*args, **kwargs)
-
-        self.loop.create_server = keeping_backlog

@@ -64,6 +64,8 @@ __all__ = ["CloseConnection", "Edge", "Listener", "NOSNIFF", "allowed_methods"]
 #: The header every answer carries.
 NOSNIFF = (b"x-content-type-options", b"nosniff")
 _CLOSE = (b"connection", b"close")
+#: ``Host`` values kept as found to name the room (all forgotten when full).
+SERVED_HOSTS = 64
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -115,6 +117,8 @@ class Listener:
         #: resource → (methods it serves, or None for any; public; answers the bearer's refusals itself)
         self._kinds: dict[int, tuple[tuple[str, ...] | None, bool, bool]] = {}
         self.refused = 0
+        #: ``(Host value, the listener's names)`` found to name the room (a client sends the same one each time)
+        self._served: set[tuple[bytes, frozenset[str]]] = set()
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:  # noqa: D102 - ASGI
         raw = scope["headers"]
@@ -127,8 +131,13 @@ class Listener:
                 headers[name] = value
             if name == b"host":
                 hosts.append(value)
-        error = target_refusal(scope) or host_refusal(hosts, scope.get("http_version"),
-                                                       self.names.of(scope.get("server")))
+        names = self.names.of(scope.get("server"))
+        served = len(hosts) == 1 and (hosts[0], names) in self._served
+        error = target_refusal(scope) or (None if served else host_refusal(hosts, scope.get("http_version"), names))
+        if error is None and not served and len(hosts) == 1:
+            if len(self._served) >= SERVED_HOSTS:
+                self._served.clear()
+            self._served.add((hosts[0], names))
         if error is not None:
             self.refused += 1
             out = Rendered()

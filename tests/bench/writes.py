@@ -222,7 +222,7 @@ def measure(clients: list[int], seconds: float = 5.0, before: Path | None = None
             with writing_room(n, True, {"PYTHONPATH": str(before)}) as (port, tokens):
                 rounds["before"] = [run_clients(port, tokens, seconds) for _ in range(ROUNDS)]
         row: dict[str, Any] = {name: statistics.median(values) for name, values in rounds.items()}
-        row.update({"clients": n, "target": 0.15 if n == 1 else 0.3, "rounds": rounds})
+        row.update({"clients": n, "target": 0.15 if n == 1 else 0.55, "rounds": rounds})
         rows.append(row)
     return rows
 
