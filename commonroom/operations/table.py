@@ -93,9 +93,7 @@ OPERATIONS = Table([
         errors=("version_not_found",), http=Http("GET", "/workspace/versions/{number}", cache="version",
                                                   encoder="version_encoded"),
         mcp=Mcp("Get a version", "One committed version with the whole document text as it was then. "
-                "Needs read."),
-        no_command="ce versions lists the versions and ce diff shows what each changed; a whole old text "
-                   "is ce call GET /workspace/versions/N"),
+                "Needs read.")),
     Operation(
         "versions_diff", "Unified diff between two versions", "diff", "editing#VersionsDiffInput",
         "editing#Diff", "document", args=("from_version", "to_version"), capability="read",
