@@ -303,8 +303,9 @@ class StorageUnavailable(CommonroomError):
     ``details.reason``: ``disk_full``, ``read_only``, ``io_error`` or
     ``sidecar_replaced`` (the sidecar or its ``-wal`` was deleted or
     replaced under the running room: it rescues what it holds and restarts
-    its worker on it); ``vacuum_failed`` from ``ce sidecar compact``
-    (committed repack, no ``VACUUM``).
+    its worker on it); ``file_behind`` (the document's file could not take
+    the last version yet: no new version until it has); ``vacuum_failed``
+    from ``ce sidecar compact`` (committed repack, no ``VACUUM``).
     """
 
     code = "storage_unavailable"

@@ -432,9 +432,11 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         ce = running_ce()  # the commands as they run from any directory, ce on PATH or not
         for name, listener in ingress.get("transports", {}).items():
             print(f"  {name} ingress:{' ' * max(1, 8 - len(name))}{url(listener['address'], listener['port'])}"
-                  f"  ({ce} invite {files.document} --transport {name} ...)", file=out)
-        print(f"  invite someone:  {ce} invite {files.document} --participant NAME --cap read,observe,propose",
-              file=out)
+                  f"  (interface {listener['interface']}: connections through it only)", file=out)
+        # a room opened for other machines is invited to through its plugin listener
+        through = "".join(f" --transport {name}" for name in list(ingress.get("transports", {}))[:1])
+        print(f"  invite someone:  {ce} invite {files.document} --participant NAME --cap read,observe,propose"
+              f"{through}", file=out)
         print(f"  open the console: {ce} console {files.document}", file=out)
         for listener, taken, port in moved:
             print(f"  note: the {listener} was on port {taken} when this room last ran; that port is taken, "
@@ -460,7 +462,9 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         except SystemExit as exc:
             if os.getpid() != arbiter_pid:
                 raise  # the forked worker leaving: cleanup is the arbiter's job
+            stopped(out, files)
             return int(exc.code or 0)
+        stopped(out, files)
         return 0
     finally:
         if os.getpid() == arbiter_pid:
@@ -476,6 +480,14 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
                 except OSError:
                     pass
             os.close(lock_fd)
+
+
+def stopped(out: TextIO, files: RoomFiles) -> None:
+    """The last line of a room's run, after its worker is gone (Ctrl-C, SIGTERM): ``room stopped: FILE``."""
+    try:
+        print(f"room stopped: {files.document}", file=out, flush=True)
+    except (OSError, ValueError):  # nobody reads the output any more
+        pass
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ import logging
 from http import HTTPStatus
 import os
 import resource
+import signal
 import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -430,8 +431,22 @@ class RoomWorker(_ASGIWorker):
         super().handle_exit_signal()
         self._room_wake()
 
+    def init_signals(self) -> None:
+        """gasgi's signal handlers, but SIGINT is ignored: stopping the worker is the arbiter's job.
+
+        Ctrl-C sends SIGINT to the whole process group, the worker too. Had
+        the worker stopped on it by itself, it could be past closing its
+        loop (which puts every signal back to its default) when the
+        arbiter's own SIGQUIT arrived: the worker then died of that signal
+        and the arbiter logged ``Worker (pid:…) was sent SIGQUIT!``. The
+        worker now stops on the arbiter's SIGQUIT alone, once.
+        """
+        super().init_signals()
+        self.loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     def handle_quit_signal(self) -> None:
-        """SIGQUIT / SIGINT (the arbiter's quick stop, Ctrl-C): as :meth:`handle_exit_signal`, quick."""
+        """SIGQUIT (the arbiter's quick stop, on Ctrl-C): as :meth:`handle_exit_signal`, quick."""
         super().handle_quit_signal()
         self._room_wake()
 

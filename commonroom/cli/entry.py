@@ -28,7 +28,7 @@ import os
 import sys
 
 from ..program import program_name
-from .stdio import refuse_closed_stdout, stdout_to_devnull
+from .stdio import refuse_closed_stdout, refuse_failed_stdout, stdout_failed, stdout_to_devnull
 
 #: The program name click detects when ``ce`` runs (the script's file name).
 PROG = "ce"
@@ -100,8 +100,30 @@ def main() -> None:
     The stored help; else a command of the stored spec that
     :mod:`commonroom.cli.quickread` parses (``ce read``); else
     :func:`commonroom.cli.main.main` (Typer). Standard output closed:
-    :func:`refuse_closed_stdout`.
+    :func:`refuse_closed_stdout`; standard output that cannot be written
+    (``ce versions > /dev/full``, a full disk, a reader that left):
+    :func:`refuse_failed_stdout`, one line and exit 1, never a traceback.
+    Ctrl-C while ``ce`` starts: exit 130 (``ce serve`` says ``room
+    stopped``), no traceback; a running room stops on it by itself
+    (:func:`commonroom.server.serve`).
     """
+    try:
+        try:
+            _run()
+        finally:  # what is still buffered is written here, where a failure can be reported
+            if sys.stdout is not None:
+                sys.stdout.flush()
+    except OSError as exc:
+        if not stdout_failed(exc):
+            raise
+        refuse_failed_stdout(exc)
+    except KeyboardInterrupt:  # Ctrl-C before a command took it over (while starting): no traceback
+        if sys.argv[1:2] == ["serve"]:
+            print("room stopped", flush=True)
+        sys.exit(130)
+
+
+def _run() -> None:
     if sys.stdout is None:
         refuse_closed_stdout()
     if sys.argv[1:2] == ["serve"]:

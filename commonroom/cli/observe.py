@@ -24,6 +24,7 @@ with that error's exit status. Ctrl-C ends it with status 0.
 from __future__ import annotations
 
 import json
+import os
 import unicodedata
 from datetime import datetime
 import sys
@@ -41,8 +42,18 @@ from .sessions import default_session_file, follow_room, load_session, moved_tra
 from .printing import short
 from .render import JSON_OUTPUT
 
-#: No byte for this long (heartbeats come every 15 s) means the link is dead.
-READ_TIMEOUT = 60.0
+#: The room's heartbeat on an idle stream (seconds): its default, or ``COMMONROOM_HEARTBEAT_SECONDS`` as set
+#: for the room (``commonroom.live.sse``) when this machine's environment says so too.
+HEARTBEAT_SECONDS = 15.0
+
+
+def silence_limit() -> float:
+    """No byte for two heartbeats means the link is dead (a tunnel that died quietly): seconds."""
+    try:
+        heartbeat = float(os.environ.get("COMMONROOM_HEARTBEAT_SECONDS") or HEARTBEAT_SECONDS)
+    except ValueError:
+        heartbeat = HEARTBEAT_SECONDS
+    return 2 * (heartbeat if heartbeat > 0 else HEARTBEAT_SECONDS)
 
 
 def _short(value: Any, width: int = 60) -> str:
@@ -193,7 +204,7 @@ class Follower:
         _, path, _ = request("workspace_observe")
         try:
             response, frames = client.stream(self.transport, path, token=self.token,
-                                            headers=headers, timeout=READ_TIMEOUT)
+                                            headers=headers, timeout=silence_limit())
         except (OSError, ConnectionError, errors.TransportUnavailable):
             return "moved" if self.relocate() else "dropped"
         if response.status == 401 and self.relocate():  # another process holds the old port
@@ -220,6 +231,8 @@ class Follower:
             shown = json.dumps(event, ensure_ascii=False) if self.raw else printable(format_event(event, self.names))
             print(shown, file=self.out, flush=True)
             self.last = int(frame.id)
+        if response.ended == "silent":
+            return "silent"
         return "ended" if got_anything else "dropped"
 
     def run(self) -> None:
@@ -231,7 +244,7 @@ class Follower:
                 self.last = self.current_end()
             except errors.TransportUnavailable:
                 pass
-        first = True
+        first, retried = True, False
         while True:
             if not first:
                 self.outage.lost("connection lost", self._resuming())
@@ -240,6 +253,17 @@ class Follower:
             if outcome == "moved":
                 first = True  # straight to the room where it listens now
                 continue
+            if outcome == "silent":
+                from ..client import where
+
+                _status(f"no byte from the room at {where(self.transport)} for {silence_limit():g} s (it sends a "
+                        "heartbeat every "f"{silence_limit() / 2:g} s): the overlay may be down; reconnecting, "
+                        f"{self._resuming()}")
+            if outcome in ("silent", "ended") and not retried:
+                # once at once, before saying the room went away: a revoked session hears so, not an outage
+                first, retried = True, True
+                continue
+            retried = False
             if outcome == "resync":
                 end = None
                 while True:
@@ -288,3 +312,8 @@ def observe_command(
         Follower(session, since, raw=JSON_OUTPUT.get(), session_file=session_file).run()
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+    except errors.Unauthorized as exc:
+        if exc.details.get("reason") == "revoked":
+            raise errors.Unauthorized("your session was revoked by the room's operator: it can no longer observe "
+                                      "or do anything in the room", details=exc.details) from None
+        raise

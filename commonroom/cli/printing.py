@@ -133,6 +133,26 @@ def when(timestamp: Any, now: datetime | None = None) -> str:
     return f"{count} ago" if seconds > 0 else f"in {count}"
 
 
+def clock(timestamp: Any, now: datetime | None = None) -> str:
+    """A moment as people say it: ``10:18 (in 26m)``, local time; ``Dec 8 10:18 (in 1d)`` on another day.
+
+    The time of day in this machine's time zone, then :func:`when` in
+    parentheses; ``-`` for none, the text itself when it is not a timestamp.
+    """
+    if not timestamp:
+        return "-"
+    try:
+        moment = datetime.fromisoformat(str(timestamp).replace("Z", "+00:00"))
+    except ValueError:
+        return str(timestamp)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    local = moment.astimezone()
+    today = (now or datetime.now(timezone.utc)).astimezone().date()
+    day = "" if local.date() == today else f"{local:%b} {local.day} "
+    return f"{day}{local:%H:%M} ({when(timestamp, now)})"
+
+
 def span(lines: Any) -> str:
     """``lines 6–10`` for a ``[6, 10]`` line span, ``""`` for none."""
     if isinstance(lines, list) and len(lines) == 2:

@@ -26,7 +26,7 @@ from typing import Any
 
 from . import render_shapes  # noqa: F401  (registers the renderers in printing.RENDERERS)
 from ..errors import CommonroomError
-from .printing import JSON_OUTPUT, RENDERERS, console, diff, fields
+from .printing import JSON_OUTPUT, RENDERERS, clock, console, diff, fields, short, span
 
 #: Where the answer holds the id of what the command made (``handoff.id``), while ``--id-only`` is given.
 MADE: ContextVar[str | None] = ContextVar("ce_made", default=None)
@@ -71,7 +71,7 @@ NEXT: dict[str, str | None] = {
     "stale_version": None,  # worded from current_version (:func:`next_step`)
     "lease_conflict": "wait until that lease is released or expires (ce lease list), then retry",
     "proposal_not_found": "list the proposals with ce proposal list",
-    "proposal_conflict": "the proposal was already decided: see ce proposal list",
+    "proposal_conflict": "it was decided already: ce proposal list lists it",  # still open: :func:`next_step`
     "invalid_region": "check --heading / --lines against the document (ce read); a heading path is one "
                       "--heading per title, outermost first (--heading 'Release plan' --heading Goals)",
     "version_not_found": "list the versions with ce version list",
@@ -97,12 +97,24 @@ NEXT: dict[str, str | None] = {
 
 
 def next_step(envelope: dict[str, Any]) -> str:
-    """The ``next:`` hint of an error envelope: :data:`NEXT`, or worded from its recovery fields; ``""`` for none."""
+    """The ``next:`` hint of an error envelope: :data:`NEXT`, or worded from its recovery fields; ``""`` for none.
+
+    A ``transport_unavailable`` met by a colleague's command carries its own
+    (``details.next``: what to ask the room's operator, no command of the
+    room's machine).
+    """
     code = envelope.get("error", "")
+    if code == "transport_unavailable" and isinstance((envelope.get("details") or {}).get("next"), str):
+        return str(envelope["details"]["next"])
     if code == "stale_version":
         head = envelope.get("current_version")
         option = "--expected" if "expected_version" in envelope else "--base"
         return f"the head is now v{head}: rebase your text on it and rerun with {option} {head}"
+    if code == "proposal_conflict" and (envelope.get("details") or {}).get("reason") != "not_open" \
+            and envelope.get("current_version") is not None:
+        head, given = envelope["current_version"], envelope.get("proposal_id", "ID")
+        return (f"it is still open but cannot be approved: reject it (ce proposal reject {short(given)}), or propose the "
+                f"change again on v{head} (ce propose --base {head})")
     if code == "limit_exceeded":
         seconds = envelope.get("retry_after_seconds")
         return f"retry after {seconds} s" if seconds is not None else ""
@@ -115,15 +127,64 @@ def next_step(envelope: dict[str, Any]) -> str:
     return NEXT.get(code) or ""
 
 
+def readable(envelope: dict[str, Any]) -> str:
+    """The message of an error envelope for people: worded from its details where they say more.
+
+    ``lease_conflict`` names who holds the lines and until when, in local
+    time (``agent-a holds lines 100–123 until 10:18 (in 26m)``); every other
+    message is the room's own, on one line.
+    """
+    details = envelope.get("details") or {}
+    if envelope.get("error") == "lease_conflict" and details.get("participant") and details.get("expires_at"):
+        return f"{details['participant']} holds {span(details.get('lines')) or 'that region'} until " \
+               f"{clock(details['expires_at'])}"
+    return " ".join(str(envelope.get("message", "")).split())
+
+
+def conflicts(hunks: list[dict[str, Any]], proposal: str, base: Any, head: Any) -> str:
+    """A proposal's conflicting hunks as merge markers (diff3 style): the proposal's lines, the base's, the head's."""
+    out = []
+    for hunk in hunks:
+        if not isinstance(hunk, dict):
+            continue
+        out.append(f"<<<<<<< proposal {proposal} ({_at(hunk, 'ours')})\n")
+        out.append(_lines(hunk.get("ours")))
+        out.append(f"||||||| v{base} ({_at(hunk, 'base')})\n")
+        out.append(_lines(hunk.get("base")))
+        out.append("=======\n")
+        out.append(_lines(hunk.get("theirs")))
+        out.append(f">>>>>>> head v{head} ({_at(hunk, 'theirs')})\n")
+    return "".join(out)
+
+
+def _at(hunk: dict[str, Any], side: str) -> str:
+    """Where a hunk's side is: ``lines 6–8``, or ``before line 6`` for none (an insertion)."""
+    start, end = hunk.get(f"{side}_start"), hunk.get(f"{side}_end")
+    if isinstance(start, int) and isinstance(end, int) and end < start:
+        return f"before line {start}"
+    return span([start, end]) or "-"
+
+
+def _lines(text: Any) -> str:
+    text = str(text or "")
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
 def error(err: CommonroomError) -> None:
-    """Print ``err`` on stderr: the envelope with ``--json``, else the diff (if any) and one line."""
+    """Print ``err`` on stderr: the envelope with ``--json``, else what it carries to read (a diff, conflicting
+    hunks) and one line."""
     envelope = err.to_dict()
     if JSON_OUTPUT.get():
         sys.stderr.write(json.dumps(envelope, indent=2, ensure_ascii=False) + "\n")
         return
     if envelope.get("error") == "stale_version" and envelope.get("diff"):
         diff(envelope["diff"], stderr=True)
-    message = " ".join(str(envelope.get("message", "")).split())
+    hunks = (envelope.get("details") or {}).get("hunks")
+    if envelope.get("error") == "proposal_conflict" and isinstance(hunks, list) and hunks:
+        sys.stderr.write(conflicts(hunks, str(envelope.get("proposal_id", "")), envelope.get("base_version"),
+                                   envelope.get("current_version")))
+        sys.stderr.flush()
+    message = readable(envelope)
     step = next_step(envelope)
     from rich.text import Text
 

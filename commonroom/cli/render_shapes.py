@@ -264,6 +264,10 @@ def status(answer: dict[str, Any]) -> None:
         line(Text(f"{answer['file']}: not running (read from the sidecar)", style="bold"))
     line(f"head v{room['head_version']} · {room['participants']} participants · {room['sessions']} live sessions · "
          f"last event #{room['last_event_id']}")
+    behind = room.get("file_behind")
+    if behind:
+        line(Text(f"{behind['message']} ({behind['error']}, since {behind['since']}): the room writes it as soon as "
+                  "the disk lets it and takes no new version until then", style="bold red"))
     for title, renderer, key in (("participants", participants, "participants"),
                                  ("open proposals", proposals, "proposals"), ("leases", leases, "leases")):
         console().print(Text(f"\n{title}", style="bold underline"))

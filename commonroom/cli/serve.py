@@ -37,19 +37,23 @@ def serve_command(
 
     With --transport, a third: the session ingress a transport plugin names (tailcat: an encrypted overlay).
     """
-    from ..memory import use_system_malloc
-
-    use_system_malloc()  # re-executes under PYTHONMALLOC=malloc unless it is set (commonroom/memory.py)
-    from ..server import ServeError, ServeOptions, serve  # gunicorn and falcon for this command only
-
-    options = ServeOptions(document=file, host=host, port=port, owner_port=owner_port,
-                           socket=socket, transport=transport, address=address, transport_port=transport_port,
-                           allow_hosts=tuple(allow_host or ()), log_level=log_level)
     try:
-        code = serve(options)
-    except ServeError as exc:
-        print(f"ce serve: {exc}", file=sys.stderr)
-        raise typer.Exit(exc.code) from None
+        from ..memory import use_system_malloc
+
+        use_system_malloc()  # re-executes under PYTHONMALLOC=malloc unless it is set (commonroom/memory.py)
+        from ..server import ServeError, ServeOptions, serve  # gunicorn and falcon for this command only
+
+        options = ServeOptions(document=file, host=host, port=port, owner_port=owner_port,
+                               socket=socket, transport=transport, address=address, transport_port=transport_port,
+                               allow_hosts=tuple(allow_host or ()), log_level=log_level)
+        try:
+            code = serve(options)
+        except ServeError as exc:
+            print(f"ce serve: {exc}", file=sys.stderr)
+            raise typer.Exit(exc.code) from None
+    except KeyboardInterrupt:  # Ctrl-C before the room took over its signals (while starting): no traceback
+        print(f"room stopped: {file.expanduser().resolve()}", flush=True)
+        raise typer.Exit(130) from None
     leave(code)
 
 

@@ -37,3 +37,49 @@ def refuse_closed_stdout() -> None:
         print("ce: standard output is closed, so nothing can be printed "
               "(to discard what ce prints, redirect it to /dev/null)", file=sys.stderr)
     sys.exit(1)
+
+
+def stdout_failed(error: BaseException) -> bool:
+    """Whether the ``OSError`` ``error`` is standard output failing, not another file.
+
+    True when writing what stdout still holds fails again, or when the
+    innermost frame of ``error`` was writing to it: its line names
+    ``stdout``, or one of its locals is stdout, its buffer, or an object
+    writing to stdout (click's ``file``, Rich's console).
+    """
+    out = sys.stdout
+    if out is None:
+        return False
+    try:
+        out.flush()
+    except (OSError, ValueError):
+        return True
+    trace = error.__traceback__
+    if trace is None:
+        return False
+    while trace.tb_next is not None:
+        trace = trace.tb_next
+    frame = trace.tb_frame
+    streams = (out, getattr(out, "buffer", None), sys.__stdout__)
+    for value in list(frame.f_locals.values()):
+        if any(value is s for s in streams if s is not None) or any(
+                getattr(value, "file", None) is s for s in streams if s is not None):
+            return True
+    import linecache  # only on this rare path
+
+    return "stdout" in linecache.getline(frame.f_code.co_filename, trace.tb_lineno)
+
+
+def refuse_failed_stdout(error: OSError) -> None:
+    """Standard output cannot be written (``> /dev/full``, a full disk): one line on stderr, exit 1.
+
+    A reader that left (``| head``, ``BrokenPipeError``) is not worth a
+    line: exit 1 quietly, as click does. Either way stdout's descriptor
+    then points at ``/dev/null``, so the interpreter's last flush cannot
+    print a traceback of its own.
+    """
+    stdout_to_devnull()
+    if not isinstance(error, BrokenPipeError) and sys.stderr is not None:
+        reason = error.strerror or str(error)
+        print(f"ce: cannot write to standard output: {reason}; nothing more was printed", file=sys.stderr)
+    sys.exit(1)

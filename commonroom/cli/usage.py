@@ -5,7 +5,7 @@ Typer 0.28 prints a required argument in the usage line as ``{file}``
 placeholder nobody filled in: ``Usage: ce serve [OPTIONS] {file}``. Every
 ``ce`` command is a :class:`CeCommand` instead (through :class:`CeTyper`),
 so the usage line follows click's convention, which the commands' help
-already uses ("Start the room on FILE"): ``ce diff [OPTIONS] FILE A [B]``,
+already uses ("Start the room on FILE"): ``ce version diff [OPTIONS] [FILE] A [B]``,
 and the *Arguments* section and click's errors ("Missing argument 'FILE'")
 name each argument the same way.
 """

@@ -10,11 +10,27 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
+from typing import Any
+
+from ..errors import StorageUnavailable
 
 FileStat = tuple[int, int, int]
 
 log = logging.getLogger("commonroom.engine")
+
+#: How often the follower tries again to write a file it could not write (seconds): the file
+#: reaches the head within this long of the disk having room again.
+RETRY_SECONDS = 0.25
+#: Free bytes a new version needs on the file's disk beyond its own size before it is
+#: committed (the sidecar's pages of it, the temporary file's last block).
+DISK_MARGIN = 64 * 1024
+#: A disk with this many bytes free beyond a version's needs is not looked at again for
+#: :data:`ROOMY_SECONDS` (a ``statvfs`` costs a few µs on every write otherwise).
+ROOMY, ROOMY_SECONDS = 16 << 20, 0.5
+#: Root may use the blocks a file system keeps back for it (``f_bfree``); others ``f_bavail``.
+_ROOT = os.geteuid() == 0
 
 
 def file_state(path: Path) -> FileStat | None:
@@ -40,15 +56,22 @@ def write_atomic(path: Path, text: str) -> FileStat | None:
         mode = 0o644
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.fchmod(fd, mode)  # exactly the file's mode, whatever the process umask (ce serve's is 077)
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            os.fchmod(fd, mode)  # exactly the file's mode, whatever the process umask (ce serve's is 077)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)  # a half-written temporary file would hold the very space that is missing
+        except OSError:
+            pass
+        raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -73,6 +96,11 @@ class FileFollower:
     :meth:`ours` tells whether a file fingerprint or content hash is one the
     follower wrote or is about to write, so the outside-edit check never
     mistakes the follower's own work for an outside edit.
+
+    A write that fails (a full disk, a read-only folder) is tried again
+    every :data:`RETRY_SECONDS` until it succeeds (or the file is edited
+    outside the room meanwhile); :meth:`behind` says so meanwhile, and
+    :meth:`check_room` refuses new versions until the file has caught up.
     """
 
     def __init__(self, path: Path, *, background: bool = True):
@@ -89,6 +117,9 @@ class FileFollower:
         self.stat: FileStat | None = file_state(path)
         self._closed = False
         self.diverged = False
+        #: (what failed, when it started: seconds since the epoch) while the file cannot be written
+        self._failure: tuple[str, float] | None = None
+        self._roomy_until = 0.0  # monotonic time until which the disk is known to have ample room
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._run, name="commonroom-file", daemon=True)
@@ -120,7 +151,7 @@ class FileFollower:
                     self._cond.wait()
                 if self._pending is None:  # closed, and nothing left to write
                     return
-                number, text, _ = self._pending
+                number, text, digest = self._pending
                 self._pending = None
             try:
                 if file_state(self.path) != self.stat:
@@ -129,24 +160,84 @@ class FileFollower:
                     # then adopts it, and the next head is written.
                     with self._cond:
                         self.diverged = True
+                        self._failure = None
                         self._written_number = max(self._written_number, number)
                         self._cond.notify_all()
                     continue
                 stat = write_atomic(self.path, text)
             except OSError as exc:
-                # the file cannot follow now (disk full, a directory in its
-                # place): say so and go on; the sidecar holds the version and
-                # the next commit, or the next start, writes the file again
-                log.error("cannot write %s (version %d): %s", self.path, number, exc)
-                with self._cond:
-                    self._written_number = max(self._written_number, number)
-                    self._cond.notify_all()
+                self._failed(number, text, digest, exc)
                 continue
             with self._cond:
+                if self._failure is not None:
+                    log.warning("wrote %s again: version %d (it was behind since %s)", self.path, number,
+                                epoch_stamp(self._failure[1]))
+                    self._failure = None
                 self.stat = stat
                 self._on_disk = number
                 self._written_number = max(self._written_number, number)
                 self._cond.notify_all()
+
+    def _failed(self, number: int, text: str, digest: str, exc: OSError) -> None:
+        """The file could not take version ``number``: say so once, then try again every
+        :data:`RETRY_SECONDS` (sooner when a newer head comes); closing gives up (the next
+        start writes the file from the sidecar)."""
+        with self._cond:
+            self._roomy_until = 0.0
+            if self._failure is None:
+                self._failure = (exc.strerror or str(exc), time.time())
+                log.error("cannot write %s (version %d): %s; the file is behind: on disk v%d, head v%d; "
+                          "trying again every %g s", self.path, number, exc, self._on_disk, number, RETRY_SECONDS)
+            if self._closed:
+                self._written_number = max(self._written_number, self._submitted_number)
+                self._cond.notify_all()
+                return
+            if self._pending is None:
+                self._pending = (number, text, digest)
+            self._cond.wait(RETRY_SECONDS)
+
+    def behind(self) -> dict[str, Any] | None:
+        """While the file cannot be written: ``{"on_disk", "head", "since", "error"}`` (``since``: seconds since the
+        epoch); None when it follows the head."""
+        with self._cond:
+            if self._failure is None:
+                return None
+            return {"on_disk": self._on_disk, "head": self._submitted_number, "since": self._failure[1],
+                    "error": self._failure[0]}
+
+    def check_room(self, size: int) -> None:
+        """Before committing a version of ``size`` characters: ``StorageUnavailable`` when it could not reach the file.
+
+        Refused while the file is behind (a write failed and is being
+        tried again: ``details.reason`` ``file_behind``), and when the
+        file's disk has fewer free bytes than ``size`` plus
+        :data:`DISK_MARGIN` (``disk_full``; the bytes a process of root
+        may use). Nothing is committed then, so every version the room
+        acknowledges reaches the file.
+        """
+        behind = self.behind() if self._failure is not None else None  # no lock on the write path's usual way
+        if behind is not None:
+            raise StorageUnavailable(
+                f"the file {self.path.name} is behind: on disk v{behind['on_disk']}, head v{behind['head']} "
+                f"({behind['error']}); the room writes it as soon as the disk lets it, and takes new versions then. "
+                "Nothing was committed; try again later",
+                details={"reason": "file_behind", "on_disk": behind["on_disk"], "head": behind["head"]})
+        now = time.monotonic()
+        if now < self._roomy_until and size < ROOMY:
+            return  # the disk had ample room a moment ago: no system call on every write
+        try:
+            disk = os.statvfs(self.path.parent)
+        except OSError:
+            return
+        free = (disk.f_bfree if _ROOT else disk.f_bavail) * disk.f_frsize
+        if free > size + DISK_MARGIN + ROOMY:
+            self._roomy_until = now + ROOMY_SECONDS
+        if free < size + DISK_MARGIN:
+            log.error("%s: a commit failed (disk_full: %d bytes free, a version of %d characters); nothing of it "
+                      "was written", self.path, free, size)
+            raise StorageUnavailable(
+                f"the disk of {self.path.name} has {free} bytes free, too few for this version of it; nothing was "
+                "committed, try again once there is room", details={"reason": "disk_full", "free_bytes": free})
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until the newest submitted head is on disk; False on timeout."""
@@ -180,10 +271,19 @@ class FileFollower:
             return digest in self._recent
 
     def close(self) -> None:
-        """Flush, then stop the thread."""
-        self.flush()
+        """Flush (a file that cannot be written is given a moment only), then stop the thread."""
+        self.flush(2.0 if self.behind() is not None else 30.0)
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(10)
+
+
+def epoch_stamp(seconds: float) -> str:
+    """An epoch time as the room's RFC 3339 stamp (for the log and the room's status)."""
+    import datetime as dt
+
+    from ..clock import rfc3339
+
+    return rfc3339(dt.datetime.fromtimestamp(seconds, dt.timezone.utc))

@@ -206,11 +206,15 @@ class LeasesMixin(EngineBase):
         for row in rows:
             if row.session_id in actor_sessions:
                 continue
-            if regions.overlaps(self._lease_span(row, text, count), span):
+            held = self._lease_span(row, text, count)
+            if regions.overlaps(held, span):
+                holder = self.participant_name(row.participant_id) or "another session"
+                where = f"line {held.start}" if held.start == held.end else f"lines {held.start}-{held.end}"
                 raise LeaseConflict(
-                    "another session leases this region",
-                    details={"session_id": row.session_id, "expires_at": row.expires_at,
-                             "lines": [row.start_line, row.end_line]},
+                    f"{holder} holds {where} until {row.expires_at} (lease {row.id}); wait until it is "
+                    "released or expires, or ask them to release it",
+                    details={"session_id": row.session_id, "participant": holder, "expires_at": row.expires_at,
+                             "lines": [held.start, held.end]},
                     lease_id=row.id,
                     region=row.region,
                 )

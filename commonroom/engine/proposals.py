@@ -232,7 +232,7 @@ class ProposalsMixin(EngineBase):
         conflict, never ``invalid_request`` (docs/protocol.md, *Errors*).
         """
         if row.status != "open":
-            raise ProposalConflict(f"proposal {row.id} is {row.status}, not open",
+            raise ProposalConflict(f"proposal {row.id} is {row.status} already, so it can no longer be decided",
                                    details={"status": row.status, "reason": "not_open", "allowed_from": ["open"]},
                                    proposal_id=row.id)
 
@@ -266,7 +266,9 @@ class ProposalsMixin(EngineBase):
                                                        row.text)
                 if merged_lines is None:  # not clean
                     raise ProposalConflict(
-                        f"proposal {row.id} no longer applies: its region changed since version {row.base_version}",
+                        f"proposal {row.id} is still open but no longer applies: the lines it changes were changed "
+                        f"since v{row.base_version} (the head is v{head.number}); reject it, or propose the change "
+                        f"again on v{head.number}",
                         details={"hunks": _conflict_hunks(conflicts), "base_version": row.base_version},
                         proposal_id=row.id, base_version=row.base_version, current_version=head.number,
                     )

@@ -10,6 +10,7 @@ from .. import PROTOCOL, PROTOCOL_VERSION, regions, rendering
 from ..clock import rfc3339
 from ..store.models import live_session_sql
 from .access import participant_dict
+from .filesync import epoch_stamp
 from .base import Actor, EngineBase, encode_cursor, page_after_stamp_and_id, parse_limit, require
 
 
@@ -35,6 +36,12 @@ class ReadingMixin(EngineBase):
             "sessions": sessions,
             "last_event_id": self.store.last_event_id(),
         }
+        behind = self.follower.behind()
+        if behind is not None:
+            status["file_behind"] = {
+                "on_disk": behind["on_disk"], "head": behind["head"], "since": epoch_stamp(behind["since"]),
+                "error": behind["error"],
+                "message": f"the file is behind: on disk v{behind['on_disk']}, head v{behind['head']}"}
         if actor.kind == "operator":
             listeners = self.transport_listeners()  # type: ignore[attr-defined]  # AccessMixin
             if listeners:

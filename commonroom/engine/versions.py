@@ -107,9 +107,13 @@ class VersionsMixin(EngineBase):
         Emits ``version.committed``; after the commit the head cache moves
         and the file follows (``FileFollower``). ``new_lines`` (the lines of
         ``text``) and ``delta`` (the hunk from the head) may be passed when
-        the caller has them. Returns the row.
+        the caller has them. Returns the row. ``StorageUnavailable`` (nothing
+        committed) when the file could not take it: it is behind after a
+        failed write, or its disk is full (``FileFollower.check_room``).
         """
         Version = self.store.models.Version
+        if source != "external":  # an outside edit is on disk already; anything else must reach the file
+            self.follower.check_room(len(text))
         head = self.head()
         number = head.number + 1
         digest = content_hash(text)

@@ -33,8 +33,7 @@ OPERATIONS = Table([
         read_only=False, http=Http("POST", "/workspace/join", 201, (INGRESS,), public=True)),
     Operation(
         "session_get", "The calling session", "session_info", "common#NoArguments", "common#Session",
-        "session", http=Http("GET", "/workspace/session", listeners=(INGRESS,)),
-        no_command="ce join prints the session it opened and stores it for the commands after it"),
+        "session", http=Http("GET", "/workspace/session", listeners=(INGRESS,))),
     Operation(
         "workspace_status", "Room status: workspace, file, head version, counts, last event id",
         "room_status", "common#NoArguments", "room#RoomStatus", "room", capability="read",

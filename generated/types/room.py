@@ -15,6 +15,30 @@ Read shapes: GET /workspace/room, /workspace/document, /workspace/document/rende
 """
 
 
+class FileBehind(TypedDict, closed=True):
+    """
+    Present only while the document's file cannot be written (a full disk, a read-only folder): it holds an older version than the head; the room tries again every 0.25 s and takes no new version until it has caught up.
+    """
+
+    on_disk: int
+    """
+    The version the file holds (0: not known).
+    """
+    head: int
+    """
+    The version the room tries to write.
+    """
+    since: common.Timestamp
+    error: str
+    """
+    What the system answered the first failed write.
+    """
+    message: str
+    """
+    the file is behind: on disk vN, head vM
+    """
+
+
 class TransportListener(TypedDict, closed=True):
     type: str
     address: str
@@ -83,6 +107,7 @@ class RoomStatus(TypedDict, closed=True):
     """
     The operator's view only (owner port, ce status): each transport plugin's listener and whether it listens.
     """
+    file_behind: NotRequired[FileBehind]
 
 
 class RenderedDocument(TypedDict, closed=True):

@@ -34,13 +34,19 @@
   // Every version, 12 a page, newest first: Older / Newer walk the cursors of versions_list. The chosen
   // version shows as its changes (the diff from the one before) or as its whole text, with line numbers.
   const pager = { cursors: [null], at: 0 };
-  let head = 0, chosenVersion = null, followHead = true, versionView = "diff";
+  let head = 0, chosenVersion = null, followHead = true, versionView = "diff", behindTimer = null;
   async function loadRoom() {
     const cursor = pager.cursors[pager.at];
     const [room, doc, versions] = await Promise.all([api("GET", "/workspace/room"), api("GET", "/workspace/document"),
       api("GET", `/workspace/versions?limit=12${cursor ? "&cursor=" + enc(cursor) : ""}`)]);
     head = room.head_version;
     $("head").textContent = `v${room.head_version}`;
+    // while the file cannot be written (a full disk): say so, and look again until it has caught up
+    const behind = room.file_behind;
+    $("file-behind").hidden = !behind;
+    $("file-behind").textContent = behind ? behind.message : "";
+    $("file-behind").title = behind ? `${behind.error}, since ${behind.since}` : "";
+    if (behind && !behindTimer) behindTimer = setTimeout(() => { behindTimer = null; loadRoom().catch(() => {}); }, 2000);
     numbered($("document"), doc.text);
     $("doc-meta").textContent = `version ${doc.version} · ${plural(lineCount(doc.text), "line")} · ${plural(room.participants, "participant")} · ${plural(room.sessions, "live session")}`;
     const shown = versions.versions;
