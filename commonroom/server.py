@@ -31,7 +31,7 @@ from gunicorn.app.base import BaseApplication
 from . import tokens
 from .affinity import cpu_choice, pin_worker
 from .clock import Clock
-from .roomfiles import PRIVATE_UMASK, RoomFiles, room_on_port, write_private
+from .roomfiles import PRIVATE_UMASK, RoomFiles, private_umask, room_on_port, write_private
 from .bodyguard import BodyGuard
 from .listenwatch import bind_to_device
 from .program import running_ce
@@ -272,7 +272,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
                          "only (127.0.0.1, ::1, localhost); other machines reach a room through a "
                          "transport plugin")
     files = RoomFiles.of(options.document)
-    remembered = remembered_ports(files)
+    with private_umask():  # SQLite may create the -wal and -shm it reads through: private, as every room file
+        remembered = remembered_ports(files)
     extra = plugin_listener(options, remembered.get("transports", {}).get(options.transport or ""))
     from . import hostnames
 

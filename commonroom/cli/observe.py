@@ -14,7 +14,9 @@ With ``--json`` each line is instead the event itself, one JSON object
 away, reconnects with backoff (0.5 s doubling to 10 s), says when the room
 is back (:mod:`commonroom.cli.outage`) and resumes after the last id it printed
 (``Last-Event-ID``), so nothing is printed twice or skipped while the ring
-still holds it. On ``event: resync`` it says so, rereads ``/workspace/room``
+still holds it. A room that restarted on another port of this machine is
+followed there (its state file; :func:`commonroom.cli.sessions.moved_transport`),
+and the session file is pointed at it. On ``event: resync`` it says so, rereads ``/workspace/room``
 and continues from that ``last_event_id`` (the events in between are not
 printed: read ``/workspace/history`` or the document for them). A refused
 stream (revoked or expired session, missing ``observe``) ends the command
@@ -271,7 +273,8 @@ class Follower:
                         end = self.current_end()
                         break
                     except errors.TransportUnavailable as exc:
-                        self.outage.lost(exc.message, "then rereading the room")
+                        if not self.relocate():  # moved to another port of this machine: reread it there at once
+                            self.outage.lost(exc.message, "then rereading the room")
                 self.outage.back("rereading the room")
                 self.last = end
                 _status(f"continuing from #{end}" if end is not None else "continuing with new events only")

@@ -36,8 +36,13 @@ def version_diff(answer: dict[str, Any]) -> None:
 
 @renders("editing#VersionInfo")
 def version(answer: dict[str, Any]) -> None:
-    """``sample.md: v2 committed by alice: shorter goals``."""
-    outcome(_committed(answer))
+    """``sample.md: v2 committed by alice: shorter goals`` (``…, rebased from v1`` when a write was rebased);
+    ``sample.md: no change; head stays v2`` for a write that changed nothing."""
+    if answer.get("committed") is False:
+        outcome(f"no change; head stays v{answer['number']}")
+        return
+    rebased = answer.get("rebased_from")
+    outcome(_committed(answer) + (f" (rebased from v{rebased})" if rebased else ""))
 
 
 def _committed(info: dict[str, Any]) -> str:

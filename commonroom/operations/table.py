@@ -73,6 +73,12 @@ OPERATIONS = Table([
         no_command="the participant page's rendered view reads it; on a terminal ce read renders the document "
                    "itself, and ce call GET /workspace/document/rendered prints the HTML"),
     Operation(
+        "document_outline", "The head's headings: lines, sections, paths and anchors", "outline",
+        "common#NoArguments", "room#DocumentOutline", "document", capability="read",
+        http=Http("GET", "/workspace/document/outline", cache="head"),
+        no_command="the participant page's text view reads it (anchors, the sections to propose to); on a terminal "
+                   "ce read --heading names a section, and ce call GET /workspace/document/outline prints it"),
+    Operation(
         "document_write", "Replace the document or a region if the head is expected_version", "write",
         "editing#WriteRequest", "editing#VersionInfo", "document",
         args=("expected_version", "text", "region", Arg("summary", "")), capability="write",
