@@ -157,9 +157,7 @@ def test_ce_lease_list_is_paged(leased):
 
 
 #: Answers that hold records but are not cursor-paged lists (and why).
-BOUNDED = {"document_render": "the head's headings: one per heading of the one document",
-           "workspace_status": "the transport plugins' listeners: one per plugin the room loaded",
-           "proposal_review": "the hunks where one proposal's change overlaps the head's: bounded by the document",
+BOUNDED = {"proposal_review": "the hunks where one proposal's change overlaps the head's: bounded by the document",
            "get_session_assignment": "the todo and at most 200 direct replies; assignment_too_large beyond (DESIGN.md)",
            "observe_session_messages": "paged by its observation token: at most 100 messages and has_more (the seed)",
            "list_session_peers": "the caller's own peers active in the last 10 minutes and at most the 200 peer "
