@@ -23,7 +23,7 @@ from .checkpoints import pack
 from .console import ConsoleMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
-from .filesync import FileFollower, file_state, write_atomic
+from .filesync import FileFollower, file_state, open_for_writing, write_atomic
 from .tasks import TasksMixin
 from .handoffs import HandoffsMixin
 from .history import HistoryMixin
@@ -118,8 +118,9 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
     def _read_file(self) -> str | None:
         """The file's text, or None after handling a file the room cannot keep.
 
-        A missing file, or one truncated to nothing while the head has text,
-        gets the head written back (and the event says so, ``reason:
+        A missing file, or one truncated to nothing while the head has text
+        and no process has it open for writing (an editor saving in place is
+        waited for: :func:`~.filesync.open_for_writing`), gets the head written back (and the event says so, ``reason:
         "missing"`` or ``"empty"``, with ``written_back: true``). A file that is not UTF-8
         (or not a regular file) is moved aside to ``<name>.rejected-<time>``
         beside it (nothing is lost), the head is written back and a
@@ -131,6 +132,8 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
             text = path.read_bytes().decode("utf-8")
             if text or not head.text:
                 return text
+            if open_for_writing(path):
+                return None  # an editor is saving in place (truncated, not yet written): wait for it
             reason, saved = "empty", None  # truncated to nothing: a mishap, never taken as an edit
         except FileNotFoundError:
             reason, saved = "missing", None

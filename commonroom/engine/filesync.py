@@ -42,6 +42,41 @@ def file_state(path: Path) -> FileStat | None:
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
+def open_for_writing(path: Path) -> bool:
+    """True when a process this one may look at has ``path`` open for writing (Linux ``/proc``).
+
+    An editor saving in place truncates the file, then writes: between the
+    two the file is empty and open for writing, and writing the head back
+    then (a new file renamed over it) would leave the editor writing into a
+    file no longer there. False where ``/proc`` cannot tell (not Linux), so
+    the room writes the head back as before. Looks only at processes'
+    descriptors naming the file's path; costs a few ms, and runs only for a
+    file found empty.
+    """
+    try:
+        target = os.path.realpath(path)
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        folder = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(folder)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{folder}/{fd}") != target:
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as info:
+                    flags = next(int(line.split()[1], 8) for line in info if line.startswith("flags:"))
+            except (OSError, ValueError, StopIteration, IndexError):
+                continue
+            if flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR):
+                return True
+    return False
+
+
 def write_atomic(path: Path, text: str) -> FileStat | None:
     """Replace ``path`` with ``text`` (UTF-8 bytes, line endings untouched).
 

@@ -119,6 +119,26 @@ def test_a_deleted_or_emptied_file_is_written_back(hand_room, people, how):
     assert event[-1]["payload"]["head_version"] == head["number"]
 
 
+def test_a_slow_save_in_place_is_not_written_over(hand_room, people):
+    """An editor that truncates the file and writes its text a moment later (a slow disk, a large
+    file) keeps the file open for writing meanwhile: the room waits for it rather than writing
+    the head back over the empty file, which would leave the editor writing into a file that is
+    no longer there and lose the edit."""
+    ann = people["ann"]
+    before = _head(ann)
+    text = ann.get("/workspace/document").json()["text"]
+    edited = text.replace("Text 4.2 of the plan.", "Text 4.2, saved slowly.")
+    with open(hand_room.document, "r+", encoding="utf-8") as f:
+        f.truncate(0)
+        f.flush()
+        time.sleep(1.5)  # several looks of the room's file watch with the file empty and open
+        f.write(edited)
+    head = _until(lambda: (h := _head(ann))["number"] > before["number"] and h)
+    assert head and head["source"] == "external", head
+    assert ann.get("/workspace/document").json()["text"] == edited
+    assert hand_room.document.read_text(encoding="utf-8") == edited
+
+
 def test_the_rooms_own_writes_are_not_hand_edits(hand_room, people):
     ben = people["ben"]
     start = _head(ben)["number"]
