@@ -120,3 +120,52 @@ def test_ctrl_c_stops_a_room_with_one_line(tmp_path, after):
     assert out.endswith(f"room stopped: {document.resolve()}\n"), out
     assert err == "", err  # no "Worker (pid:…) was sent SIGQUIT!", no traceback
     assert proc.returncode in (0, 130)  # 130: stopped while still starting
+
+
+#: Ids as the room mints them: none may show in ce observe's lines for people.
+AN_ID = re.compile(r"\b(?:p|s|pr|l|ho|inv|m|w)_[0-9a-f]{6,}|\btask_[A-Za-z0-9_-]{20,}|#\d")
+
+
+def test_every_event_type_has_a_sentence():
+    from commonroom.cli.event_lines import SENTENCES
+    from commonroom.schemafiles import load_all
+
+    events = next(schema for name, schema in load_all().items() if name.startswith("events"))
+    assert set(SENTENCES) == set(events["$defs"]["EventType"]["enum"])
+
+
+def test_observe_prints_one_readable_sentence_per_event(room, tmp_path):
+    watcher = join(room, tmp_path, "watcher", "read,observe,approve")
+    watcher_id = json.loads(Path(watcher[1]).read_text())["session_id"]
+    start = json.loads(ce("read", *watcher, "--json").stdout)["version"]
+    observer = subprocess.Popen([ce_path(), "observe", *watcher], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    try:
+        time.sleep(1.5)  # connected: what follows is live
+        owner, worker = room.join("olga", "read,handoff,message,lease,propose,write"), room.join("wim", "read,handoff")
+        assert owner.post("/workspace/leases", {"region": {"lines": [1, 1]}, "ttl_seconds": 1800}).status_code == 201
+        made = owner.post("/workspace/proposals", {"base_version": start, "region": {"lines": [3, 3]},
+                                                   "text": "Shorter intro.\n", "summary": "a shorter intro"})
+        assert made.status_code == 201, made.text
+        posted = owner.post(f"/workspace/boards/{watcher_id}/messages",
+                            {"kind": "question", "body": "Who signs off the release notes?"})
+        assert posted.status_code == 201, posted.text
+        handoff = owner.post("/workspace/handoffs", {"summary": "check the figures", "assignee": "wim"}).json()
+        hid = handoff["handoff"]["id"]
+        assert worker.post(f"/workspace/handoffs/{hid}/accept", {}).status_code == 200
+        asked = worker.post(f"/workspace/handoffs/{hid}/request-input", {"message": "Which quarter, Q3 or Q4?"})
+        assert asked.status_code == 200, asked.text
+        time.sleep(3)
+    finally:
+        observer.terminate()
+        out, err = observer.communicate(timeout=10)
+    lines = out.splitlines()
+    assert lines and all(re.match(r"^\d\d:\d\d:\d\d  \S", line) for line in lines), out
+    assert not [line for line in lines if AN_ID.search(line)], out  # names, never ids
+    text = "\n".join(lines)
+    assert "olga joined the room" in text and "olga opened a session (" in text
+    assert re.search(r"olga leased line 1 until \d\d:\d\d \(in 30m\)", text), text
+    assert "olga proposed a change to line 3 of v" in text and "“a shorter intro”" in text
+    assert "olga posted a question on your board: “Who signs off the release notes?”" in text
+    assert "olga handed off “check the figures” to wim" in text and "wim accepted the handoff “check the figures”" in text
+    assert "wim asked olga about the handoff “check the figures”: “Which quarter, Q3 or Q4?”" in text

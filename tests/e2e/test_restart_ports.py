@@ -62,14 +62,14 @@ def test_a_restart_with_port_0_comes_back_on_the_same_ports_and_sessions_work(tm
     observer = Observer("--session-file", str(session), "--since", "0")
     try:
         first = commit(room, "before the restart")
-        assert observer.saw(f"version {first} ")
+        assert observer.saw(f"committed v{first} ")
         room = restart(room)
         assert (room.state["owner_port"], room.state["ingress"]["port"]) == ports
         read = ce("read", "--session-file", str(session))
         assert read.returncode == 0 and "before the restart" in read.stdout, read.stderr
         assert "moved" not in read.stderr
         second = commit(room, "after the restart")
-        assert observer.saw(f"version {second} ", timeout=30), (observer.out, observer.err)
+        assert observer.saw(f"committed v{second} ", timeout=30), (observer.out, observer.err)
         assert observer.saw("the room is back", "err")
         status = ce("status", str(room.document), "--json")
         assert json.loads(status.stdout)["owner_port"] == ports[0]
