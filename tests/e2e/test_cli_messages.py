@@ -169,3 +169,30 @@ def test_observe_prints_one_readable_sentence_per_event(room, tmp_path):
     assert "olga posted a question on your board: “Who signs off the release notes?”" in text
     assert "olga handed off “check the figures” to wim" in text and "wim accepted the handoff “check the figures”" in text
     assert "wim asked olga about the handoff “check the figures”: “Which quarter, Q3 or Q4?”" in text
+
+
+def test_board_ack_and_complete_without_fence_or_key(room, tmp_path):
+    worker = join(room, tmp_path, "worker-b", "read,message")
+    board = json.loads(Path(worker[1]).read_text())["session_id"]
+    coordinator = room.join("coordinator-b", "read,message")
+    todo = coordinator.post(f"/workspace/boards/{board}/messages",
+                            {"kind": "todo", "body": "Count the open questions.", "requires_ack": True})
+    assert todo.status_code == 201, todo.text
+    todo_id = todo.json()["message_id"]
+    note = coordinator.post(f"/workspace/boards/{board}/messages", {"kind": "note", "body": "FYI"}).json()
+    # ack, by the id as the tables print it
+    acked = ce("board", "ack", todo_id[:10] + "…", *worker, "--json")
+    assert acked.returncode == 0, acked.stderr
+    assert json.loads(acked.stdout)["first_acked_at"] is not None
+    listed = coordinator.get(f"/workspace/boards/{board}/messages", params={"message_id": todo_id}).json()
+    assert listed["messages"][0]["first_acked_at"] == json.loads(acked.stdout)["first_acked_at"]
+    refused(ce("board", "ack", note["message_id"], *worker), "invalid_request")  # it asks for no ACK
+    # complete without --fence and --key: the assignment read, a key derived; the same command again replays it
+    done = ce("board", "complete", "-", todo_id, "2 open questions", *worker, "--json")
+    assert done.returncode == 0, done.stderr
+    first = json.loads(done.stdout)
+    assert first["replayed"] is False and first["todo"]["status"] == "resolved"
+    again = ce("board", "complete", "-", todo_id, "2 open questions", *worker, "--json")
+    assert again.returncode == 0, again.stderr
+    second = json.loads(again.stdout)
+    assert second["replayed"] is True and second["answer"]["message_id"] == first["answer"]["message_id"]
