@@ -196,3 +196,22 @@ def test_board_ack_and_complete_without_fence_or_key(room, tmp_path):
     assert again.returncode == 0, again.stderr
     second = json.loads(again.stdout)
     assert second["replayed"] is True and second["answer"]["message_id"] == first["answer"]["message_id"]
+
+
+def test_ce_call_takes_an_id_as_ce_printed_it(room, tmp_path):
+    author = join(room, tmp_path, "caller", "read,propose,message")
+    made = json.loads(ce("propose", "--base", "1", "--lines", "1-1", "--text", "# Release plan\n", *author,
+                         "--json").stdout)
+    printed = made["id"][:11] + "…"  # as the tables print it
+    got = ce("call", "GET", f"/workspace/proposals/{printed}", *author)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["id"] == made["id"]
+    own = json.loads(Path(author[1]).read_text())["session_id"]
+    posted = ce("board", "post", "-", "note", "hello", *author, "--json")
+    message = json.loads(posted.stdout)["message_id"]
+    listed = ce("call", "GET", f"/workspace/boards/{own[:8]}…/messages?message_id={message}", *author)
+    assert listed.returncode == 0 and json.loads(listed.stdout)["messages"][0]["message_id"] == message, listed.stderr
+    missing = ce("call", "GET", "/workspace/proposals/pr_0000…", *author)
+    assert missing.returncode == 25 and "Traceback" not in missing.stderr
+    body = json.loads(missing.stderr)
+    assert body["error"] == "invalid_request" and "\n" not in body["message"] and "names no proposal" in body["message"]
