@@ -1,7 +1,12 @@
 """The byte client of ``ce join``, ``ce call`` and ``ce mcp`` (seed protocol.txt, HTTP).
 
 It speaks HTTP/1.1 over the socket the transport hint dials, with
-``Host: commonroom``. Request/response calls send ``Connection: close`` and
+``Host: commonroom``. Through a transport plugin (an overlay, where a
+tunnel can die quietly) a request that gets no byte of its answer for
+:data:`NO_BYTE_SECONDS` fails, naming the address and saying the overlay
+may be down; one whose answer stops after some bytes says "the answer
+stalled after N bytes" (a tunnel that drops large packets: its MTU), not
+that the room closed the connection. Request/response calls send ``Connection: close`` and
 read the body until ``Content-Length``; :func:`stream` reads a server-sent
 event stream (chunked or close-delimited) frame by frame, parsed by
 :mod:`commonroom.sse_client`.
@@ -21,13 +26,60 @@ from .sse_client import Frame, SSEParser
 from .transport import dial
 
 
+#: Through a transport plugin: the longest wait for the next byte of an answer (seconds) unless the caller
+#: waits longer on purpose (a long-poll's ``idle``).
+NO_BYTE_SECONDS = 10.0
+
+
+def where(transport: dict[str, Any]) -> str:
+    """``ADDRESS:PORT`` (``[v6]:PORT``) of a hint; the socket path of a ``local`` one."""
+    address, port = transport.get("address"), transport.get("port")
+    if port is None:
+        return str(address)
+    return f"[{address}]:{port}" if ":" in str(address) else f"{address}:{port}"
+
+
+def quiet_limit(transport: dict[str, Any], timeout: float, idle: float | None) -> float:
+    """The longest silence a request tolerates: ``idle`` when given, else :data:`NO_BYTE_SECONDS` through a
+    plugin transport (at most ``timeout``), else ``timeout``."""
+    if idle is not None:
+        return idle
+    return min(timeout, NO_BYTE_SECONDS) if transport.get("type") not in ("loopback", "local") else timeout
+
+
+def lost_answer(transport: dict[str, Any], exc: BaseException, received: int, quiet: float) -> errors.TransportUnavailable:
+    """What a connection that failed after the request was sent means, in the colleague's words."""
+    room = where(transport)
+    details = {"transport": transport.get("type"), "address": transport.get("address"),
+               "port": transport.get("port"), "received_bytes": received}
+    if isinstance(exc, TimeoutError):
+        if received:
+            message = (f"the answer stalled after {received} bytes from the room at {room} (nothing more for "
+                       f"{quiet:g} s): the overlay may drop large packets (its MTU) or be down")
+        else:
+            message = (f"no answer from the room at {room} in {quiet:g} s (the answer stalled after 0 bytes): the "
+                       "overlay may be down (is the tunnel up on this machine?) or drop large packets (its MTU), "
+                       "or the room is stuck")
+    elif received:
+        message = f"the room at {room} closed the connection after {received} bytes of its answer"
+    else:
+        message = f"the room at {room} closed the connection without answering ({exc})"
+    return errors.TransportUnavailable(message, details=details)
+
+
 @dataclass
 class Response:
-    """A parsed response: status, lower-cased headers, raw body."""
+    """A parsed response: status, lower-cased headers, raw body.
+
+    ``ended``: for a stream, how its frames ended (``""`` while open or for
+    a plain answer, ``"closed"``, or ``"silent"``: no byte for the read
+    timeout).
+    """
 
     status: int
     headers: dict[str, str]
     body: bytes
+    ended: str = ""
 
     def json(self) -> Any:
         """The body as JSON (``None`` when empty)."""
@@ -56,11 +108,13 @@ class _Reader:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.buf = b""
+        self.received = 0  # bytes read from the socket so far
 
     def _fill(self) -> bool:
         chunk = self.sock.recv(65536)
         if not chunk:
             return False
+        self.received += len(chunk)
         self.buf += chunk
         return True
 
@@ -128,8 +182,14 @@ def request(
     headers: dict[str, str] | None = None,
     raw_body: bytes | None = None,
     timeout: float = 60.0,
+    idle: float | None = None,
 ) -> Response:
-    """One request/response call; raises ``TransportUnavailable`` if undialable."""
+    """One request/response call; raises ``TransportUnavailable`` if undialable or the answer is lost.
+
+    ``timeout``: the connect timeout and the longest silence on a loopback
+    or local transport; through a plugin transport the longest silence is
+    :data:`NO_BYTE_SECONDS` unless ``idle`` says otherwise (a long-poll).
+    """
     all_headers = dict(headers or {})
     data = raw_body
     if body is not None and data is None:
@@ -139,16 +199,16 @@ def request(
         all_headers["Authorization"] = f"Bearer {token}"
     if data is None and method.upper() in ("POST", "PUT", "PATCH"):
         data = b""
-    sock = dial(transport, timeout)
+    quiet = quiet_limit(transport, timeout, idle)
+    sock = dial(transport, min(timeout, NO_BYTE_SECONDS))
+    reader = _Reader(sock)
     try:
+        sock.settimeout(quiet)
         sock.sendall(_request_bytes(method.upper(), path, data, all_headers, close=True))
-        reader = _Reader(sock)
         status, response_headers = _head(reader)
         return Response(status, response_headers, _body(reader, response_headers))
     except (OSError, ConnectionError) as exc:
-        raise errors.TransportUnavailable(
-            f"the room closed the connection: {exc}", details={"transport": transport.get("type")}
-        ) from None
+        raise lost_answer(transport, exc, reader.received, quiet) from None
     finally:
         sock.close()
 
@@ -207,13 +267,13 @@ def stream(
         all_headers["Authorization"] = f"Bearer {token}"
     if raw_body is None and method.upper() in ("POST", "PUT", "PATCH"):
         raw_body = b""
-    sock = dial(transport, 10.0)
+    sock = dial(transport, NO_BYTE_SECONDS)
     if on_socket is not None:
         on_socket(sock)
+    reader = _Reader(sock)
     try:
         sock.settimeout(timeout)
         sock.sendall(_request_bytes(method.upper(), path, raw_body, all_headers, close=True))
-        reader = _Reader(sock)
         status, response_headers = _head(reader)
         if status != 200 or not response_headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
             body = _body(reader, response_headers)
@@ -221,9 +281,8 @@ def stream(
             return Response(status, response_headers, body), iter(())
     except (OSError, ConnectionError) as exc:
         sock.close()
-        raise errors.TransportUnavailable(
-            f"the room closed the connection: {exc}", details={"transport": transport.get("type")}
-        ) from None
+        raise lost_answer(transport, exc, reader.received, timeout or 0.0) from None
+    response = Response(status, response_headers, b"")
 
     def frames() -> Iterator[Frame]:
         parser = SSEParser()
@@ -236,12 +295,17 @@ def stream(
             for data in source:
                 yield from parser.feed(data)
             yield from parser.close()
+            response.ended = "closed"
+        except TimeoutError:
+            response.ended = "silent"
+            return
         except (OSError, ConnectionError):
+            response.ended = "closed"
             return
         finally:
             sock.close()
 
-    return Response(status, response_headers, b""), frames()
+    return response, frames()
 
 
 def _raw(reader: _Reader) -> Iterator[bytes]:

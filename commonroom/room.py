@@ -54,11 +54,16 @@ from .mcp import mcp_routes
 from .operations import INGRESS, OPERATIONS, OWNER, Table
 from .operations.runner import Runner
 from .memory import Trimmer
+from .filewatch import FileWatch
 from .timers import Scheduler
 
 #: How often the lease-expiry sweep runs (seconds): a lapsed lease's
 #: ``lease.expired`` is emitted within about this long of its ``expires_at``.
 LEASE_SWEEP_SECONDS = 1.0
+#: How often the room looks at its file (one ``stat``; ``Engine.watch_file``): an edit made
+#: outside the room becomes a version, and a deleted or emptied file is written back, within a
+#: second. Where inotify is available (:mod:`commonroom.filewatch`) a change makes the look at once.
+FILE_WATCH_SECONDS = 0.25
 #: How often the task TTL sweep runs (tasks live 24 h; a minute late is fine).
 TASK_SWEEP_SECONDS = 60.0
 #: How often board and peer retention runs (``Engine.sweep_board_retention``): peer
@@ -88,6 +93,7 @@ def room_timers(engine: Engine, runner: Runner) -> Scheduler:
     scheduler = Scheduler(runner.write, clock=engine.clock)
     scheduler.every(LEASE_SWEEP_SECONDS, "lease-expiry", engine.expire_leases)
     scheduler.every(TASK_SWEEP_SECONDS, "task-ttl", engine.sweep_tasks)
+    scheduler.every(FILE_WATCH_SECONDS, "file-watch", engine.watch_file)
     scheduler.every(BOARD_SWEEP_SECONDS, "board-retention", engine.sweep_board_retention)
     scheduler.every(WAL_SWEEP_SECONDS, "wal-give-back", engine.store.give_back_wal)
     return scheduler
@@ -150,6 +156,20 @@ def build_room(document: Path, owner_token_hash: str, *, table: Table = OPERATIO
         await asyncio.to_thread(warmer.wait, STARTUP_WARM_SECONDS)
         warmer.pause = PAUSE_SECONDS
 
+    watching: list[FileWatch] = []
+
+    async def watch_file() -> None:
+        """Have inotify (where available) make the file-watch sweep due at once on a change."""
+        loop = asyncio.get_running_loop()
+        watch = FileWatch.start(engine.document_path,
+                                lambda: loop.call_soon_threadsafe(scheduler.poke, "file-watch"))
+        if watch is not None:
+            watching.append(watch)
+
+    async def stop_watching() -> None:
+        for watch in watching:
+            watch.stop()
+
     async def fail_interrupted() -> None:  # no tool run survives a restart (docs/handoffs.md)
         await runner.write(engine.fail_interrupted_tool_tasks)
 
@@ -162,6 +182,6 @@ def build_room(document: Path, owner_token_hash: str, *, table: Table = OPERATIO
         Listener(INGRESS, FrontDoor(StreamGuard(ingress_app, settings.write_timeout_seconds),
                                     front_routes(table, INGRESS, engine, runner, answers, mcp)),
                  ingress_router, table, engine=engine, limiter=limiter, names=names),
-        Hooks([scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
-              [fail_interrupted, scheduler.start, warm_old_versions, trimmer.start], scheduler),
+        Hooks([stop_watching, scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
+              [fail_interrupted, scheduler.start, watch_file, warm_old_versions, trimmer.start], scheduler),
     )

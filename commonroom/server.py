@@ -31,7 +31,7 @@ from gunicorn.app.base import BaseApplication
 from . import tokens
 from .affinity import cpu_choice, pin_worker
 from .clock import Clock
-from .roomfiles import PRIVATE_UMASK, RoomFiles, room_on_port, write_private
+from .roomfiles import PRIVATE_UMASK, RoomFiles, private_umask, room_on_port, write_private
 from .bodyguard import BodyGuard
 from .listenwatch import bind_to_device
 from .program import running_ce
@@ -272,7 +272,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
                          "only (127.0.0.1, ::1, localhost); other machines reach a room through a "
                          "transport plugin")
     files = RoomFiles.of(options.document)
-    remembered = remembered_ports(files)
+    with private_umask():  # SQLite may create the -wal and -shm it reads through: private, as every room file
+        remembered = remembered_ports(files)
     extra = plugin_listener(options, remembered.get("transports", {}).get(options.transport or ""))
     from . import hostnames
 
@@ -432,9 +433,11 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
         ce = running_ce()  # the commands as they run from any directory, ce on PATH or not
         for name, listener in ingress.get("transports", {}).items():
             print(f"  {name} ingress:{' ' * max(1, 8 - len(name))}{url(listener['address'], listener['port'])}"
-                  f"  ({ce} invite {files.document} --transport {name} ...)", file=out)
-        print(f"  invite someone:  {ce} invite {files.document} --participant NAME --cap read,observe,propose",
-              file=out)
+                  f"  (interface {listener['interface']}: connections through it only)", file=out)
+        # a room opened for other machines is invited to through its plugin listener
+        through = "".join(f" --transport {name}" for name in list(ingress.get("transports", {}))[:1])
+        print(f"  invite someone:  {ce} invite {files.document} --participant NAME --cap read,observe,propose"
+              f"{through}", file=out)
         print(f"  open the console: {ce} console {files.document}", file=out)
         for listener, taken, port in moved:
             print(f"  note: the {listener} was on port {taken} when this room last ran; that port is taken, "

@@ -9,6 +9,7 @@ stops it (shutdown, before the writer thread closes).
 scheduler = Scheduler(runner.write, clock=engine.clock)
 scheduler.every(1.0, "lease-expiry", engine.expire_leases)   # a sync callable
 await scheduler.start()        # lifespan startup: one asyncio task on the loop
+scheduler.poke("lease-expiry")  # due now (on the loop; call_soon_threadsafe from a thread)
 await scheduler.run_due()      # tests: run every sweep that is due now, once
 await scheduler.stop()         # lifespan shutdown: a running sweep finishes first
 scheduler.runs["lease-expiry"], scheduler.failures["lease-expiry"]
@@ -100,6 +101,19 @@ class Scheduler:
         if self._wake is not None:
             self._wake.set()
         return timer
+
+    def poke(self, name: str) -> None:
+        """Make sweep ``name`` due now (something it looks at has changed); on the loop's thread.
+
+        From another thread: ``loop.call_soon_threadsafe(scheduler.poke, name)``.
+        Unknown names are ignored.
+        """
+        timer = self.timers.get(name)
+        if timer is None:
+            return
+        timer.due = min(timer.due, self.clock.now())
+        if self._wake is not None:
+            self._wake.set()
 
     @property
     def running(self) -> bool:

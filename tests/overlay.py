@@ -2,7 +2,8 @@
 
 :class:`Overlay` makes two network namespaces (``room`` and ``peer``)
 joined by a veth pair (the "LAN", 192.168.213.0/30) and a WireGuard tunnel
-over it (10.213.0.1 ↔ 10.213.0.2), run by Debian's ``wireguard-go`` in
+over it (10.213.0.1 ↔ 10.213.0.2, and fd7a:115c:a1e0::1 ↔ ::2: an IPv6
+overlay as Tailscale numbers it), run by Debian's ``wireguard-go`` in
 userspace (``WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1``: no kernel
 module needed) and configured with ``wg`` from ``wireguard-tools``; both
 are installed with apt-get when missing (:func:`ensure_wireguard`, as
@@ -71,6 +72,8 @@ class Overlay:
     tag: str = field(default_factory=lambda: f"cr{os.getpid() % 100000}")
     room_address: str = "10.213.0.1"
     peer_address: str = "10.213.0.2"
+    room_address6: str = "fd7a:115c:a1e0::1"  # Tailscale's IPv6 range
+    peer_address6: str = "fd7a:115c:a1e0::2"
     room_lan: str = "192.168.213.1"
     peer_lan: str = "192.168.213.2"
     pids: list[int] = field(default_factory=list)
@@ -120,10 +123,13 @@ class Overlay:
                 raise RuntimeError("wireguard-go did not open its UAPI sockets in 10 s")
             time.sleep(0.02)
         for (ns, _veth, _lan, wg, address), (_, _, other_lan, other_wg, other_address) in zip(sides, sides[::-1]):
+            other6 = self.peer_address6 if ns == self.room_ns else self.room_address6
             _run("ip", "netns", "exec", ns, "wg", "set", wg, "private-key", str(self.keys / wg),
-                 "listen-port", str(WG_PORT), "peer", public[other_wg], "allowed-ips", f"{other_address}/32",
-                 "endpoint", f"{other_lan}:{WG_PORT}")
+                 "listen-port", str(WG_PORT), "peer", public[other_wg], "allowed-ips",
+                 f"{other_address}/32,{other6}/128", "endpoint", f"{other_lan}:{WG_PORT}")
             _run("ip", "-n", ns, "addr", "add", f"{address}/24", "dev", wg)
+            own6 = self.room_address6 if ns == self.room_ns else self.peer_address6
+            _run("ip", "-n", ns, "-6", "addr", "add", f"{own6}/48", "dev", wg, "nodad")
             _run("ip", "-n", ns, "link", "set", wg, "up")
         return self
 

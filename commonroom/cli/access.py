@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .. import invitation
-from ..errors import InvalidRequest
+from ..errors import InvalidRequest, TransportUnavailable
 from ..roomfiles import RoomFiles
 from ..vocabulary import CAPABILITIES, words
 from . import ids
@@ -107,16 +107,37 @@ def sessions_command(file: Annotated[Path, typer.Argument(help="The room's markd
 
 @handled
 def join_command(
-    token: Annotated[str, typer.Argument(help="The commonroom://join/… token.")],
+    token: Annotated[Optional[str], typer.Argument(help="The commonroom://join/… token.")] = None,
     session_file: Annotated[Optional[Path], typer.Option(help="Where to store the session (0600).")] = None,
     client_name: Annotated[str, typer.Option("--client", help="Name this client.")] = "ce",
+    address: Annotated[Optional[str], typer.Option(
+        help="Without TOKEN: re-point the stored session at the room's new address (HOST or HOST:PORT), "
+             "when the room's overlay address moved.")] = None,
 ) -> None:
-    """Redeem TOKEN at the room it names and store the session."""
+    """Redeem TOKEN at the room it names and store the session.
+
+    ``ce join --address NEW [--session-file F]`` (no TOKEN) re-points an
+    existing session instead: it asks the room at NEW, through the
+    session's transport and its checks, for the session (``GET
+    /workspace/session``) and stores NEW only when that room knows it.
+    """
     from .. import client
 
+    if token is None or address is not None:
+        if token is not None or address is None:
+            raise InvalidRequest("give the commonroom://join/… token, or --address NEW alone to re-point a "
+                                 "stored session at the room's new address", details={"option": "--address"})
+        repoint(session_file or default_session_file(), address)
+        return
     payload = invitation.decode(token)
     method, route, body = request("join", {"invitation": token.strip(), "client": client_name})
-    result = client.call_json(payload["transport"], method, route, body=body)
+    try:
+        result = client.call_json(payload["transport"], method, route, body=body)
+    except TransportUnavailable as exc:
+        from .sessions import participant_next
+
+        raise TransportUnavailable(exc.message, details={
+            **exc.details, "next": participant_next(client.where(payload["transport"]))}) from None
     path = session_file or default_session_file()
     save_session(path, {
         "token": result["token"],
@@ -130,6 +151,42 @@ def join_command(
     })
     show({"session": result["session"], "workspace_id": result["workspace_id"],
           "file_name": result["file_name"], "session_file": str(path)}, "cli#Joined")
+
+
+def repoint(path: Path, address: str) -> None:
+    """Point the session stored at ``path`` at ``address`` (``HOST``, ``HOST:PORT``, ``[v6]:PORT``).
+
+    Only a plugin transport's session moves (a loopback or local one has
+    nowhere else to be). The new place must answer for the same session:
+    else nothing is stored (``InvalidRequest``, or the room's error).
+    """
+    from .. import client
+    from ..transport_hints import BUILTIN
+    from .sessions import load_session
+
+    data = load_session(path)
+    hint = dict(data.get("transport") or {})
+    if hint.get("type") in BUILTIN:
+        raise InvalidRequest(f"a {hint.get('type')} session cannot move; --address re-points a session of a "
+                             "transport plugin (tailcat)", details={"option": "--address"})
+    host, port = address.strip(), hint.get("port")
+    if host.startswith("[") and "]" in host:
+        host, _, rest = host[1:].partition("]")
+        port = int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else port
+    elif host.count(":") == 1:
+        host, _, text = host.partition(":")
+        if not text.isdigit():
+            raise InvalidRequest(f"--address {address}: HOST or HOST:PORT", details={"option": "--address"})
+        port = int(text)
+    moved = {**hint, "address": host, "port": port}
+    method, route, body = request("session_get", {})
+    session = client.call_json(moved, method, route, body=body, token=data["token"])
+    if session.get("id") != data.get("session_id"):
+        raise InvalidRequest(f"the room at {address} answered for another session ({session.get('id')}); "
+                             "nothing changed", details={"option": "--address"})
+    save_session(path, {**data, "transport": moved})
+    show({"session": session, "workspace_id": data.get("workspace_id"), "file_name": data.get("file_name"),
+          "session_file": str(path)}, "cli#Joined")
 
 
 @invitation_app.command("decode")

@@ -152,7 +152,8 @@ def observe_command(board: BoardArg,
 
     def once(after: str | None, seconds: int) -> Any:
         values = {"session_id": board_id, "wait_seconds": seconds, "after_observation_token": after or None}
-        return session_call(session_file, "observe_session_messages", values, timeout=seconds + 30.0)
+        return session_call(session_file, "observe_session_messages", values, timeout=seconds + 30.0,
+                            idle=seconds + 30.0)
 
     if not follow:
         show(once(token, wait), "boards#Observation")

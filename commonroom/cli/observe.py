@@ -17,7 +17,9 @@ With ``--json`` each line is instead the event itself, one JSON object
 away, reconnects with backoff (0.5 s doubling to 10 s), says when the room
 is back (:mod:`commonroom.cli.outage`) and resumes after the last id it printed
 (``Last-Event-ID``), so nothing is printed twice or skipped while the ring
-still holds it. On ``event: resync`` it says so, rereads ``/workspace/room``
+still holds it. A room that restarted on another port of this machine is
+followed there (its state file; :func:`commonroom.cli.sessions.moved_transport`),
+and the session file is pointed at it. On ``event: resync`` it says so, rereads ``/workspace/room``
 and continues from that ``last_event_id`` (the events in between are not
 printed: read ``/workspace/history`` or the document for them). A refused
 stream (revoked or expired session, missing ``observe``) ends the command
@@ -27,6 +29,7 @@ with that error's exit status. Ctrl-C ends it with status 0.
 from __future__ import annotations
 
 import json
+import os
 import unicodedata
 from datetime import datetime
 import sys
@@ -44,8 +47,18 @@ from .sessions import default_session_file, follow_room, load_session, moved_tra
 from .event_lines import Lookup, Memory, sentence
 from .render import JSON_OUTPUT
 
-#: No byte for this long (heartbeats come every 15 s) means the link is dead.
-READ_TIMEOUT = 60.0
+#: The room's heartbeat on an idle stream (seconds): its default, or ``COMMONROOM_HEARTBEAT_SECONDS`` as set
+#: for the room (``commonroom.live.sse``) when this machine's environment says so too.
+HEARTBEAT_SECONDS = 15.0
+
+
+def silence_limit() -> float:
+    """No byte for two heartbeats means the link is dead (a tunnel that died quietly): seconds."""
+    try:
+        heartbeat = float(os.environ.get("COMMONROOM_HEARTBEAT_SECONDS") or HEARTBEAT_SECONDS)
+    except ValueError:
+        heartbeat = HEARTBEAT_SECONDS
+    return 2 * (heartbeat if heartbeat > 0 else HEARTBEAT_SECONDS)
 
 
 def clock(timestamp: Any) -> str:
@@ -129,7 +142,7 @@ class Follower:
         _, path, _ = request("workspace_observe")
         try:
             response, frames = client.stream(self.transport, path, token=self.token,
-                                            headers=headers, timeout=READ_TIMEOUT)
+                                            headers=headers, timeout=silence_limit())
         except (OSError, ConnectionError, errors.TransportUnavailable):
             return "moved" if self.relocate() else "dropped"
         if response.status == 401 and self.relocate():  # another process holds the old port
@@ -156,6 +169,8 @@ class Follower:
                 printable(format_event(event, self.memory, self.lookup))
             print(shown, file=self.out, flush=True)
             self.last = int(frame.id)
+        if response.ended == "silent":
+            return "silent"
         return "ended" if got_anything else "dropped"
 
     def run(self) -> None:
@@ -167,7 +182,7 @@ class Follower:
                 self.last = self.current_end()
             except errors.TransportUnavailable:
                 pass
-        first = True
+        first, retried = True, False
         while True:
             if not first:
                 self.outage.lost("connection lost", self._resuming())
@@ -176,6 +191,17 @@ class Follower:
             if outcome == "moved":
                 first = True  # straight to the room where it listens now
                 continue
+            if outcome == "silent":
+                from ..client import where
+
+                _status(f"no byte from the room at {where(self.transport)} for {silence_limit():g} s (it sends a "
+                        "heartbeat every "f"{silence_limit() / 2:g} s): the overlay may be down; reconnecting, "
+                        f"{self._resuming()}")
+            if outcome in ("silent", "ended") and not retried:
+                # once at once, before saying the room went away: a revoked session hears so, not an outage
+                first, retried = True, True
+                continue
+            retried = False
             if outcome == "resync":
                 end = None
                 while True:
@@ -183,7 +209,8 @@ class Follower:
                         end = self.current_end()
                         break
                     except errors.TransportUnavailable as exc:
-                        self.outage.lost(exc.message, "then rereading the room")
+                        if not self.relocate():  # moved to another port of this machine: reread it there at once
+                            self.outage.lost(exc.message, "then rereading the room")
                 self.outage.back("rereading the room")
                 self.last = end
                 _status(f"continuing from #{end}" if end is not None else "continuing with new events only")
@@ -225,3 +252,8 @@ def observe_command(
         Follower(session, since, raw=JSON_OUTPUT.get(), session_file=session_file).run()
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+    except errors.Unauthorized as exc:
+        if exc.details.get("reason") == "revoked":
+            raise errors.Unauthorized("your session was revoked by the room's operator: it can no longer observe "
+                                      "or do anything in the room", details=exc.details) from None
+        raise

@@ -97,8 +97,15 @@ NEXT: dict[str, str | None] = {
 
 
 def next_step(envelope: dict[str, Any]) -> str:
-    """The ``next:`` hint of an error envelope: :data:`NEXT`, or worded from its recovery fields; ``""`` for none."""
+    """The ``next:`` hint of an error envelope: :data:`NEXT`, or worded from its recovery fields; ``""`` for none.
+
+    A ``transport_unavailable`` met by a colleague's command carries its own
+    (``details.next``: what to ask the room's operator, no command of the
+    room's machine).
+    """
     code = envelope.get("error", "")
+    if code == "transport_unavailable" and isinstance((envelope.get("details") or {}).get("next"), str):
+        return str(envelope["details"]["next"])
     if code == "stale_version":
         head = envelope.get("current_version")
         option = "--expected" if "expected_version" in envelope else "--base"

@@ -36,8 +36,13 @@ def version_diff(answer: dict[str, Any]) -> None:
 
 @renders("editing#VersionInfo")
 def version(answer: dict[str, Any]) -> None:
-    """``v2 committed by alice: shorter goals``."""
-    line(_committed(answer))
+    """``v2 committed by alice: shorter goals`` (``…, rebased from v1`` when a write was rebased);
+    ``no change; head stays v2`` for a write that changed nothing."""
+    if answer.get("committed") is False:
+        line(f"no change; head stays v{answer['number']}")
+        return
+    rebased = answer.get("rebased_from")
+    line(_committed(answer) + (f" (rebased from v{rebased})" if rebased else ""))
 
 
 def _committed(info: dict[str, Any]) -> str:

@@ -53,14 +53,15 @@ def load_session(path: Path | None) -> dict[str, Any]:
 
 
 def session_call(session_file: Path | None, operation: str, values: dict[str, Any] | None = None,
-                 *, timeout: float = 60.0) -> Any:
+                 *, timeout: float = 60.0, idle: float | None = None) -> Any:
     """Call ``operation`` (its route in the operation table, :func:`commonroom.cli.routes.request`) with the
-    input ``values`` and the stored session: the answer's JSON (the room's error raised)."""
+    input ``values`` and the stored session: the answer's JSON (the room's error raised). ``idle``: the
+    longest silence of a long-poll (``commonroom.client.request``)."""
     from .. import client  # the byte client: only the commands that call a room import it
 
     method, path, body = request(operation, values)
     return reach(session_file, lambda transport, token: client.call_json(
-        transport, method, path, body=body, token=token, timeout=timeout))
+        transport, method, path, body=body, token=token, timeout=timeout, idle=idle))
 
 
 def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -> T:
@@ -123,7 +124,20 @@ def unreachable(exc: TransportUnavailable, session: dict[str, Any], path: Path) 
     transport = session.get("transport") or {}
     if transport.get("type") == "local":
         return exc
+    from ..client import where
+
+    room = where(transport)
+    if transport.get("type") == "loopback":
+        then = f"put the port it gives as the transport's \"port\" in {path}"
+    else:
+        then = f"ce join --address HOST:PORT --session-file {path} points this session there"
     return TransportUnavailable(
-        f"{exc.message}. The room is stopped, or it restarted on another port: ask its owner for the port "
-        f"it listens on now (ce status FILE on the room's machine shows it) and put it as the transport's "
-        f"\"port\" in {path}", details={**exc.details, "session_file": str(path)})
+        f"{exc.message}. This session dials the room at {room}; the room may be stopped, or listen at "
+        f"another address or port now", details={**exc.details, "session_file": str(path),
+                                                  "next": participant_next(room, then)})
+
+
+def participant_next(room: str, then: str = "") -> str:
+    """The next step of a colleague whose room does not answer at ``room``: what to ask its operator."""
+    return (f"ask the room's operator whether the room is running and where it listens for you (you tried "
+            f"{room})" + (f"; {then}" if then else ""))

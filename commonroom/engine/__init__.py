@@ -8,10 +8,12 @@ leases, proposals, handoffs, …), each in its own module. Build it with
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import tokens
+from .. import regions, tokens
+from ..hunks import line_hunks, new_ranges
 from ..clock import Clock
 from ..roomfiles import RoomFiles
 from ..store import Store, WriteContext, sidecar_path
@@ -32,12 +34,16 @@ from .proposals import ProposalsMixin
 from .reading import ReadingMixin
 from .retention import RetentionMixin
 from .sidecar import SidecarMixin
-from .versions import VersionsMixin
+from .versions import VersionsMixin, hunk
 from .writes import WritesMixin
 
 __all__ = ["CAPABILITIES", "OPERATOR", "Actor", "Engine", "content_hash", "require"]
 
 log = logging.getLogger("commonroom.engine")
+
+#: A change to the file outside the room is taken once it has stayed the same this long (seconds):
+#: :meth:`Engine.watch_file`.
+FILE_SETTLE_SECONDS = 0.15
 
 
 class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMixin, WritesMixin, HistoryMixin,
@@ -112,8 +118,9 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
     def _read_file(self) -> str | None:
         """The file's text, or None after handling a file the room cannot keep.
 
-        A missing file gets the head written back (and the event says so,
-        ``reason: "missing"``). A file that is not UTF-8
+        A missing file, or one truncated to nothing while the head has text,
+        gets the head written back (and the event says so, ``reason:
+        "missing"`` or ``"empty"``, with ``written_back: true``). A file that is not UTF-8
         (or not a regular file) is moved aside to ``<name>.rejected-<time>``
         beside it (nothing is lost), the head is written back and a
         ``document.external_edit_rejected`` event says where the bytes went.
@@ -121,7 +128,10 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         head = self.head()
         path = self.document_path
         try:
-            return path.read_bytes().decode("utf-8")
+            text = path.read_bytes().decode("utf-8")
+            if text or not head.text:
+                return text
+            reason, saved = "empty", None  # truncated to nothing: a mishap, never taken as an edit
         except FileNotFoundError:
             reason, saved = "missing", None
         except UnicodeDecodeError as exc:
@@ -138,7 +148,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
                     f" (its bytes are in {saved})" if saved else "")
         self.store.write(lambda ctx: ctx.emit(
             "document.external_edit_rejected",
-            {"reason": reason, "saved_as": saved, "head_version": head.number}))
+            {"reason": reason, "saved_as": saved, "head_version": head.number, "written_back": True}))
         return None
 
     def _set_aside(self) -> str | None:
@@ -201,9 +211,14 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
             merged = merge3_text(self.version_text(file_version), text, head.text)
             if merged.text is not None:  # clean
                 text, merged_with = merged.text, head.number
-        row = self._commit(ctx, text, actor=OPERATOR, summary="edit made outside the room", source="external")
+        old_lines, new_lines = self.head_lines(), regions.lines_of(text)
+        delta = hunk(old_lines, new_lines)
+        real = line_hunks(old_lines[delta["start"] - 1:delta["end"]], delta["lines"], delta["start"] - 1)
+        row = self._commit(ctx, text, actor=OPERATOR, summary="edit made outside the room", source="external",
+                           new_lines=new_lines, delta=delta)
         ctx.emit("document.external_edit", {"version": row.number, "content_hash": row.content_hash,
-                                            "file_version": file_version, "merged_with": merged_with})
+                                            "file_version": file_version, "merged_with": merged_with,
+                                            "hunks": new_ranges(real)})
         ctx.after_commit.insert(0, lambda: self.follower.adopt(file_version))
 
     def sync_external(self) -> None:
@@ -231,6 +246,37 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
             return
         file_version = self.follower.on_disk or self.head().number
         self.store.write(lambda ctx: self._record_external(ctx, text, file_version))
+
+    def watch_file(self) -> bool:
+        """Room timer (and inotify's nudge): record a change made to the file outside the room.
+
+        Cheap when nothing changed (one ``stat``). A change is taken once it
+        has settled: the file is in the same state (size, mtime, inode, or
+        gone) at two looks at least :data:`FILE_SETTLE_SECONDS` apart, so an
+        editor's save (truncate, then write) is never caught half done, nor
+        a file being replaced taken for a deleted one. Then it is what
+        :meth:`sync_external` makes of it: an ``external`` version, or the
+        head written back over a deleted or emptied file. The room's own
+        writes are never taken for outside edits (the follower's state and
+        content hashes). True when it looked at the file's content.
+        """
+        follower = self.follower
+        if follower.busy():
+            return False  # our own write is in flight
+        state = file_state(self.document_path)
+        if state == follower.stat and not follower.diverged:
+            self._file_seen = None
+            return False
+        now = time.monotonic()
+        seen = self._file_seen
+        if seen is None or seen[0] != state:
+            self._file_seen = (state, now)
+            return False
+        if now - seen[1] < FILE_SETTLE_SECONDS:
+            return False
+        self._file_seen = None
+        self.sync_external()
+        return True
 
     def close(self) -> None:
         """Stop the checkpoint warmer, write the head to the file if it is behind, then close the sidecar."""

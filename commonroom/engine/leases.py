@@ -22,6 +22,7 @@ from commonroom.generated.types.editing import Lease as LeaseWire
 from commonroom.generated.types.editing import LeasesPage
 
 from .. import regions, tokens
+from ..hunks import Hunk, line_hunks, move_span
 from ..clock import rfc3339
 from ..errors import InvalidRequest, LeaseConflict, NotFound, PermissionDenied
 from ..store import WriteContext
@@ -122,33 +123,40 @@ class LeasesMixin(EngineBase):
         start = min(row.start_line, count + 1)
         return regions.Span(start, min(max(row.end_line, start - 1), count))
 
-    def _shift_leases(self, delta: dict[str, Any], number: int) -> None:
-        """Move every open lease's lines through a commit's hunk (same transaction).
+    def _shift_leases(self, delta: dict[str, Any], number: int, old_lines: list[str]) -> list[Hunk] | None:
+        """Move every open lease's lines through a commit's real hunks (same transaction).
 
-        ``delta`` replaced old lines ``start..end`` with ``lines``. A lease
-        above the hunk stays; one below it moves by the change in length;
-        one that overlaps it grows or shrinks to cover what replaced its
-        lines. So a lease keeps covering its text as the document changes,
-        and no heading is parsed again on the commit path.
+        ``delta`` replaced old lines ``start..end`` (of ``old_lines``, the
+        lines before the commit) with ``lines``: the enclosing hunk. A lease
+        above it stays, one below it moves by the change in length; one that
+        reaches into it moves through the real hunks inside it
+        (:func:`commonroom.hunks.move_span`: it grows only by lines inserted
+        inside it, and covers what replaced its own lines), found with the
+        line diff only then. So a lease keeps covering its text (a heading
+        lease its section), two edits far apart never make it grow to the
+        text between them, and no heading is parsed again on the commit path.
+        Returns the real hunks when they were needed, else None.
         """
         Lease = self.store.models.Lease
-        hs, he, k = delta["start"], delta["end"], len(delta["lines"])
-        shift = k - (he - hs + 1)
+        hs, he, new = delta["start"], delta["end"], delta["lines"]
+        shift = len(new) - (he - hs + 1)
         rows = self.store.db.execute_sql(
             'SELECT "id", "start_line", "end_line" FROM "lease" '
             'WHERE "released_at" IS NULL AND "expired_at" IS NULL'
         ).fetchall()
+        real: list[Hunk] | None = None
         for lease_id, start, end in rows:
-            if end < hs:
-                continue
             if start > he:
-                new_start, new_end = start + shift, end + shift
+                moved = (start + shift, end + shift)
+            elif start < hs and end < hs:
+                continue
             else:
-                new_start = min(start, hs)
-                new_end = end + shift if end > he else hs + k - 1
-            new_end = max(new_end, new_start - 1)
-            if (new_start, new_end) != (start, end):
-                self.store.update(Lease, lease_id, start_line=new_start, end_line=new_end, version=number)
+                if real is None:
+                    real = line_hunks(old_lines[hs - 1:he], new, hs - 1)
+                moved = move_span(start, end, real)
+            if moved != (start, end):
+                self.store.update(Lease, lease_id, start_line=moved[0], end_line=moved[1], version=number)
+        return real
 
     def _sweep_expired(self, ctx: WriteContext) -> int:
         """Mark leases past their TTL (or whose session ended) expired; emit events; how many.
@@ -216,19 +224,30 @@ class LeasesMixin(EngineBase):
                     details={"session_id": row.session_id, "participant": holder, "expires_at": row.expires_at,
                              "lines": [held.start, held.end]},
                     lease_id=row.id,
-                    region=row.region,
+                    region=self._lease_region(row, text, held),
                 )
+
+    def _lease_region(self, row: LeaseRow, text: str, span: regions.Span) -> Any:
+        """The lease's region as it is now: a heading lease names its heading as the text has it
+        at the lease's first line (renamed, or under a renamed parent); otherwise as stored."""
+        region = row.region
+        if isinstance(region, dict) and "heading" in region:
+            for heading in regions.headings(text):
+                if heading.line == span.start:
+                    return {"heading": list(heading.path)}
+        return region
 
     def _lease_dict(self, row: LeaseRow, text: str | None = None, now: str | None = None) -> LeaseWire:
         """A lease's wire form (``editing.json#/$defs/Lease``), its status as of ``now`` (an RFC 3339 stamp; default now)."""
         head = self.head()
-        span = self._lease_span(row, text if text is not None else head.text)
+        text = text if text is not None else head.text
+        span = self._lease_span(row, text)
         status: Literal["active", "released", "expired"] = "released" if row.released_at else "expired" if row.expired_at or row.expires_at <= (now or rfc3339(self.clock.now())) else "active"
         return {
             "id": row.id,
             "session_id": row.session_id,
             "participant": self.participant_name(row.participant_id) or "?",
-            "region": row.region,
+            "region": self._lease_region(row, text, span),
             "lines": [span.start, span.end],
             "version": head.number,
             "acquired_at": row.acquired_at,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commonroom.generated.types.room import Document, ParticipantsPage, RenderedDocument, RoomStatus
+from commonroom.generated.types.room import Document, DocumentOutline, ParticipantsPage, RenderedDocument, RoomStatus
 
 from .. import PROTOCOL, PROTOCOL_VERSION, regions, rendering
 from ..clock import rfc3339
@@ -78,6 +78,14 @@ class ReadingMixin(EngineBase):
         html, headings = rendering.render(head.text)
         return {"version": head.number, "content_hash": head.hash, "html": html,
                 "headings": headings}  # type: ignore[typeddict-item]
+
+    def outline(self, actor: Actor) -> DocumentOutline:
+        """The head's headings, ``room.json#/$defs/DocumentOutline``: those of :meth:`rendered` without
+        the HTML (:func:`commonroom.rendering.outline`). Needs ``read``."""
+        require(actor, "read")
+        head = self.head()
+        headings = rendering.outline(head.text)
+        return {"version": head.number, "content_hash": head.hash, "headings": headings}  # type: ignore[typeddict-item]
 
     def participants(self, actor: Actor, limit: Any = None, cursor: str | None = None) -> ParticipantsPage:
         """A page of participants in join order, ``room.json#/$defs/ParticipantsPage``.

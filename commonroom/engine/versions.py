@@ -143,7 +143,7 @@ class VersionsMixin(EngineBase):
         )
         self.store.insert(Version, **values)
         row = Version(**values)
-        self._shift_leases(delta, number)
+        self._shift_leases(delta, number, old_lines)
         changed = [delta["start"], delta["start"] + len(delta["lines"]) - 1]
         ctx.emit(
             "version.committed",

@@ -61,7 +61,7 @@ class FrontDoor:
         if door is None or checked is None:
             await self.app(scope, receive, send)
             return
-        request = Request(scope, checked.params, dict(checked.headers))
+        request = Request(scope, checked.params, checked.headers)
         length = body_length(request.headers, door)
         if length is None or not self._admit(request, door, checked):
             await self.app(scope, receive, send)

@@ -20,6 +20,8 @@ from .request import Answer, Request
 __all__ = ["CachedRead"]
 
 _JSON = (b"content-type", b"application/json")
+#: Encoded answer heads kept (all forgotten when full): a few per version (plain, gzip, 304).
+HEADS = 16
 
 
 def _text(value: bytes | None) -> str | None:
@@ -46,6 +48,8 @@ class CachedRead:
         self.status = op.http.status
         #: the route's key for no query and no path parameters
         self.key = (op.name, "", ())
+        #: encoded heads of the answers given (see :meth:`answer`); never changed once made
+        self._heads: dict[tuple[int, str, int, int], list[tuple[bytes, bytes]]] = {}
 
     def admit(self, request: Request) -> Operation:  # noqa: D102 - Door
         return self.op
@@ -58,7 +62,14 @@ class CachedRead:
         headers = request.headers
         status, named, body = representation(self.answers, self.key, ticket, _text(headers.get(b"accept-encoding")),
                                              _text(headers.get(b"if-none-match")), self.status)
-        out = [_JSON, *((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in named)]
-        if status != 304:
-            out.append((b"content-length", str(len(body)).encode("latin-1")))
+        # the same answer's head is encoded once: by its status, ETag (the entry, plain or gzip) and body length
+        key = (status, named[1][1], len(named), len(body))
+        out = self._heads.get(key)
+        if out is None:
+            out = [_JSON, *((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in named)]
+            if status != 304:
+                out.append((b"content-length", str(len(body)).encode("latin-1")))
+            if len(self._heads) >= HEADS:
+                self._heads.clear()
+            self._heads[key] = out
         return status, out, body

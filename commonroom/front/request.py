@@ -21,7 +21,7 @@ class Request:
     """One request the front may answer: what the door reads of it, step by step.
 
     ``scope`` (ASGI), ``params`` (path parameters), ``headers`` (by name,
-    less ``Content-Length`` and ``Authorization``: the edge's, copied),
+    less ``Authorization``: the edge's, read only),
     ``op``, ``actor`` and ``digest`` (the bearer's token digest) as the
     edge decided them (:class:`~commonroom.checked.Checked`), ``body`` and
     ``complete`` (the whole framed body arrived) once read, and ``state``:
@@ -72,10 +72,9 @@ def body_length(headers: dict[bytes, bytes], door: Door) -> int | None:
     """The body's length as framed for ``door`` (0 without a body), else None (the app's to judge).
 
     No ``Transfer-Encoding``; a ``Content-Length`` of plain ASCII digits of
-    at most ``door.body_limit`` exactly when the door takes a body. The
-    ``Content-Length`` is taken out of ``headers``.
+    at most ``door.body_limit`` exactly when the door takes a body.
     """
-    length = headers.pop(b"content-length", None)
+    length = headers.get(b"content-length")
     if b"transfer-encoding" in headers:
         return None
     if not door.has_body:

@@ -119,18 +119,21 @@ class Listener:
         self.refused = 0
         #: ``(Host value, the listener's names)`` found to name the room (a client sends the same one each time)
         self._served: set[tuple[bytes, frozenset[str]]] = set()
+        #: path → its route, for the routes without path parameters (see :meth:`_route`)
+        self._static: dict[str, Any] = {}
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:  # noqa: D102 - ASGI
         raw = scope["headers"]
-        headers: dict[bytes, bytes] = {}
-        hosts: list[bytes] = []
-        for name, value in raw:  # the one pass over the headers: Falcon's joining of a repeated name
-            if name in headers:
-                headers[name] += b"," + value
-            else:
-                headers[name] = value
-            if name == b"host":
-                hosts.append(value)
+        headers: dict[bytes, bytes] = dict(raw)  # the one reading of the headers
+        repeated = len(headers) < len(raw)
+        if repeated:  # a name sent twice: its values joined as Falcon joins them
+            headers = {}
+            for name, value in raw:
+                headers[name] = headers[name] + b"," + value if name in headers else value
+            hosts = [value for name, value in raw if name == b"host"]
+        else:
+            host = headers.get(b"host")
+            hosts = [] if host is None else [host]
         names = self.names.of(scope.get("server"))
         served = len(hosts) == 1 and (hosts[0], names) in self._served
         error = target_refusal(scope) or (None if served else host_refusal(hosts, scope.get("http_version"), names))
@@ -146,9 +149,8 @@ class Listener:
                         "headers": [*out.asgi_headers(), NOSNIFF, _CLOSE]})
             await send({"type": "http.response.body", "body": out.data})
             raise CloseConnection(f"refused at the edge: {error.code} {error.status}")
-        repeated = len(headers) < len(raw)
         authorization = headers.pop(b"authorization", None)
-        checked = Checked(self.router.find(scope["path"] or "/"), None, headers, repeated)
+        checked = Checked(self._route(scope["path"] or "/"), None, headers, repeated)
         scope[CHECKED] = checked
         self.check(checked, scope, receive, authorization)
         closing = False
@@ -164,6 +166,16 @@ class Listener:
         await self.app(scope, receive, send_nosniff)
         if closing:
             raise CloseConnection("the answer said Connection: close")
+
+    def _route(self, path: str) -> Any:
+        """The router's route of ``path``; a route without path parameters is kept by its path (one dict
+        lookup the next time; the templates without parameters are few and fixed)."""
+        found = self._static.get(path)
+        if found is None:
+            found = self.router.find(path)
+            if found is not None and not found[2] and found[3] == path:
+                self._static[path] = found
+        return found
 
     def check(self, checked: Checked, scope: dict[str, Any], receive: Receive, authorization: bytes | None) -> None:
         """Steps 2 to 5 (the route, the bearer, the capability, the rate count), into ``checked``."""

@@ -33,8 +33,7 @@ OPERATIONS = Table([
         read_only=False, http=Http("POST", "/workspace/join", 201, (INGRESS,), public=True)),
     Operation(
         "session_get", "The calling session", "session_info", "common#NoArguments", "common#Session",
-        "session", http=Http("GET", "/workspace/session", listeners=(INGRESS,)),
-        no_command="ce join prints the session it opened and stores it for the commands after it"),
+        "session", http=Http("GET", "/workspace/session", listeners=(INGRESS,))),
     Operation(
         "workspace_status", "Room status: workspace, file, head version, counts, last event id",
         "room_status", "common#NoArguments", "room#RoomStatus", "room", capability="read",
@@ -73,6 +72,12 @@ OPERATIONS = Table([
         http=Http("GET", "/workspace/document/rendered", cache="head"),
         no_command="the participant page's rendered view reads it; on a terminal ce read renders the document "
                    "itself, and ce call GET /workspace/document/rendered prints the HTML"),
+    Operation(
+        "document_outline", "The head's headings: lines, sections, paths and anchors", "outline",
+        "common#NoArguments", "room#DocumentOutline", "document", capability="read",
+        http=Http("GET", "/workspace/document/outline", cache="head"),
+        no_command="the participant page's text view reads it (anchors, the sections to propose to); on a terminal "
+                   "ce read --heading names a section, and ce call GET /workspace/document/outline prints it"),
     Operation(
         "document_write", "Replace the document or a region if the head is expected_version", "write",
         "editing#WriteRequest", "editing#VersionInfo", "document",

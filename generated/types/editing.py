@@ -156,6 +156,14 @@ class VersionInfo(TypedDict, closed=True):
     """
     The whole document at this version (only on GET of one version).
     """
+    committed: NotRequired[bool]
+    """
+    Only on a direct write's answer: true when the write made this version; false when it changed nothing, so no version was made and this is the head as it stays.
+    """
+    rebased_from: NotRequired[int | None]
+    """
+    Only on a direct write's answer: the expected_version the write was made against when the head had moved on and the region write was rebased onto the head (its region unchanged since); null when it was made at the head.
+    """
 
 
 class VersionsPage(TypedDict, closed=True):

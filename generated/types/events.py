@@ -105,6 +105,9 @@ class VersionCommittedPayload(TypedDict):
     lines: NotRequired[list[Line] | None]
 
 
+Hunk: TypeAlias = int
+
+
 class DocumentExternalEditPayload(TypedDict):
     """
     Payload of document.external_edit: An edit made to the file outside the room was recorded as a version.
@@ -112,16 +115,24 @@ class DocumentExternalEditPayload(TypedDict):
 
     version: int
     content_hash: NotRequired[str]
+    hunks: NotRequired[list[list[Hunk]]]
+    """
+    The edit's real hunks, in document order: where each run of changed lines is in the new version, [start, end] (1-based, inclusive; end = start - 1 where lines were only deleted). Leases moved by these, not by one hunk from the first to the last change.
+    """
 
 
 class DocumentExternalEditRejectedPayload(TypedDict):
     """
-    Payload of document.external_edit_rejected: the file was changed outside the room into something the room cannot keep as a version (not UTF-8, or not a regular file); its bytes were moved aside to saved_as and the head written back.
+    Payload of document.external_edit_rejected: the file was changed outside the room into something the room cannot keep as a version (not UTF-8, or not a regular file: its bytes were moved aside to saved_as), or was deleted (reason missing) or truncated to nothing (reason empty); the head was written back (written_back).
     """
 
     reason: str
     saved_as: NotRequired[str | None]
     head_version: int
+    written_back: NotRequired[bool]
+    """
+    True: the head was written back to the file.
+    """
 
 
 class LeaseAcquiredPayload(TypedDict):

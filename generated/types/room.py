@@ -11,7 +11,7 @@ from . import common
 
 Room: TypeAlias = Any
 """
-Read shapes: GET /workspace/room, /workspace/document, /workspace/document/rendered, /workspace/participants, /workspace/session.
+Read shapes: GET /workspace/room, /workspace/document, /workspace/document/rendered, /workspace/document/outline, /workspace/participants, /workspace/session.
 """
 
 
@@ -121,4 +121,14 @@ class RenderedDocument(TypedDict, closed=True):
     """
     markdown-it-py's CommonMark rendering; every top-level block carries data-line (its first line), every top-level heading id="h-<slug>".
     """
+    headings: list[RenderedHeading]
+
+
+class DocumentOutline(TypedDict, closed=True):
+    """
+    GET /workspace/document/outline: the head's top-level headings (those of the rendered document, without its HTML).
+    """
+
+    version: int
+    content_hash: str
     headings: list[RenderedHeading]

@@ -41,6 +41,10 @@ Workloads (each with its anchor measured in the same run):
   messages and ``session_handoff_summary`` of a session with 1,000 versions,
   p99 over HTTP, vs one page of the same board's messages
   (:mod:`tests.bench.summaries`). Alone: ``--only summaries --no-write-docs``.
+- ``web``: the participant page in headless Chromium on the 963 KB
+  changelog with 1,000 versions: the first screen from an invitation
+  link, and a new version shown after its write answered
+  (:mod:`tests.bench.web_page`; informational, no anchor).
 
 Prints one table (workload, ours, anchor, ratio, target) and writes it to
 ``docs/performance.md`` with the machine it ran on.
@@ -348,6 +352,19 @@ def summaries(quick: bool) -> list[Row]:
     return rows
 
 
+def web(quick: bool) -> list[Row]:
+    """The participant page in Chromium: first screen and a new version (tests/bench/web_page.py)."""
+    from tests.bench import web_page as bench
+
+    r = bench.measure(200 if quick else 1000, 10 if quick else 30)
+    f = r["new_version"]
+    return [{"workload": f"participant page, 963 KB changelog ({r['lines']:,} lines), {r['versions']:,} versions",
+             "ours": f"first screen {r['first_screen_ms']:.0f} ms; new version p50 {f['p50']:.0f} ms, "
+                     f"p99 {f['p99']:.0f} ms ({r['commits']} commits)",
+             "anchor": "— (informational)", "ratio": None,
+             "target": "first screen ≤ 1 s, new version ≤ 200 ms", "tool": "Chromium + Playwright (web_page.py)"}]
+
+
 def fanout(levels: str, seconds: float) -> list[Row]:
     """Observers of ``/workspace/observe`` (tests/bench/fanout.py --json, with its bare hub anchor)."""
     out = subprocess.run([sys.executable, "-m", "tests.bench.fanout", "--levels", levels, "--seconds",
@@ -413,7 +430,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--quick", action="store_true", help="fewer versions, shorter fan-out")
     parser.add_argument("--before", type=Path, help="an older checkout to serve the reads from too")
-    parser.add_argument("--only", default="reads,mcp,writes,versions,long,startup,fanout,tunnel,summaries")
+    parser.add_argument("--only", default="reads,mcp,writes,versions,long,startup,fanout,tunnel,summaries,web")
     parser.add_argument("--fanout-levels", default="1000,10000")
     parser.add_argument("--no-write-docs", action="store_true")
     args = parser.parse_args()
@@ -428,6 +445,7 @@ def main() -> None:
         "fanout": lambda: fanout("1000" if args.quick else args.fanout_levels, 10 if args.quick else 15),
         "tunnel": lambda: tunnel(args.seconds),
         "summaries": lambda: summaries(args.quick),
+        "web": lambda: web(args.quick),
     }
     rows: list[Row] = []
     for name, step in steps.items():

@@ -85,7 +85,9 @@ def measure(versions: int = 1000, commits: int = 20) -> dict[str, Any]:
                     first = page.evaluate(f"window.__shown['{versions}'][0]")
                     lines = page.evaluate("document.querySelectorAll('#doc-text .ln').length")
                     page.wait_for_selector("#live.good")
-                    time.sleep(3)  # the headings' first rendering (seconds for 1 MB, once) is done before the commits
+                    # the headings' first outline (seconds for 1 MB, once: every chunk parsed) before the commits
+                    _wait(page, "document.querySelector('#doc-text .ln.heading') !== null", 60)
+                    time.sleep(0.5)
                     samples = []
                     for i in range(commits):
                         head = versions + i

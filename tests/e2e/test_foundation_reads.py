@@ -15,17 +15,26 @@ import pytest
 from commonroom import invitation, schemas
 from commonroom.errors import STATUS
 from commonroom.protocol import MCP_VERSION
-from tests.roomproc import Room, ce
+from tests.conftest import SAMPLE
+from tests.roomproc import Room, ce, start_room
 
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$")
 NAMES = ["ana", "ben", "cho", "dev", "eli"]
 
 
 @pytest.fixture(scope="module")
-def people(shared_room: Room):
-    """Five participants joined in order; ``ana`` holds two sessions."""
-    clients = {name: shared_room.join(name, "read,observe") for name in NAMES}
-    clients["ana-2"] = shared_room.join("ana", "read")
+def people_room(tmp_path_factory):
+    """A room whose participants are exactly :data:`NAMES` (the module's other tests join elsewhere)."""
+    r = start_room(tmp_path_factory.mktemp("people"), SAMPLE)
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def people(people_room: Room):
+    """Five participants joined in order; ``ana`` holds two sessions. Nobody else joins their room."""
+    clients = {name: people_room.join(name, "read,observe") for name in NAMES}
+    clients["ana-2"] = people_room.join("ana", "read")
     return clients
 
 
@@ -78,19 +87,19 @@ def test_default_page_holds_everyone_here(people):
     assert page["next_cursor"] is None
 
 
-def test_live_session_counts(people, shared_room):
+def test_live_session_counts(people):
     rows, _ = walk(people["dev"], 200)
     counts = {r["name"]: r["sessions"] for r in rows}
     assert counts == {"ana": 2, "ben": 1, "cho": 1, "dev": 1, "eli": 1}
 
 
-def test_cursor_is_stable_across_new_joins(people, shared_room):
-    first = people["ana"].get("/workspace/participants", params={"limit": "2"}).json()
-    late = shared_room.join("zed-late", "read")
-    rest, _ = walk_from(people["ana"], first["next_cursor"])
-    assert [p["name"] for p in first["participants"] + rest] == NAMES + ["zed-late"]
-    r = shared_room.operator().post("/owner/revoke", {"session": late.session["id"]})
-    assert r.status_code == 200
+def test_cursor_is_stable_across_new_joins(room):
+    names = NAMES[:3]
+    clients = [room.join(name, "read") for name in names]
+    first = clients[0].get("/workspace/participants", params={"limit": "2"}).json()
+    room.join("zed-late", "read")
+    rest, _ = walk_from(clients[0], first["next_cursor"])
+    assert [p["name"] for p in first["participants"] + rest] == names + ["zed-late"]
 
 
 def walk_from(client, cursor):
@@ -114,9 +123,11 @@ def test_garbage_cursor_is_invalid_request(people, cursor):
     assert body["details"]["parameter"] == "cursor"
 
 
-def test_paging_through_ce(people, shared_room, tmp_path):
+def test_paging_through_ce(room, tmp_path):
+    for name in NAMES[:2]:
+        room.join(name, "read")
     session_file = tmp_path / "s.json"
-    done = ce("join", shared_room.invite("pager", "read"), "--session-file", str(session_file))
+    done = ce("join", room.invite("pager", "read"), "--session-file", str(session_file))
     assert done.returncode == 0, done.stderr
     done = ce("call", "GET", "/workspace/participants?limit=1", "--session-file", str(session_file))
     assert done.returncode == 0, done.stderr
@@ -166,12 +177,12 @@ def test_timestamp_in_state_file(shared_room):
 # ------------------------------------------------------ status and document
 
 
-def test_room_status(people, shared_room):
+def test_room_status(people, people_room):
     status = people["eli"].get("/workspace/room").json()
     assert schemas.errors_of("room#RoomStatus", status) == []
     assert status["protocol"] == "commonroom" and status["version"] == "1"
-    assert status["file_name"] == shared_room.document.name
-    assert status["workspace_id"] == shared_room.state["workspace_id"]
+    assert status["file_name"] == people_room.document.name
+    assert status["workspace_id"] == people_room.state["workspace_id"]
     assert status["head_version"] >= 1
     rows, _ = walk(people["eli"], 200)
     assert status["participants"] == len(rows)
@@ -179,19 +190,20 @@ def test_room_status(people, shared_room):
     assert status["last_event_id"] > 0
 
 
-def test_last_event_id_moves_on_a_join(people, shared_room):
-    before = people["eli"].get("/workspace/room").json()
+def test_last_event_id_moves_on_a_join(shared_room):
+    reader = shared_room.join("mover-reader", "read")
+    before = reader.get("/workspace/room").json()
     shared_room.join("mover", "read")
-    after = people["eli"].get("/workspace/room").json()
+    after = reader.get("/workspace/room").json()
     assert after["last_event_id"] > before["last_event_id"]
     assert after["participants"] == before["participants"] + 1
     assert after["sessions"] == before["sessions"] + 1
 
 
-def test_document(people, shared_room):
+def test_document(people, people_room):
     body = people["ana"].get("/workspace/document").json()
     assert schemas.errors_of("room#Document", body) == []
-    data = shared_room.document.read_bytes()
+    data = people_room.document.read_bytes()
     assert body["text"].encode("utf-8") == data
     assert body["content_hash"] == "sha256:" + hashlib.sha256(data).hexdigest()
 
@@ -210,21 +222,21 @@ def test_session_is_the_callers_own(people):
 
 @pytest.mark.parametrize("path", ["/workspace/room", "/workspace/document", "/workspace/participants",
                                   "/owner/invitations", "/owner/revoke"])
-def test_owner_port_refuses_missing_or_wrong_token(shared_room, people, path):
+def test_owner_port_refuses_missing_or_wrong_token(people_room, people, path):
     method = "POST" if path.startswith("/owner/") else "GET"
     for headers in ({}, {"Authorization": "Bearer cro_" + "W" * 43},
-                    {"Authorization": f"Bearer {people['ana'].token}"},
-                    {"Authorization": f"Basic {shared_room.owner_token}"}):
-        r = httpx.request(method, shared_room.owner + path, headers=headers, json={}, timeout=30)
+                    {"Authorization": f"Bearer {people['ana'].token}"},  # a session of this room
+                    {"Authorization": f"Basic {people_room.owner_token}"}):
+        r = httpx.request(method, people_room.owner + path, headers=headers, json={}, timeout=30)
         envelope(r, "unauthorized")
 
 
-def test_owner_port_serves_the_workspace_as_the_operator(shared_room, people):
-    operator = shared_room.operator()
-    assert operator.get("/workspace/room").json()["workspace_id"] == shared_room.state["workspace_id"]
-    assert operator.get("/workspace/document").json()["text"].encode() == shared_room.document.read_bytes()
+def test_owner_port_serves_the_workspace_as_the_operator(people_room, people):
+    operator = people_room.operator()
+    assert operator.get("/workspace/room").json()["workspace_id"] == people_room.state["workspace_id"]
+    assert operator.get("/workspace/document").json()["text"].encode() == people_room.document.read_bytes()
     rows, _ = walk(operator, 2)
-    assert [r["name"] for r in rows][: len(NAMES)] == NAMES
+    assert [r["name"] for r in rows] == NAMES
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])

@@ -24,6 +24,7 @@ import hashlib
 import json
 import stat
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import pytest
@@ -79,9 +80,8 @@ class Run:
         return [p for p in doc.parent.iterdir() if p.name.startswith(doc.name + ".commonroom")]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Run:
-    folder = tmp_path_factory.mktemp("secrets")
+def start_run(folder: Path) -> Run:
+    """A room in ``folder`` and the run described in the module docstring; the room still runs."""
     room = start_room(folder, SAMPLE)
     out = Run(room, folder)
     try:
@@ -118,9 +118,26 @@ def run(tmp_path_factory) -> Run:
         assert ce("revoke", str(room.document), "--session", bob).returncode == 0
         assert ce("call", "GET", "/workspace/room", "--session-file",
                   str(out.session_files["ce-bob"])).returncode != 0
-        yield out
-    finally:
+        return out
+    except BaseException:
         room.stop()
+        raise
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Iterator[Run]:
+    """The run, its room running for every test of the module that reads it."""
+    out = start_run(tmp_path_factory.mktemp("secrets"))
+    yield out
+    out.room.stop()
+
+
+@pytest.fixture
+def stopped_run(tmp_path: Path) -> Iterator[Run]:
+    """A run of its own, for the test that stops its room (the module's room keeps running)."""
+    out = start_run(tmp_path)
+    yield out
+    out.room.stop()
 
 
 def _session_id(room: Room, bearer: str) -> str:
@@ -172,8 +189,8 @@ def test_owner_token_file_is_private(run: Run):
     assert state["owner_token_file"] == str(path)
 
 
-def test_nothing_leaks_after_the_room_stops(run: Run):
-    """Last in the module: it stops the module's room."""
+def test_nothing_leaks_after_the_room_stops(stopped_run: Run):
+    run = stopped_run
     assert run.room.stop() == 0
     secrets = run.all_secrets()
     files = run.sidecar_files()

@@ -218,3 +218,23 @@ def test_stale_proposal_carries_recovery_fields(people):
     assert stale["isError"] is True
     assert body["error"] == "stale_version" and body["base_version"] == base
     assert body["current_version"] == base + 1 and body["diff"] and body["changes"]
+
+
+def test_a_region_write_rebases_and_a_write_of_nothing_commits_nothing(people):
+    """``document_write`` on an older version whose region nobody touched since commits, rebased."""
+    base = ok(people, "alice", "document_read")["version"]
+    other = people[1]["alice"].request("PUT", "/workspace/document", json={  # another change, over HTTP
+        "expected_version": base, "region": {"lines": [3, 3]}, "text": "A sample document, edited by bob.\n"})
+    assert other.status_code == 200, other.text
+    rebased = ok(people, "alice", "document_write", {
+        "expected_version": base, "region": {"heading": ["Open questions"]},
+        "text": "## Open questions\n\n1. Who approves on weekends? Alice.\n2. How long should invitations last?\n"})
+    assert rebased["committed"] is True and rebased["rebased_from"] == base and rebased["number"] == base + 2
+    text = ok(people, "alice", "document_read")["text"]
+    assert "edited by bob" in text and "Alice." in text
+    same = ok(people, "alice", "document_write", {"expected_version": base + 2, "region": {"lines": [3, 3]},
+                                                  "text": "A sample document, edited by bob.\n"})
+    assert same["committed"] is False and same["number"] == base + 2
+    stale = refused(people, "alice", "document_write", {"expected_version": base, "region": {"lines": [3, 3]},
+                                                        "text": "Mine instead.\n"})
+    assert stale["error"] == "stale_version" and "edited by bob" in stale["diff"]

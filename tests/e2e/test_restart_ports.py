@@ -107,7 +107,8 @@ def test_a_taken_port_moves_the_room_and_ce_follows_it_by_its_state_file(tmp_pat
 
         remote = ce("read", "--session-file", str(far))
         assert remote.returncode != 0 and "transport_unavailable" in remote.stderr, remote.stderr
-        assert "ask its owner for the port it listens on now" in remote.stderr
+        assert "ask the room's operator whether the room is running and where it listens for you" in remote.stderr
+        assert "ce status" not in remote.stderr, remote.stderr  # a command of the room's machine is no hint here
 
         status = ce("status", str(room.document), "--json")  # the operator's commands find it by the state file
         assert status.returncode == 0 and json.loads(status.stdout)["ingress"]["port"] == moved_to, status.stderr

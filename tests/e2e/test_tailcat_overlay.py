@@ -11,7 +11,13 @@ the room's side and seen live, ``ce observe`` reconnecting across a room
 restart, a board post, a handoff accepted and completed, ``ce mcp`` driven
 by the official SDK's stdio client, the SDK straight to the overlay
 address, the room's other ports closed from there, the Host and Origin
-rules, a hint off the overlay refused, a revoked session refused. Each
+rules, a hint off the overlay refused, a LAN neighbour routing to the
+overlay address refused by the kernel (the listener is bound to the
+overlay interface), ``--allow-host`` and MagicDNS names, an invitation
+carrying a name, a frozen room and a stalled large answer said in the
+colleague's terms, the room moved to an IPv6 overlay address and the
+session re-pointed, the address removed and put back, a revoked session
+refused (its ``ce observe`` told so). Each
 step stands alone, in any order: the fixture joins the peer once (bob,
 through a tailcat invitation, its default session file), and a step that
 joins or revokes does so with a session file of its own. The SSH local
@@ -53,6 +59,8 @@ SDK_SCRIPT = ROOT / "tests" / "overlay_sdk.py"
 ROOM_NAME = "crroom.test"
 #: a name the peer resolves to the room's LAN address (off the overlay)
 LAN_NAME = "crlan.test"
+#: the room's heartbeat on idle streams here (seconds; the default is 15): the observer expects the same
+HEARTBEAT = 2
 #: the MagicDNS name the room's fake ``tailscale status --json`` gives (allowed by default)
 MAGICDNS = "crroom.tail0e5.ts.net"
 FAKE_TAILSCALE = f"""#!/bin/sh
@@ -99,10 +107,10 @@ class Net:
         return _done(subprocess.run(self.peer_command(ce_path(), *args), capture_output=True, text=True,
                                     timeout=60), check)
 
-    def serve(self, ports: tuple[str, str, str] = ("0", "0", "0")) -> Room:
-        """Start (or restart, on ``ports``) the room in its namespace."""
+    def serve(self, ports: tuple[str, str, str] = ("0", "0", "0"), address: str | None = None) -> Room:
+        """Start (or restart, on ``ports``; on another overlay ``address``) the room in its namespace."""
         self.room = serve_tailcat(self.overlay, self.document, ports, env=self.env,
-                                  args=("--allow-host", ROOM_NAME.upper()))
+                                  args=("--allow-host", ROOM_NAME.upper()), address=address)
         return self.room
 
 
@@ -136,7 +144,7 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
         bin_folder.mkdir()
         (bin_folder / "tailscale").write_text(FAKE_TAILSCALE)
         (bin_folder / "tailscale").chmod(0o755)
-        net.env = {"PATH": f"{bin_folder}:{os.environ['PATH']}"}
+        net.env = {"PATH": f"{bin_folder}:{os.environ['PATH']}", "COMMONROOM_HEARTBEAT_SECONDS": str(HEARTBEAT)}
         overlay.hosts(overlay.peer_ns, {ROOM_NAME: overlay.room_address, LAN_NAME: overlay.room_lan})
         net.serve()
         try:
@@ -163,6 +171,8 @@ def test_invitation_carries_the_tailcat_hint(net: Net) -> None:
     assert loopback["type"] == "loopback" and loopback["address"] == "127.0.0.1"
     status = net.room_ce("status", str(net.document)).stdout
     assert f"tailcat {net.overlay.room_address}:{net.tailcat_port}" in status, status
+    banner = net.document.with_name("doc.md.serve.log").read_text()
+    assert "--cap read,observe,propose --transport tailcat\n" in banner, banner
     step(f"ce invite --transport tailcat gave {json.dumps(hint)}")
 
 
@@ -410,6 +420,90 @@ def test_dial_refuses_a_hint_off_the_overlay(net: Net) -> None:
     step(f"a tailcat hint naming the LAN address {net.overlay.room_lan} is refused before any byte is sent")
 
 
+def test_a_quiet_tunnel_is_noticed(net: Net) -> None:
+    room, port = f"{net.overlay.room_address}:{net.tailcat_port}", net.tailcat_port
+    observer = Follower(net.peer_command("env", f"COMMONROOM_HEARTBEAT_SECONDS={HEARTBEAT}", ce_path(), "observe",
+                                         "--json"))
+    try:
+        observer.wait(lambda line: False, 1.0)  # connected and idle
+        os.killpg(net.room.proc.pid, signal.SIGSTOP)  # the room's machine answers nothing: no byte comes back
+        try:
+            started = time.monotonic()
+            quiet = net.peer_ce("read", check=False)
+            took = time.monotonic() - started
+        finally:
+            os.killpg(net.room.proc.pid, signal.SIGCONT)
+        assert quiet.returncode == EXIT_CODES["transport_unavailable"], quiet.stderr
+        assert f"no answer from the room at {room} in 10 s (the answer stalled after 0 bytes): the overlay may be down" \
+        in quiet.stderr, quiet.stderr
+        assert "ask the room's operator" in quiet.stderr and "ce status" not in quiet.stderr, quiet.stderr
+        assert took < 20, took
+        said = "".join(observer.errors())
+        assert f"no byte from the room at {room} for {2 * HEARTBEAT} s" in said and "reconnecting" in said, said
+        version = _json(net.room_ce("status", str(net.document), "--json"))["room"]["head_version"]
+        net.room_ce("write", "--text", TEXT + "\nafter a quiet tunnel\n", "--expected", str(version))
+        observer.wait(lambda e: e.get("type") == "version.committed", 30)
+    finally:
+        observer.stop()
+    step(f"a room that answers nothing: ce read failed in {took:.1f} s naming {room}; ce observe said so after "
+         f"{2 * HEARTBEAT} s without a heartbeat, reconnected and saw the next write")
+
+
+def test_a_stalled_large_answer_is_named(net: Net) -> None:
+    version = _json(net.room_ce("status", str(net.document), "--json"))["room"]["head_version"]
+    large = TEXT + "".join(f"- item {n}: {'words ' * 12}\n" for n in range(400))  # ~30 KB
+    net.room_ce("write", "--text", large, "--expected", str(version))
+    veth = ["ip", "-n", net.overlay.peer_ns, "link", "set", f"{net.overlay.tag}vp", "mtu"]
+    subprocess.run([*veth, "1280"], check=True)  # the room's tunnel packets (up to 1480 bytes) are dropped
+    try:
+        stalled = net.peer_ce("read", check=False)
+    finally:
+        subprocess.run([*veth, "1500"], check=True)
+    assert stalled.returncode == EXIT_CODES["transport_unavailable"], stalled.stderr
+    assert "the answer stalled after" in stalled.stderr and "closed the connection" not in stalled.stderr, \
+        stalled.stderr
+    assert net.peer_ce("read").stdout == large
+    step("packets over 1,280 bytes dropped on the way (an MTU black hole): ce read said "
+         + stalled.stderr.split("ce: transport_unavailable: ")[-1].split(" — ")[0])
+
+
+def test_an_ipv6_overlay_and_a_session_repointed(net: Net) -> None:
+    overlay, port = net.overlay, net.tailcat_port
+    ports = (str(net.room.state["ingress"]["port"]), str(net.room.state["owner_port"]), str(port))
+
+    def move(address: str) -> None:
+        net.room.stop()
+        net.serve(ports, address)
+
+    move(overlay.room_address6)
+    try:
+        lost = net.peer_ce("read", check=False)
+        assert lost.returncode == EXIT_CODES["transport_unavailable"], lost.stderr
+        assert f"{overlay.room_address}:{port}" in lost.stderr and "ask the room's operator" in lost.stderr, \
+            lost.stderr
+        assert "ce status" not in lost.stderr and "ce join --address HOST:PORT" in lost.stderr, lost.stderr
+        net.peer_ce("join", "--address", f"[{overlay.room_address6}]:{port}")
+        assert net.peer_ce("read").stdout.startswith("# Plan")
+        version = _json(net.peer_ce("call", "GET", "/workspace/room"))["head_version"]
+        proposal = _json(net.peer_ce("propose", "--base", str(version), "--lines", "3-3",
+                                     "--text", "line one, over IPv6\n", "--json"))
+        net.room_ce("approve", proposal.get("proposal_id") or proposal["id"])
+        assert "over IPv6" in net.peer_ce("read").stdout
+        token = net.room_ce("invite", str(net.document), "-p", "dora", "--cap", "read", "--transport",
+                            "tailcat").stdout.strip()
+        assert invitation.decode(token)["transport"]["address"] == overlay.room_address6
+        session = str(net.peer_home / "dora.json")
+        net.peer_ce("join", token, "--session-file", session)
+        assert "over IPv6" in net.peer_ce("read", "--session-file", session).stdout
+    finally:
+        move(overlay.room_address)
+    net.peer_ce("join", "--address", overlay.room_address)
+    assert "over IPv6" in net.peer_ce("read").stdout
+    step(f"the room moved to {overlay.room_address6}: ce read named {overlay.room_address}:{port} and what to ask; "
+         f"ce join --address [{overlay.room_address6}]:{port} re-pointed the session; read, propose (approved), "
+         "a new colleague joined over IPv6; moved back the same way")
+
+
 def _listener_when(net: Net, listening: bool, within: float) -> tuple[dict[str, Any], float]:
     """The owner's view of the tailcat listener (``ce status --json``: room.transports) once it says
     ``listening``, and how long that took; AssertionError after ``within`` seconds."""
@@ -448,15 +542,25 @@ def test_the_room_follows_its_overlay_address(net: Net) -> None:
 
 
 def test_revoked_session_refused(net: Net) -> None:
-    token = net.room_ce("invite", str(net.document), "-p", "bob", "--cap", "read", "--transport", "tailcat").stdout.strip()
+    token = net.room_ce("invite", str(net.document), "-p", "bob", "--cap", "read,observe", "--transport",
+                        "tailcat").stdout.strip()
     session = str(net.peer_home / "to-revoke.json")
     session_id = _json(net.peer_ce("join", token, "--session-file", session, "--json"))["session"]["id"]
     assert net.peer_ce("read", "--session-file", session).stdout.startswith("# Plan")
-    net.room_ce("revoke", str(net.document), "--session", session_id)
+    observer = Follower(net.peer_command(ce_path(), "observe", "--json", "--session-file", session))
+    try:
+        observer.wait(lambda line: False, 1.0)  # connected and idle
+        net.room_ce("revoke", str(net.document), "--session", session_id)
+        assert observer.proc.wait(20) == EXIT_CODES["unauthorized"]
+    finally:
+        observer.stop()
+    said = "".join(observer.errors())
+    assert "your session was revoked" in said and "went away" not in said, said
     refused = net.peer_ce("read", "--session-file", session, "--json", check=False)
     assert refused.returncode == EXIT_CODES["unauthorized"], refused.stdout + refused.stderr
     assert json.loads(refused.stderr)["error"] == "unauthorized"
-    step(f"session {session_id} revoked on the room's side; ce read from there: unauthorized")
+    step(f"session {session_id} revoked on the room's side; ce observe there said \"your session was revoked\", "
+         "ce read: unauthorized")
 
 
 class Follower:

@@ -204,3 +204,40 @@ def test_the_room_runs_the_task_ttl_sweep_every_minute(engine, clock):
     Task = engine.store.models.Task
     assert Task.get(Task.id == made["task"]["taskId"]).status == "failed"
     assert scheduler.failures["task-ttl"] == 0
+
+
+def test_poke_makes_a_sweep_due_now(clock):
+    scheduler = Scheduler(clock=clock)
+    calls: list[str] = []
+    scheduler.every(60, "watch", lambda: calls.append("watch"))
+    asyncio.run(scheduler.run_due())
+    assert calls == ["watch"] and asyncio.run(scheduler.run_due()) == []
+    scheduler.poke("watch")
+    scheduler.poke("no such sweep")  # ignored
+    assert asyncio.run(scheduler.run_due()) == ["watch"] and calls == ["watch", "watch"]
+
+
+def test_file_watch_tells_at_once_of_a_change_to_the_file_only(tmp_path):
+    """inotify through the C library: a write, a replacement and a deletion of the file each tell;
+    another file in the folder does not."""
+    import os
+    import time
+
+    from commonroom.filewatch import FileWatch
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("a")
+    told = threading.Event()
+    watch = FileWatch.start(doc, told.set)
+    if watch is None:
+        pytest.skip("no inotify here: the room's timer alone notices changes")
+    try:
+        (tmp_path / "other.md").write_text("x")
+        assert not told.wait(0.3)
+        for change in (lambda: doc.write_text("b"), lambda: os.replace(tmp_path / "other.md", doc), doc.unlink):
+            told.clear()
+            change()
+            assert told.wait(5), change
+            time.sleep(0.05)
+    finally:
+        watch.stop()

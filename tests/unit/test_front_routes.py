@@ -22,7 +22,8 @@ def test_the_doors_are_the_tables_cached_reads_writes_and_cached_tools():
               if not op.read_only and not op.streams and not op.http.public and op.http.cache is None}
     assert {key for key, kind in got.items() if kind is DirectWrite} == writes
     assert {key for key, kind in got.items() if kind is CachedRead} == {("GET", "/workspace/document"),
-                                                                      ("GET", "/workspace/document/rendered")}
+                                                                      ("GET", "/workspace/document/rendered"),
+                                                                      ("GET", "/workspace/document/outline")}
     assert {key for key, kind in got.items() if kind is CachedToolCall} == {("POST", "/mcp")}
     assert ("POST", "/workspace/join") not in got, "a public operation is the app's"
     assert ("GET", "/workspace/observe") not in got, "a stream is the app's"

@@ -104,3 +104,22 @@ def test_an_acquire_conflicts_exactly_where_a_live_lease_overlaps(room):
                 engine.release_lease(writer, lease["id"])
             own = engine.acquire_lease(holder, {"lines": [start, end]})  # the holder's leases never block it
             engine.release_lease(holder, own["id"])
+
+
+def test_a_heading_lease_is_labelled_with_its_heading_as_it_is_now(tmp_path):
+    """Renaming the leased heading, or its parent, changes the lease's label, not its lines."""
+    doc = tmp_path / "doc.md"
+    doc.write_text("# A\n\ntext\n\n## B\n\nb text\n\n## C\n\nc text\n")
+    engine = Engine.open(doc)
+    engine.set_ingress({"host": "127.0.0.1", "port": 1})
+    holder = engine.authenticate(engine.join(engine.invite("h", ["read", "lease", "write"])["token"])["token"])
+    lease = engine.acquire_lease(holder, {"heading": ["B"]})
+    assert lease["region"] == {"heading": ["A", "B"]} and lease["lines"] == [5, 8]
+    engine.write(holder, 1, "## B, renamed\n", {"lines": [5, 5]})
+    shown = engine.leases(OPERATOR)["leases"][0]
+    assert shown["region"] == {"heading": ["A", "B, renamed"]} and shown["lines"] == [5, 8]
+    engine.write(holder, 2, "# Top\n", {"lines": [1, 1]})
+    assert engine.leases(OPERATOR)["leases"][0]["region"] == {"heading": ["Top", "B, renamed"]}
+    renewed = engine.renew_lease(holder, lease["id"])
+    assert renewed["region"] == {"heading": ["Top", "B, renamed"]}
+    engine.close()

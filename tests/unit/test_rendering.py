@@ -34,6 +34,7 @@ def test_blocks_carry_their_first_line_and_headings_an_anchor():
 def test_headings_are_the_regions_headings_and_chunks_change_nothing(path):
     text = path.read_text(encoding="utf-8")
     html, headings = rendering.render(text)
+    assert rendering.outline(text) == headings
     assert [(h["line"], h["end_line"], h["path"]) for h in headings] == \
         [(h.line, h.end_line, list(h.path)) for h in regions.headings(text)]
     whole = rendering._MD.render(text) if not text.startswith("---") else None

@@ -134,7 +134,7 @@
   function notice(text) { const n = $("notice"); n.textContent = text || ""; n.hidden = !text; }
 
   // -- the document ---------------------------------------------------------------------
-  const docState = { version: 0, lines: [], nodes: [], headings: [], leases: [], proposals: [], rendered: 0, built: 0,
+  const docState = { version: 0, lines: [], nodes: [], headings: [], leases: [], proposals: [], rendered: 0, built: 0, outlined: 0,
     html: "", outline: "", view: "text" };
   let docLoading = null, docAgain = false;
   function lineNode(n, text) {
@@ -152,14 +152,46 @@
       } while (docAgain);
     })();
     try { await docLoading; } finally { docLoading = null; }
-    // The headings (anchors, Propose buttons) come with the rendering: at once in the rendered view, else once
-    // the versions settle, so a burst of commits costs the room one rendering, not one each.
+    scheduleRendered();
+  }
+  function scheduleRendered() {
+    // The headings (anchors, Propose buttons) come from the outline, once the versions settle, so a burst of
+    // commits costs the room one outline, not one each; the rendered view, when shown, at once.
     clearTimeout(renderTimer);
-    if (docState.rendered !== docState.version)
-      renderTimer = setTimeout(() => loadRendered().catch((e) => say($("doc-marks"), `rendered view: ${failure(e)}`, true)),
-        docState.view === "rendered" || !docState.rendered ? 0 : 400);
+    if (docState.view === "rendered" && docState.rendered !== docState.version)
+      loadRendered().catch((e) => say($("doc-marks"), `rendered view: ${failure(e)}`, true));
+    else if (docState.outlined !== docState.version)
+      renderTimer = setTimeout(() => loadOutline().catch((e) => say($("doc-marks"), `headings: ${failure(e)}`, true)),
+        docState.outlined ? 1000 : 0);
   }
   let renderTimer = null;
+  // A new version by its event alone: the changed lines read as a region, spliced in, checked against the
+  // version's content hash (so a guess that is wrong is never shown); anything else reads the whole document.
+  const withEndings = (text) => text.match(/[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$/g) || [];
+  async function sha256(text) {
+    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+    return "sha256:" + [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  }
+  async function followVersion(p) {
+    const span = p.lines;
+    if (docLoading || !crypto.subtle || !Array.isArray(span) || p.version !== docState.version + 1 || !docState.raw) return loadDocument();
+    const mine = docLoading = (async () => {
+      const region = await api("GET", `/workspace/document?region=${enc(JSON.stringify({ lines: span }))}`);
+      if (region.version !== p.version) return false;
+      const added = withEndings(region.text), old = docState.raw, start = span[0] - 1;
+      const tries = [added.length, ...Array.from({ length: added.length + 8 }, (_, k) => k).filter((k) => k !== added.length)];
+      for (const k of tries.slice(0, 12)) {
+        if (start + k > old.length) continue;
+        const text = old.slice(0, start).join("") + region.text + old.slice(start + k).join("");
+        if (await sha256(text) === p.content_hash) { showDocument({ text, version: p.version }); return true; }
+      }
+      return false;
+    })();
+    let done = false;
+    try { done = await mine; } catch (e) { done = false; } finally { docLoading = null; }
+    if (!done || docAgain) return loadDocument();
+    scheduleRendered();
+  }
   function showDocument(doc) {
     const fresh = splitLines(doc.text), old = docState.lines, box = $("doc-text");
     if (!docState.nodes.length || old.length === 0) {
@@ -185,26 +217,38 @@
       setTimeout(() => added.forEach((node) => node.classList.remove("changed")), 2500);
     }
     docState.lines = fresh;
+    docState.raw = withEndings(doc.text);
     docState.version = doc.version;
     $("doc-meta").textContent = `version ${doc.version} · ${plural(fresh.length, "line")}`;
     markHeadings();
     markLines();
     document.body.dataset.version = doc.version;
   }
+  function takeHeadings(answer) {
+    const outline = JSON.stringify(answer.headings.map((h) => [h.anchor, h.line, h.end_line]));
+    docState.headings = answer.headings;
+    docState.outlined = answer.version;
+    if (outline !== docState.outline) { docState.outline = outline; fillOutline(); }
+    markHeadings();
+    markLines();
+  }
+  let outlineLoading = null;
+  async function loadOutline() {
+    if (outlineLoading) return outlineLoading;
+    outlineLoading = api("GET", "/workspace/document/outline").then(takeHeadings);
+    try { await outlineLoading; } finally { outlineLoading = null; }
+    followHash();
+  }
   let renderLoading = null;
   async function loadRendered() {
     if (renderLoading) return renderLoading;
     renderLoading = (async () => {
       const answer = await api("GET", "/workspace/document/rendered");
-      const outline = JSON.stringify(answer.headings.map((h) => [h.anchor, h.line, h.end_line]));
-      docState.headings = answer.headings;
       docState.rendered = answer.version;
       docState.html = answer.html;
       docState.built = 0;
       if (docState.view === "rendered") buildRendered();
-      if (outline !== docState.outline) { docState.outline = outline; fillOutline(); }
-      markHeadings();
-      markLines();
+      takeHeadings(answer);
       followHash();
     })();
     try { await renderLoading; } finally { renderLoading = null; }
@@ -338,7 +382,7 @@
     return { region: { heading: h.path }, original: docState.lines.slice(h.line - 1, h.end_line).map((l) => l + "\n").join(""), label: h.title };
   }
   async function proposeTo(anchor) { // the section as it is now: its lines come with the newest rendering
-    if (docState.rendered !== docState.version) await loadRendered().catch(() => {});
+    if (docState.outlined !== docState.version) await loadOutline().catch(() => {});
     openEditor(docState.headings.findIndex((h) => h.anchor === anchor));
   }
   function openEditor(index) {
@@ -350,6 +394,7 @@
     $("edit-summary").value = "";
     $("edit-preview").hidden = true;
     say($("edit-status"), "");
+    $("edit-form").hidden = false;
     $("edit-panel").hidden = false;
     $("edit-text").focus();
   }
@@ -367,8 +412,10 @@
     say(status, "sending…");
     try {
       const p = await api("POST", "/workspace/proposals", { base_version: edit.base, region: edit.region, text: text.endsWith("\n") || text === "" ? text : text + "\n", summary: $("edit-summary").value });
+      $("edit-form").hidden = true; // sent: what it became is in Proposals; the status and the diff stay here
       say(status, p.rebased_from ? `Proposal ${shortId(p.id)} sent: the document had moved on, so it was rebased from version ${p.rebased_from} onto version ${p.base_version} cleanly.`
         : `Proposal ${shortId(p.id)} sent on version ${p.base_version}.`);
+      status.append(" ", el("button", { type: "button", text: "Close", onclick: () => { $("edit-panel").hidden = true; } }));
       loadProposals().catch(() => {});
     } catch (e) {
       if (e.code === "stale_version") {
@@ -719,7 +766,8 @@
   function onEvent(event) {
     const t = event.type, p = event.payload || {};
     if (event.actor && event.actor.session_id) learn(event.actor.session_id);
-    if (t === "version.committed" || t.startsWith("document.")) { loadDocument().catch(() => {}); reload("versions", "proposals", "leases"); }
+    if (t === "version.committed" || t.startsWith("document.")) // the text first: the rest does not compete with it
+      (t === "version.committed" ? followVersion(p) : loadDocument()).catch(() => {}).finally(() => reload("versions", "proposals", "leases"));
     else if (t.startsWith("lease.")) reload("leases");
     else if (t.startsWith("proposal.")) reload("proposals");
     else if (t.startsWith("handoff.") || t.startsWith("task.")) reload("handoffs");
