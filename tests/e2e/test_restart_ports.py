@@ -113,7 +113,7 @@ def test_a_taken_port_moves_the_room_and_ce_follows_it_by_its_state_file(tmp_pat
         status = ce("status", str(room.document), "--json")  # the operator's commands find it by the state file
         assert status.returncode == 0 and json.loads(status.stdout)["ingress"]["port"] == moved_to, status.stderr
         version = commit(room, "on the new port")
-        assert observer.saw(f"version {version} ", timeout=30), (observer.out, observer.err)
+        assert observer.saw(f"committed v{version} ", timeout=30), (observer.out, observer.err)
         assert json.loads(watching.read_text())["transport"]["port"] == moved_to
     finally:
         observer.stop()
