@@ -48,9 +48,10 @@ class Checked:
       (a route that is not an operation: ``/mcp``, the published API, the
       console);
     - ``headers``: the request's headers by name (ASGI's lower case), values
-      of a repeated name joined by ``,`` as Falcon joins them, without
-      ``Authorization`` (no secret is kept with them); ``repeated``: some
-      name was sent more than once;
+      of a repeated name joined by ``,`` (as Falcon joins ``Authorization``),
+      without ``Authorization`` (no secret is kept with them); read only;
+      ``repeated``: some name was sent more than once (the front door then
+      leaves the request to Falcon);
     - ``token_given``: the request carried a bearer token (valid or not);
     - ``actor``: the live session (or the operator) the bearer names, else
       None; ``digest``: the token's digest (the rate limit's key), or None;
