@@ -7,7 +7,7 @@ importing Typer. ``python -m codegen`` writes it after ``commonroom/cli/help.txt
 Each option is read from the click command Typer builds (the one
 declaration of the option); an option of a kind the fast path does not
 parse as click would (an argument, a count, an environment variable, a
-callback, a type other than text, path or flag) stops codegen with what to change.
+callback, a type other than text, path or flag, an argument that is required) stops codegen with what to change.
 """
 
 from __future__ import annotations
@@ -28,8 +28,13 @@ def _kind(command: str, param: Any) -> str:
     from typer.models import TyperPath
 
     problem = None
-    if param.param_type_name != "option":
-        problem = "is an argument"
+    if param.param_type_name == "argument":
+        if param.required or param.default is not None or param.nargs != 1:
+            problem = "is an argument the fast path cannot leave out"
+        else:
+            return "argument"  # left out: a positional given sends the command to Typer
+    elif param.param_type_name != "option":
+        problem = "is neither an option nor an argument"
     elif param.secondary_opts or param.envvar or param.callback or param.required or param.nargs != 1 \
             or getattr(param, "count", False) or param.is_eager or not param.expose_value \
             or getattr(param, "prompt", None) is not None:

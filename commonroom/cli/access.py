@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -16,7 +18,7 @@ from . import ids
 from .common import handled, operator_read, operator_write, parse_duration, require_document
 from .options import CursorOpt, LimitOpt
 from .routes import request
-from .sessions import default_session_file, save_session
+from .sessions import default_session_file, live, room_session_file, save_session
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 
@@ -108,13 +110,19 @@ def sessions_command(file: Annotated[Path, typer.Argument(help="The room's markd
 @handled
 def join_command(
     token: Annotated[Optional[str], typer.Argument(help="The commonroom://join/… token.")] = None,
-    session_file: Annotated[Optional[Path], typer.Option(help="Where to store the session (0600).")] = None,
+    session_file: Annotated[Optional[Path], typer.Option(help="Where to store the session (0600); default: one "
+                                                         "file per room, so no other room's session is replaced.")] = None,
     client_name: Annotated[str, typer.Option("--client", help="Name this client.")] = "ce",
     address: Annotated[Optional[str], typer.Option(
         help="Without TOKEN: re-point the stored session at the room's new address (HOST or HOST:PORT), "
              "when the room's overlay address moved.")] = None,
 ) -> None:
-    """Redeem TOKEN at the room it names and store the session.
+    """Redeem TOKEN at the room it names and store the session (it prints the session id and where it is).
+
+    Without ``--session-file`` the session goes to the room's own file
+    (``~/.config/commonroom/sessions/WORKSPACE_ID.json``, or
+    ``$COMMONROOM_SESSION`` when set); a live session already in the file
+    it writes is replaced, and said so on stderr.
 
     ``ce join --address NEW [--session-file F]`` (no TOKEN) re-points an
     existing session instead: it asks the room at NEW, through the
@@ -138,7 +146,9 @@ def join_command(
 
         raise TransportUnavailable(exc.message, details={
             **exc.details, "next": participant_next(client.where(payload["transport"]))}) from None
-    path = session_file or default_session_file()
+    path = session_file or (Path(os.environ["COMMONROOM_SESSION"]) if os.environ.get("COMMONROOM_SESSION")
+                            else room_session_file(result["workspace_id"]))
+    replaced = _replaced(path)
     save_session(path, {
         "token": result["token"],
         "session_id": result["session"]["id"],
@@ -149,8 +159,22 @@ def join_command(
         "file_name": result["file_name"],
         "transport": payload["transport"],
     })
+    if replaced is not None:
+        room = "this room" if replaced.get("workspace_id") == result["workspace_id"] else \
+            f"room {replaced.get('file_name', '?')} ({replaced.get('workspace_id', '?')})"
+        print(f"ce join: replaced {replaced.get('participant', '?')}'s live session {replaced.get('session_id', '?')} "
+              f"of {room} in {path}", file=sys.stderr)
     show({"session": result["session"], "workspace_id": result["workspace_id"],
           "file_name": result["file_name"], "session_file": str(path)}, "cli#Joined")
+
+
+def _replaced(path: Path) -> dict[str, Any] | None:
+    """The live session stored in ``path`` that writing it would replace, or None."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("token"), str) and live(data) else None
 
 
 def repoint(path: Path, address: str) -> None:

@@ -28,7 +28,7 @@ from .board_target import BoardArg, board_id as _board
 from .common import handled
 from .outage import Outage, status_line
 from .options import SessionOpt
-from .sessions import session_call
+from .sessions import load_session, session_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 
@@ -42,8 +42,19 @@ PriorityOpt = Annotated[Optional[str], typer.Option(help=words(PRIORITIES) + "."
 KindArg = Annotated[str, typer.Argument(help=f"The message's kind: {words(MESSAGE_KINDS)} (a todo is work someone "
                                         "completes).")]
 BodyArg = Annotated[str, typer.Argument(help="The message text (markdown; at most 16 KiB of UTF-8).")]
-RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session",
-                                                     help="One of your own sessions to record as author_session_id.")]
+RecordingOpt = Annotated[Optional[str], typer.Option("--recording-session", help="Which of your own sessions to "
+                                                     "record as author_session_id: a session id, - (or left out) "
+                                                     "for the one this command uses, none to record none.")]
+
+
+def recording(session_file: Any, given: str | None) -> str | None:
+    """The ``recording_session_id`` to send: the caller's own session unless ``given`` names another one;
+    none for ``none`` (provenance is recorded unless declined)."""
+    if given is not None and given.strip().lower() == "none":
+        return None
+    if given is None or given.strip() == "-":
+        return str(load_session(session_file).get("session_id") or "") or None
+    return given
 
 
 @board_app.command("post")
@@ -60,7 +71,7 @@ def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: Priori
     if reply_to:
         reply_to = ids.message(session_file, board_id, reply_to, "reply_to")
     for key, value in (("priority", priority), ("tags", tag), ("reply_to", reply_to),
-                       ("recording_session_id", recording_session)):
+                       ("recording_session_id", recording(session_file, recording_session))):
         if value:
             payload[key] = value
     if requires_ack:
@@ -110,7 +121,8 @@ def complete_command(board: BoardArg, message_id: MessageArg, answer: str,
     On completion_persistence_uncertain (or a lost answer), run the exact same command again.
     """
     payload: dict[str, Any] = {"answer": answer, "completion_key": key, "expected_assignment_fence": fence}
-    for name, value in (("priority", priority), ("tags", tag), ("recording_session_id", recording_session)):
+    for name, value in (("priority", priority), ("tags", tag),
+                        ("recording_session_id", recording(session_file, recording_session))):
         if value:
             payload[name] = value
     board_id = _board(session_file, board)

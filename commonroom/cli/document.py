@@ -34,13 +34,30 @@ def region_of(heading: list[str] | None, lines: str | None) -> dict[str, Any] | 
     return None
 
 
-def read(heading: list[str] | None = None, lines: str | None = None, session_file: Path | None = None,
-         raw: bool = False) -> None:
+def read(file: Path | None = None, heading: list[str] | None = None, lines: str | None = None,
+         version: str | None = None, session_file: Path | None = None, raw: bool = False) -> None:
     """``ce read``: the document (or a region) on stdout, through :func:`commonroom.cli.render.show`.
 
     Rendered on a terminal, its exact bytes when piped; the ``Document``
-    answer (room seed, operation ``document_read``) with ``--json``.
-    ``raw`` changes nothing (kept for scripts). Raises ``InvalidRequest``
-    for a bad region or session file, and the room's error as it answered.
+    answer (room seed, operation ``document_read``) with ``--json``. With
+    the session, or as the local operator from FILE's sidecar when ``file``
+    is given. ``version`` (``v2``, ``2``, ``head``) prints that version
+    whole (``ce version show``). ``raw`` changes nothing (kept for
+    scripts). Raises ``InvalidRequest`` for a bad region, version or
+    session file, and the room's error as it answered.
     """
-    show(session_call(session_file, "document_read", {"region": region_of(heading, lines)}), "room#Document")
+    region = region_of(heading, lines)
+    if version is not None:
+        if region is not None:
+            raise InvalidRequest("--version prints a whole version: give no --heading or --lines",
+                                 details={"option": "--version"})
+        from .versions import number, show_version  # Typer: only ce read --version pays
+
+        show_version(file, session_file, number(file, session_file, version, "--version"))
+        return
+    if file is not None:
+        from .where import read as room_read  # the sidecar: only the operator's ce read FILE pays
+
+        show(room_read(file, session_file, "document_read", {"region": region}), "room#Document")
+        return
+    show(session_call(session_file, "document_read", {"region": region}), "room#Document")

@@ -238,6 +238,21 @@ def operator_participant(file: Path, given: str, parameter: str = "participant")
     return _participant(given, operator_listing(file, "participants_list"), parameter)
 
 
+#: ``--base head`` / ``--expected head``: the head as the command reads it first (no version is 0).
+HEAD = 0
+
+
+def version_or_head(text: str) -> int:
+    """A version number from ``v2`` or ``2``, or :data:`HEAD` for ``head``: the click parser of ``--base`` and
+    ``--expected``."""
+    return HEAD if text.strip().lower() == "head" else version(text)
+
+
+def is_version(text: str) -> bool:
+    """Whether ``text`` is a version as the tables print it (``v2``, ``2``) or ``head``."""
+    return text.strip().lower() == "head" or VERSION.fullmatch(text.strip()) is not None
+
+
 def version(text: str) -> int:
     """A version number from ``v2`` (as the tables print it) or ``2``: the click parser of version arguments."""
     match = VERSION.fullmatch(text.strip())

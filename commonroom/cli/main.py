@@ -19,22 +19,40 @@ from importlib import import_module
 from typing import Annotated, Any, Optional
 
 import typer
-from .usage import CeGroupBase, CeTyper
+from .usage import SHORT_HELP, CeGroupBase, CeTyper
 
 #: Every command of ``ce``, in ``ce --help`` order, and the module of
 #: :mod:`commonroom.cli` that declares it: as ``NAME_command`` (``-`` read as
 #: ``_``), or a command group as the ``typer.Typer`` ``NAME_app``.
 COMMANDS: dict[str, str] = {
-    "serve": "serve", "status": "status", "invite": "access", "revoke": "access", "sessions": "access", "join": "access",
-    "call": "call", "mcp": "mcp", "observe": "observe", "console": "console",
-    "proposals": "editing", "versions": "editing", "leases": "editing", "participants": "editing",
-    "diff": "editing", "read": "editing", "propose": "editing", "approve": "editing", "reject": "editing",
-    "withdraw": "editing", "write": "editing",
-    "handoffs": "handoffs", "handoff": "handoffs", "handoff-events": "handoffs", "task": "handoffs",
-    "task-cancel": "handoffs", "task-answer": "handoffs", "handoff-create": "handoffs", "handoff-accept": "handoffs",
-    "handoff-request-input": "handoffs", "handoff-complete": "handoffs", "handoff-approve": "handoffs",
-    "handoff-reject": "handoffs", "handoff-cancel": "handoffs",
-    "invitation": "access", "lease": "editing", "board": "board", "sidecar": "sidecar",
+    "serve": "serve", "invite": "access", "revoke": "access", "sessions": "access", "console": "console",
+    "sidecar": "sidecar", "invitation": "access",
+    "join": "access", "status": "status", "read": "editing", "propose": "proposals", "write": "editing",
+    "proposal": "proposals", "version": "versions", "lease": "editing", "participants": "editing",
+    "handoff": "handoffs", "task": "tasks", "board": "board", "observe": "observe", "call": "call", "mcp": "mcp",
+}
+
+#: What each command needs, the headings of ``ce --help``: every command of :data:`COMMANDS` under one.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "Owner commands (on the room's machine, with its FILE)": (
+        "serve", "invite", "revoke", "sessions", "console", "sidecar", "invitation"),
+    "Participant commands (a session, from any machine)": (
+        "join", "status", "read", "propose", "write", "proposal", "version", "lease", "participants", "handoff",
+        "task", "board", "observe", "call", "mcp"),
+}
+
+#: The names before the command groups, kept for scripts and hidden from ``ce --help`` (docs/operator.md,
+#: *Aliases*): ``name: "module:function"`` of :mod:`commonroom.cli`.
+ALIASES: dict[str, str] = {
+    "proposals": "proposals:list_command", "approve": "proposals:approve_command",
+    "reject": "proposals:reject_command", "withdraw": "proposals:withdraw_command",
+    "versions": "versions:list_command", "diff": "versions:diff_command", "leases": "editing:lease_list",
+    "handoffs": "handoffs:list_command", "handoff-events": "handoffs:events_command",
+    "handoff-create": "handoffs:create_command", "handoff-accept": "handoffs:accept_command",
+    "handoff-request-input": "handoffs:request_input_command", "handoff-complete": "handoffs:complete_command",
+    "handoff-approve": "handoffs:approve_command", "handoff-reject": "handoffs:reject_command",
+    "handoff-cancel": "handoffs:cancel_command", "task-cancel": "tasks:cancel_command",
+    "task-answer": "tasks:answer_command",
 }
 
 #: Commands whose body imports no Typer, as ``name: "module:function"`` of :mod:`commonroom.cli`:
@@ -44,12 +62,16 @@ FAST_COMMANDS: dict[str, str] = {"read": "document:read"}
 
 
 def build_command(name: str, module_name: str) -> Any:
-    """The click command (or group) ``name`` of ``commonroom.cli.MODULE_NAME``, as Typer builds it."""
+    """The click command (or group) ``name`` of ``commonroom.cli.MODULE_NAME``, as Typer builds it; an
+    :data:`ALIASES` entry (``module:function``) is that function, hidden from the help."""
+    module_name, _, function = module_name.partition(":")
     module = import_module(f"{__package__}.{module_name}")
     attribute = name.replace("-", "_")
     piece = CeTyper(rich_markup_mode=None)  # the root's settings: plain click help
     group = getattr(module, f"{attribute}_app", None)
-    if isinstance(group, typer.Typer):
+    if function:
+        piece.command(name, hidden=True)(getattr(module, function))
+    elif isinstance(group, typer.Typer):
         piece.add_typer(group, name=name)
     else:
         piece.command(name)(getattr(module, f"{attribute}_command"))
@@ -82,11 +104,23 @@ class LazyCommands(MutableMapping[str, Any]):
 
 
 class CeGroup(CeGroupBase):
-    """The root group of ``ce``: :data:`COMMANDS`, each built when looked up."""
+    """The root group of ``ce``: :data:`COMMANDS` and :data:`ALIASES`, each built when looked up; its help lists
+    the commands under :data:`SECTIONS` (what each needs), the aliases not at all."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.commands = LazyCommands({**COMMANDS, **self.commands})
+        self.commands = LazyCommands({**COMMANDS, **ALIASES, **self.commands})
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The commands in :data:`COMMANDS` order, then the aliases (hidden)."""
+        return list(self.commands)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """One section of commands per :data:`SECTIONS` heading, each command with its whole first sentence."""
+        for title, names in SECTIONS.items():
+            rows = [(name, self.commands[name].get_short_help_str(limit=SHORT_HELP)) for name in names]
+            with formatter.section(title):
+                formatter.write_dl(rows)
 
 
 app = typer.Typer(
@@ -94,6 +128,9 @@ app = typer.Typer(
     cls=CeGroup,
     help="commonroom: people and AI agents working together on one markdown file. "
          "Output is for people; add --json to any command for the schema'd JSON answer.",
+    epilog="A participant command acts as a session: --session-file F, else the session ce join stored for "
+           "the room (one per room; COMMONROOM_SESSION names one). The room's owner may give the room's FILE "
+           "instead to the commands that read (ce read FILE, ce proposal list FILE, ce status FILE).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: importing rich costs ~200 ms at every start

@@ -86,6 +86,15 @@ def line(text: str | Text) -> None:
     console().print(text, overflow="ignore", crop=False, soft_wrap=True)
 
 
+def outcome(text: str) -> None:
+    """Print the one line saying what a command did, naming the room it acted on first (``sample.md: v2
+    committed by …``) when the command knows it (:data:`commonroom.cli.sessions.ROOM`)."""
+    from .sessions import ROOM
+
+    room = ROOM.get()
+    line(f"{room}: {text}" if room else text)
+
+
 # -- small pieces the renderers share ---------------------------------------------
 
 

@@ -33,7 +33,8 @@ from typing import Any
 from .stdio import stdout_to_devnull
 
 #: The stored spec: ``{command: {"target": "module:function", "params": [param, ...]}}``, each param
-#: ``{"name", "opts", "kind" ("text", "path" or "flag"), "multiple", "default"}`` (written by codegen/cli_fast.py).
+#: ``{"name", "opts", "kind" ("text", "path", "flag", or "argument": an optional positional,
+#: left at its default here), "multiple", "default"}`` (written by codegen/cli_fast.py).
 SPEC_FILE = "fast.json"
 #: The parameter of every command that ``--json`` sets (:func:`commonroom.cli.common.handled`).
 JSON_PARAM = "json_output"
@@ -63,7 +64,7 @@ def plan(args: list[str], spec: dict[str, Any] | None) -> Plan | None:
     if not args or spec is None or args[0] not in spec:
         return None
     command = spec[args[0]]
-    by_opt = {opt: param for param in command["params"] for opt in param["opts"]}
+    by_opt = {opt: param for param in command["params"] if param["kind"] != "argument" for opt in param["opts"]}
     given: dict[str, Any] = {}
     rest = iter(args[1:])
     for arg in rest:

@@ -69,18 +69,18 @@ NEXT: dict[str, str | None] = {
     "invitation_redeemed": "an invitation admits once: ask the room's operator for a new one",
     "unsupported_version": "install the commonroom version the room runs (ce --version prints yours)",
     "stale_version": None,  # worded from current_version (:func:`next_step`)
-    "lease_conflict": "wait until that lease is released or expires (ce leases FILE), then retry",
-    "proposal_not_found": "list the proposals with ce proposals FILE",
-    "proposal_conflict": "it was decided already: ce proposals FILE lists it",  # still open: :func:`next_step`
+    "lease_conflict": "wait until that lease is released or expires (ce lease list), then retry",
+    "proposal_not_found": "list the proposals with ce proposal list",
+    "proposal_conflict": "it was decided already: ce proposal list lists it",  # still open: :func:`next_step`
     "invalid_region": "check --heading / --lines against the document (ce read); a heading path is one "
                       "--heading per title, outermost first (--heading 'Release plan' --heading Goals)",
-    "version_not_found": "list the versions with ce versions FILE",
+    "version_not_found": "list the versions with ce version list",
     "transport_unavailable": "check that the room is running (ce status FILE) and retry",
     "limit_exceeded": None,  # worded from retry_after_seconds (:func:`next_step`); a body too large: shorten it
     "invalid_request": None,  # the message names the argument or the state at fault
     "not_found": "check the id (the list commands print them)",
     "method_not_allowed": None,  # only ce call reaches it: the message names the methods the route serves
-    "handoff_not_found": "list the handoffs with ce handoffs FILE",
+    "handoff_not_found": "list the handoffs with ce handoff list",
     "handoff_conflict": None,  # the message names the handoff's status and what the transition needs
     "idempotency_mismatch": "give a new --idempotency-key for a different request",
     "message_not_found": "list the board's messages with ce board list BOARD",
@@ -113,7 +113,7 @@ def next_step(envelope: dict[str, Any]) -> str:
     if code == "proposal_conflict" and (envelope.get("details") or {}).get("reason") != "not_open" \
             and envelope.get("current_version") is not None:
         head, given = envelope["current_version"], envelope.get("proposal_id", "ID")
-        return (f"it is still open but cannot be approved: reject it (ce reject {short(given)}), or propose the "
+        return (f"it is still open but cannot be approved: reject it (ce proposal reject {short(given)}), or propose the "
                 f"change again on v{head} (ce propose --base {head})")
     if code == "limit_exceeded":
         seconds = envelope.get("retry_after_seconds")

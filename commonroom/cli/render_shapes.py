@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .printing import DETAIL_WIDTH, console, detail, diff, line, markdown, place, renders, short, table, when
+from .printing import DETAIL_WIDTH, console, detail, diff, line, markdown, outcome, place, renders, short, table, when
 
 
 def _name(who: Any) -> str:
@@ -36,13 +36,13 @@ def version_diff(answer: dict[str, Any]) -> None:
 
 @renders("editing#VersionInfo")
 def version(answer: dict[str, Any]) -> None:
-    """``v2 committed by alice: shorter goals`` (``…, rebased from v1`` when a write was rebased);
-    ``no change; head stays v2`` for a write that changed nothing."""
+    """``sample.md: v2 committed by alice: shorter goals`` (``…, rebased from v1`` when a write was rebased);
+    ``sample.md: no change; head stays v2`` for a write that changed nothing."""
     if answer.get("committed") is False:
-        line(f"no change; head stays v{answer['number']}")
+        outcome(f"no change; head stays v{answer['number']}")
         return
     rebased = answer.get("rebased_from")
-    line(_committed(answer) + (f" (rebased from v{rebased})" if rebased else ""))
+    outcome(_committed(answer) + (f" (rebased from v{rebased})" if rebased else ""))
 
 
 def _committed(info: dict[str, Any]) -> str:
@@ -64,35 +64,80 @@ def versions(answer: dict[str, Any]) -> None:
 # -- proposals ----------------------------------------------------------------------
 
 
+def _base(proposal: dict[str, Any]) -> str:
+    """``base v4 (rebased from v1)``, or ``base v1``."""
+    rebased = proposal.get("rebased_from")
+    return f"base v{proposal['base_version']}" + (f" (rebased from v{rebased})" if rebased else "")
+
+
 @renders("editing#Proposal")
 def proposal(answer: dict[str, Any]) -> None:
     """``proposal pr_… open on "Goals" (lines 6–10), base v1``."""
-    text = (f"proposal {answer['id']} {answer['status']} on {place(answer.get('region'), answer.get('lines'))}, "
-            f"base v{answer['base_version']}")
+    text = f"proposal {answer['id']} {answer['status']} on {place(answer.get('region'), answer.get('lines'))}, " \
+           f"{_base(answer)}"
     if answer.get("committed_version"):
         text += f", committed as v{answer['committed_version']}"
     if answer.get("reason"):
         text += f": {answer['reason']}"
-    line(text)
+    outcome(text)
 
 
 @renders("editing#ApproveResult")
 def approved(answer: dict[str, Any]) -> None:
     """``v2 committed by alice: shorter goals (proposal pr_… approved by bob)``."""
     proposal = answer["proposal"]
-    line(f"{_committed(answer['version'])} (proposal {proposal['id']} approved by {_name(proposal.get('decided_by'))})")
+    outcome(f"{_committed(answer['version'])} (proposal {proposal['id']} approved by {_name(proposal.get('decided_by'))})")
+
+
+@renders("editing#ProposalReview")
+def proposal_review(answer: dict[str, Any]) -> None:
+    """``ce proposal show``: who, what, where, the base, whether it applies at the head, then the diffs."""
+    from rich.text import Text
+
+    row, head = answer["proposal"], answer["head_version"]
+    line(Text(f"proposal {row['id']} by {_name(row.get('author'))}: {row.get('summary') or '-'}", style="bold"))
+    if row["status"] != "open":
+        state = f"{row['status']} by {_name(row.get('decided_by'))} {when(row.get('decided_at'))}"
+        if row.get("committed_version"):
+            state += f", committed as v{row['committed_version']}"
+        if row.get("reason"):
+            state += f": {row['reason']}"
+    elif answer["applies"]:
+        state = "open; applies at the head" + (f" (v{head})" if row["base_version"] != head else "")
+    else:
+        state = f"open; conflicts with the head v{head}: it cannot be approved (reject it, or propose again on v{head})"
+    line(f"{place(row.get('region'), row.get('lines'))}, {_base(row)}, head v{head}; {state}")
+    line(f"created {when(row.get('created_at'))}")
+    line(Text(f"\nchange against its base v{row['base_version']}:", style="bold underline"))
+    diff(answer["diff"])
+    if answer.get("head_diff"):
+        line(Text(f"\nchange against the head v{head} (what approving commits):", style="bold underline"))
+        diff(answer["head_diff"])
+    for hunk in answer.get("conflicts") or []:
+        line(Text(f"\nconflict at lines {hunk['base_start']}–{hunk['base_end']} of v{row['base_version']}:",
+                  style="bold underline"))
+        line(f"the head v{head} has:")
+        markdown_block(hunk["theirs"])
+        line("the proposal has:")
+        markdown_block(hunk["ours"])
+
+
+def markdown_block(text: str) -> None:
+    """Lines of text as they are, each indented by two spaces (``(nothing)`` for none)."""
+    line("\n".join(f"  {piece}" for piece in text.splitlines()) if text else "  (nothing)")
 
 
 @renders("editing#ProposalsPage")
 def proposals(answer: dict[str, Any]) -> None:
-    """Proposals, oldest first."""
+    """Proposals, oldest first; an open one that no longer applies at the head (``applies`` false, added by
+    ``ce proposal list``) says ``conflicts``."""
     table(answer["proposals"], [
         ("id", lambda p: short(p["id"])),
-        ("status", lambda p: p["status"]),
+        ("status", lambda p: "conflicts" if p.get("applies") is False else p["status"]),
         ("who", lambda p: p.get("author")),
         ("when", lambda p: when(p.get("created_at"))),
         ("where", lambda p: place(p.get("region"), p.get("lines"))),
-        ("base", lambda p: f"v{p['base_version']}"),
+        ("base", lambda p: f"v{p['base_version']}" + (f" (from v{p['rebased_from']})" if p.get("rebased_from") else "")),
         ("summary", lambda p: p.get("summary") or ""),
     ], "no proposals", answer.get("next_cursor"))
 
@@ -103,8 +148,8 @@ def proposals(answer: dict[str, Any]) -> None:
 @renders("editing#Lease")
 def lease(answer: dict[str, Any]) -> None:
     """``lease ls_… active on lines 3–7 for alice, expires in 5m``."""
-    line(f"lease {answer['id']} {answer.get('status', '')} on {place(answer.get('region'), answer.get('lines'))} "
-         f"for {_name(answer.get('participant'))}, expires {when(answer.get('expires_at'))}")
+    outcome(f"lease {answer['id']} {answer.get('status', '')} on {place(answer.get('region'), answer.get('lines'))} "
+            f"for {_name(answer.get('participant'))}, expires {when(answer.get('expires_at'))}")
 
 
 @renders("editing#LeasesPage")
@@ -154,10 +199,11 @@ def sessions(answer: dict[str, Any]) -> None:
 
 @renders("cli#Joined")
 def joined(answer: dict[str, Any]) -> None:
-    """``joined sample.md as alice (read, observe, propose); session saved in alice.json``."""
+    """``joined sample.md as alice (read, observe, propose): session s_… saved in alice.json``."""
     session = answer["session"]
     line(f"joined {answer['file_name']} as {_name(session.get('participant'))} "
-         f"({', '.join(session.get('capabilities') or [])}); session saved in {answer['session_file']}")
+         f"({', '.join(session.get('capabilities') or [])}): session {session.get('id')} saved in "
+         f"{answer['session_file']}")
 
 
 @renders("owner#RevokeResult")
@@ -205,7 +251,9 @@ def status(answer: dict[str, Any]) -> None:
     from rich.text import Text
 
     room = answer["room"]
-    if answer["running"]:
+    if answer["running"] and answer.get("pid") is None:  # as a session reads it: no pid, no ports
+        line(Text(f"{answer['file']}: running (as this session reads it)", style="bold green"))
+    elif answer["running"]:
         ingress = answer.get("ingress") or {}
         gone = {t["type"]: t for t in room.get("transports") or () if not t.get("listening", True)}
         where = f"{ingress.get('host', '?')}:{ingress.get('port', '?')}" + (
@@ -238,8 +286,8 @@ def status(answer: dict[str, Any]) -> None:
 @renders("handoffs#Handoff")
 def handoff(answer: dict[str, Any]) -> None:
     """``handoff ho_… open: summary (owner alice, assignee bob)``."""
-    line(f"handoff {answer['id']} {answer['status']}: {answer.get('summary', '')} "
-         f"(owner {_name(answer.get('owner'))}, assignee {_name(answer.get('assignee'))})")
+    outcome(f"handoff {answer['id']} {answer['status']}: {answer.get('summary', '')} "
+            f"(owner {_name(answer.get('owner'))}, assignee {_name(answer.get('assignee'))})")
 
 
 @renders("handoffs#HandoffAndTask")
@@ -263,7 +311,7 @@ def task(answer: dict[str, Any]) -> None:
         ("handoff", answer.get("handoffId") or answer.get("operation")),
         ("who", f"owner {owner}, assignee {assignee or '-'}"),
         ("message", None if answer.get("inputRequests") else answer.get("statusMessage")),
-        *((f"asked {key}", f"{_question(request)} (ce task-answer {short(answer.get('taskId'))} ANSWER "
+        *((f"asked {key}", f"{_question(request)} (ce task answer {short(answer.get('taskId'))} ANSWER "
                            f"--key {key})")
           for key, request in (answer.get("inputRequests") or {}).items()),
         *((f"answered {key}", _answer(value)) for key, value in (answer.get("inputResponses") or {}).items()),

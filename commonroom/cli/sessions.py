@@ -1,8 +1,15 @@
-"""``ce``'s stored session: where it lives, reading and writing it, calling the room with it.
+"""``ce``'s stored sessions: where they live, reading and writing them, calling the room with one.
 
 A session file is JSON, mode 0600: ``{"transport": ..., "token": ...}``
-and what ``ce join`` adds. The default is ``$COMMONROOM_SESSION``, else
-``$XDG_CONFIG_HOME/commonroom/session.json`` (``~/.config`` when unset).
+and what ``ce join`` adds (``session_id``, ``participant``,
+``workspace_id``, ``file_name``, ``expires_at``, ...). ``ce join`` stores
+one per room: ``$XDG_CONFIG_HOME/commonroom/sessions/WORKSPACE_ID.json``
+(``~/.config`` when unset), so joining a second room never replaces the
+first room's session. A command without ``--session-file`` uses
+``$COMMONROOM_SESSION`` when set, else the one stored session (the live
+ones first; ``session.json`` beside ``sessions/`` counts too, where older
+``ce`` stored it); several are refused with their list, never guessed
+(:func:`default_session_file`). docs/operator.md, *Session files*.
 This module imports no Typer: :mod:`commonroom.cli.quickread` runs
 ``ce read`` with it.
 """
@@ -12,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextvars import ContextVar
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -22,12 +31,69 @@ from .routes import request
 T = TypeVar("T")
 
 
+#: The room a command acts on, as its one-line outputs name it (the session's ``file_name``, or the
+#: operator's FILE): set by :func:`load_session` and :func:`commonroom.cli.common.operator_read`.
+ROOM: ContextVar[str | None] = ContextVar("ce_room", default=None)
+
+
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/commonroom`` (``~/.config/commonroom`` when unset)."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "commonroom"
+
+
+def room_session_file(workspace_id: str) -> Path:
+    """Where ``ce join`` stores the session of the room ``workspace_id`` unless told otherwise."""
+    name = "".join(c for c in workspace_id if c.isalnum() or c in "_-") or "room"
+    return config_dir() / "sessions" / f"{name}.json"
+
+
+def _stored() -> list[tuple[Path, dict[str, Any]]]:
+    """Every session file in :func:`config_dir` (``sessions/*.json``, and ``session.json``), read."""
+    found = []
+    for path in [config_dir() / "session.json", *sorted((config_dir() / "sessions").glob("*.json"))]:
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("token"), str):
+            found.append((path, data))
+    return found
+
+
+def live(data: dict[str, Any]) -> bool:
+    """Whether a stored session has not expired by this machine's clock (one without ``expires_at`` has not)."""
+    expires = data.get("expires_at")
+    if not isinstance(expires, str):
+        return True
+    try:
+        return datetime.fromisoformat(expires.replace("Z", "+00:00")) > datetime.now(timezone.utc)
+    except ValueError:
+        return True
+
+
 def default_session_file() -> Path:
-    """Where ``ce join`` stores the session unless ``--session-file`` says otherwise."""
+    """The session a command uses without ``--session-file``.
+
+    ``$COMMONROOM_SESSION`` when set; else the one session stored in
+    :func:`config_dir` (counting the live ones when any is live); with none
+    stored, ``session.json`` there (whose absence :func:`load_session`
+    words as "join first"). Several rooms' sessions: ``InvalidRequest``
+    naming each room and its file, since picking one could act on the
+    wrong room.
+    """
     if os.environ.get("COMMONROOM_SESSION"):
         return Path(os.environ["COMMONROOM_SESSION"])
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "commonroom" / "session.json"
+    stored = _stored()
+    candidates = [entry for entry in stored if live(entry[1])] or stored
+    if len(candidates) == 1:
+        return candidates[0][0]
+    if not candidates:
+        return config_dir() / "session.json"
+    rooms = "; ".join(f"{data.get('file_name', '?')} as {data.get('participant', '?')}: {path}"
+                      for path, data in candidates)
+    raise InvalidRequest(f"sessions of {len(candidates)} rooms are stored ({rooms}); say which with "
+                         "--session-file F (or COMMONROOM_SESSION=F)",
+                         details={"option": "--session-file", "session_files": [str(p) for p, _ in candidates]})
 
 
 def save_session(path: Path, data: dict[str, Any]) -> None:
@@ -49,6 +115,8 @@ def load_session(path: Path | None) -> dict[str, Any]:
                              details={"session_file": str(path)}) from None
     if not isinstance(data, dict) or not isinstance(data.get("token"), str) or not isinstance(data.get("transport"), dict):
         raise InvalidRequest(f"{path} is not a commonroom session file", details={"session_file": str(path)})
+    if isinstance(data.get("file_name"), str):
+        ROOM.set(data["file_name"])
     return data
 
 

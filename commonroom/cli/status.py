@@ -1,7 +1,10 @@
-"""``ce status FILE``: is the room running, its ports, head version, participants, open proposals, leases.
+"""``ce status [FILE]``: is the room running, its ports, head version, participants, open proposals, leases.
 
-From the running room's owner port (verified, with the owner token) when
-it runs, else from the sidecar (read-only). The readable form is in
+With FILE (the local operator): from the running room's owner port
+(verified, with the owner token) when it runs, else from the sidecar
+(read-only). Without it, with the session (``--session-file``, else the
+room's default): the room as that session reads it, over its routes
+(running, the session's own address; no pid or ports). The readable form is in
 :mod:`commonroom.cli.render_shapes` (``cli#Status``); ``--json`` prints the
 object below, whose parts are the operations' own answers.
 """
@@ -9,13 +12,13 @@ object below, whose parts are the operations' own answers.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from ..roomfiles import RoomFiles
 from .common import handled, operator_read, owner_call, owner_endpoint, require_document
+from .options import FileArg, SessionOpt
 from .render import show
+from .sessions import load_session, session_call
 
 #: The parts of the status: key, operation, its arguments (first pages only).
 PARTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -48,7 +51,19 @@ def room_status(document: Path) -> dict[str, Any]:
     return answer
 
 
+def session_status(session_file: Path | None) -> dict[str, Any]:
+    """The status object of the session's room, as that session reads it (``running`` is true: it answered)."""
+    stored = load_session(session_file)
+    answer: dict[str, Any] = {"file": str(stored.get("file_name") or "the room"), "running": True}
+    for key, operation, args in PARTS:
+        answer[key] = session_call(session_file, operation, args)
+    return answer
+
+
 @handled
-def status_command(file: Annotated[Path, typer.Argument(help="The room's markdown file.")]) -> None:
+def status_command(file: FileArg = None, session_file: SessionOpt = None) -> None:
     """Is the room running (pid, ports), its head version, participants, open proposals and leases."""
+    if file is None:
+        show(session_status(session_file), "cli#Status")
+        return
     show(room_status(require_document(file)), "cli#Status")

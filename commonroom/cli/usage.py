@@ -5,7 +5,7 @@ Typer 0.28 prints a required argument in the usage line as ``{file}``
 placeholder nobody filled in: ``Usage: ce serve [OPTIONS] {file}``. Every
 ``ce`` command is a :class:`CeCommand` instead (through :class:`CeTyper`),
 so the usage line follows click's convention, which the commands' help
-already uses ("Start the room on FILE"): ``ce diff [OPTIONS] FILE A [B]``,
+already uses ("Start the room on FILE"): ``ce version diff [OPTIONS] [FILE] A [B]``,
 and the *Arguments* section and click's errors ("Missing argument 'FILE'")
 name each argument the same way.
 """
@@ -38,6 +38,8 @@ class CeCommand(TyperCommand):
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
             if isinstance(param, TyperArgument):
+                if param.metavar == "":  # named through the argument before it (``[FILE] ID``)
+                    continue
                 piece = str(param.metavar) + ("..." if param.nargs != 1 else "")
                 pieces.append(piece if param.required else f"[{piece}]")
             else:
@@ -75,3 +77,14 @@ class CeTyper(typer.Typer):
         if kwargs.get("cls") is None:
             kwargs["cls"] = CeCommand
         return super().command(*args, **kwargs)
+
+
+class ShowByDefault(CeGroupBase):
+    """A ``ce`` command group whose ``show`` runs when the first argument names none of its commands:
+    ``ce handoff FILE ID`` is ``ce handoff show FILE ID``, as the command read before it was a group."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """``args``, with ``show`` put first when they start with neither a command nor an option."""
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)

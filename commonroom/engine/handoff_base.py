@@ -158,7 +158,7 @@ class HandoffBase(EngineBase):
         """The one rule for cancelling a handoff or a task, whatever the path: its owner or ``approve``.
 
         ``handoff_cancel``, ``tasks/cancel``, ``POST /workspace/task/cancel``
-        and ``ce task-cancel`` all check it (DESIGN.md, *Who may see a task*:
+        and ``ce task cancel`` all check it (DESIGN.md, *Who may see a task*:
         the assignee sees the task but may not cancel it).
         ``PermissionDenied`` (``details.required``: ``owner or approve``,
         plus ``details``) before anything changes or is emitted.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-from commonroom.generated.types.editing import ApproveResult, ProposalsPage, ProposalStatus
+from commonroom.generated.types.editing import ApproveResult, ProposalReview, ProposalsPage, ProposalStatus
 from commonroom.generated.types.editing import Proposal as ProposalWire
 
 from .. import conventions, regions, tokens
@@ -190,6 +190,40 @@ class ProposalsMixin(EngineBase):
         """One proposal. Needs ``read``; ``ProposalNotFound``."""
         require(actor, "read")
         return self._proposal_dict(self._get_proposal(proposal_id))
+
+    def proposal_review(self, actor: Actor, proposal_id: str) -> ProposalReview:
+        """A proposal as a reviewer reads it before deciding (``ProposalReview``). Needs ``read``.
+
+        ``diff``: the change against its base (base → base with the text);
+        ``applies``: open and merging cleanly onto the head now, the same
+        three-way merge approval makes (leases are not looked at); when the
+        head moved since the base, ``head_diff`` is head → head with the
+        change merged (what approving commits) or ``conflicts`` the
+        overlapping hunks. Raises ``ProposalNotFound``.
+        """
+        require(actor, "read")
+        row = self._get_proposal(proposal_id)
+        head = self.head()
+        base_text = self.version_text(row.base_version)
+        span = regions.Span(row.start_line, row.end_line)
+        ours, _ = conventions.splice(regions.lines_of(base_text), span, row.text, conventions.conventions_of(base_text))
+        review: ProposalReview = {
+            "proposal": self._proposal_dict(row), "head_version": head.number, "applies": False,
+            "diff": unified_diff(base_text, "".join(ours), f"v{row.base_version}", row.id),
+            "head_diff": None, "conflicts": [],
+        }
+        if row.status != "open":
+            return review
+        if row.base_version == head.number:
+            review["applies"] = True
+            return review
+        merged, conflicts = self._rebase(base_text, span, row.text)
+        if merged is None:
+            review["conflicts"] = cast("Any", _conflict_hunks(conflicts))
+        else:
+            review["applies"] = True
+            review["head_diff"] = unified_diff(head.text, "".join(merged), f"v{head.number}", row.id)
+        return review
 
     def _require_open(self, row: ProposalRow) -> None:
         """``ProposalConflict`` (409, ``proposal_id``, ``details.status``) unless the proposal is still open.

@@ -154,7 +154,7 @@ class TasksMixin(HandoffBase):
         task's owner or ``approve``. The assignee sees the task but may not
         cancel it (``PermissionDenied``; nothing changes, nothing is
         emitted). ``participant``: the operator acts as that participant
-        (``ce task-cancel --participant``), who is then recorded as the one
+        (``ce task cancel FILE ID --participant``), who is then recorded as the one
         who cancelled (the task's status message, the handoff's
         ``decided_by``, the event). A tool's task is cancelled
         alone; its running tool sees the status and stops

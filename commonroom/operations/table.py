@@ -98,9 +98,7 @@ OPERATIONS = Table([
         errors=("version_not_found",), http=Http("GET", "/workspace/versions/{number}", cache="version",
                                                   encoder="version_encoded"),
         mcp=Mcp("Get a version", "One committed version with the whole document text as it was then. "
-                "Needs read."),
-        no_command="ce versions lists the versions and ce diff shows what each changed; a whole old text "
-                   "is ce call GET /workspace/versions/N"),
+                "Needs read.")),
     Operation(
         "versions_diff", "Unified diff between two versions", "diff", "editing#VersionsDiffInput",
         "editing#Diff", "document", args=("from_version", "to_version"), capability="read",
@@ -158,6 +156,14 @@ OPERATIONS = Table([
                 "read."),
         no_command="ce proposals lists them with their status; one proposal whole is ce call GET "
                    "/workspace/proposals/ID"),
+    Operation(
+        "proposal_review", "One proposal for review: its diff, and whether it still applies at the head",
+        "proposal_review", "editing#ProposalIdInput", "editing#ProposalReview", "proposals", args=("proposal_id",),
+        capability="read", errors=("proposal_not_found",),
+        http=Http("GET", "/workspace/proposals/{proposal_id}/review"),
+        mcp=Mcp("Review a proposal", "Before approving: one proposal with the diff of its change against its "
+                "base, whether it still applies at the head (applies), and when the head moved the diff "
+                "against the head (head_diff) or the conflicting hunks. Needs read.")),
     Operation(
         "proposal_approve", "Approve: commit the next version", "approve_proposal",
         "editing#ProposalIdInput", "editing#ApproveResult", "proposals", args=("proposal_id",),

@@ -241,6 +241,50 @@ class ApproveResult(TypedDict, closed=True):
     version: VersionInfo
 
 
+class ConflictHunk(TypedDict, closed=True):
+    """
+    One hunk where the proposal's change and the head's changes since its base overlap: the lines of the base, of the proposal (ours) and of the head (theirs), each with its 1-based inclusive line range (end = start - 1: empty).
+    """
+
+    base: str
+    ours: str
+    theirs: str
+    base_start: int
+    base_end: int
+    ours_start: int
+    ours_end: int
+    theirs_start: int
+    theirs_end: int
+
+
+class ProposalReview(TypedDict, closed=True):
+    """
+    A proposal as a reviewer reads it before deciding: the proposal, whether approving it now would merge cleanly, its change against its base and, when the head moved since, against the head.
+    """
+
+    proposal: Proposal
+    head_version: int
+    """
+    The head when this was read.
+    """
+    applies: bool
+    """
+    The proposal is open and its change still merges cleanly onto the head (approving it may still meet a lease_conflict). False for a decided proposal or a conflicting one.
+    """
+    diff: str
+    """
+    Unified diff of the change against its base: base_version to the base with the proposal's text.
+    """
+    head_diff: str | None
+    """
+    When the head moved since base_version and the change still applies: unified diff from the head to the head with the change merged (what approving commits now). Null otherwise.
+    """
+    conflicts: list[ConflictHunk]
+    """
+    When an open proposal no longer applies: the hunks where its change and the head's changes overlap. Empty otherwise.
+    """
+
+
 class WriteRequest(TypedDict, closed=True):
     expected_version: int
     """

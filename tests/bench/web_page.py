@@ -14,10 +14,11 @@ animation frame):
 - **first screen**: the link opened, the invitation redeemed, the document
   shown with its line numbers (target ≤ 1 s);
 - **new version**: ``--commits`` one-line writes through the owner port,
-  one at a time; for each, the wall-clock time from the write's answer (its
-  event is published before the answer) to the page showing that version
-  (target ≤ 200 ms): event delivery, the document read and the lines that
-  changed redrawn.
+  one at a time; for each, the wall-clock time from its ``version.committed``
+  event reaching another client (a thread of this bench following
+  ``/workspace/observe``) to the page showing that version (target ≤ 200
+  ms): the page's own event delivery, its read of the changed lines and
+  the redraw.
 
 Informational: no anchor runs beside it (the console's row is its neighbour).
 """
@@ -25,7 +26,9 @@ Informational: no anchor runs beside it (the console's row is its neighbour).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import threading
 import shutil
 import sys
 import tempfile
@@ -60,6 +63,26 @@ def _wait(page: Any, expression: str, timeout: float) -> None:
         time.sleep(0.005)
 
 
+def _follow(room: Any) -> dict[int, float]:
+    """``{version: epoch ms its version.committed event reached this process}``, filled by a thread."""
+    import httpx
+
+    watcher = room.join("watcher", "read,observe")
+    arrivals: dict[int, float] = {}
+
+    def run() -> None:
+        with httpx.stream("GET", room.ingress + "/workspace/observe", timeout=None,
+                          headers={"Authorization": f"Bearer {watcher.token}"}) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:") and '"version.committed"' in line:
+                    event = json.loads(line[5:])
+                    arrivals[event["payload"]["version"]] = time.time() * 1000
+
+    threading.Thread(target=run, daemon=True).start()
+    time.sleep(0.5)
+    return arrivals
+
+
 def measure(versions: int = 1000, commits: int = 20) -> dict[str, Any]:
     """``{"first_screen_ms", "new_version": percentiles (s), "versions", "lines"}`` (see the module docstring)."""
     from playwright.sync_api import sync_playwright
@@ -74,6 +97,7 @@ def measure(versions: int = 1000, commits: int = 20) -> dict[str, Any]:
         room = start_room(folder, name=doc.name)
         try:
             operator = room.operator()
+            arrivals = _follow(room)
             url = invitation.page_link(room.invite("reader", "read,observe,propose,message"))
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=str(ensure_chromium()), args=ARGS)
@@ -95,18 +119,20 @@ def measure(versions: int = 1000, commits: int = 20) -> dict[str, Any]:
                         answer = operator.request("PUT", "/workspace/document", json={
                             "expected_version": head, "text": f"page bench line {k}, commit {i}\n",
                             "region": {"lines": [k, k]}})
-                        answered = time.time() * 1000
                         assert answer.status_code == 200, answer.text
                         _wait(page, f"!!window.__shown['{head + 1}']", 10)
                         shown = page.evaluate(f"window.__shown['{head + 1}'][1]")
-                        samples.append(max(shown - answered, 0.0) / 1000)
+                        deadline = time.monotonic() + 10
+                        while head + 1 not in arrivals and time.monotonic() < deadline:
+                            time.sleep(0.01)
+                        samples.append(max(shown - arrivals[head + 1], 0.0) / 1000)
                         time.sleep(0.3)
                 finally:
                     browser.close()
         finally:
             room.stop()
         return {"first_screen_ms": first, "new_version": percentiles(samples), "versions": versions,
-                "lines": lines, "commits": commits}
+                "lines": lines, "commits": commits, "samples_ms": sorted(round(x * 1000) for x in samples)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -121,6 +147,7 @@ def main() -> None:
     f = r["new_version"]
     print(f"first screen {r['first_screen_ms']:.0f} ms ({r['lines']:,} lines, {r['versions']:,} versions); "
           f"new version: p50 {f['p50']:.0f} ms, p99 {f['p99']:.0f} ms, max {f['max']:.0f} ms ({r['commits']} commits)")
+    print(f"each new version, ms: {r['samples_ms']}")
 
 
 if __name__ == "__main__":

@@ -195,8 +195,9 @@ def test_each_error_code_through_each_adapter(flow, operation, adapter):
     assert code == "invalid_request"
 
 
-def test_a_board_beyond_the_bounds_answers_truncated_and_valid_over_http_and_mcp(flow):
-    c, w = flow["c"], flow["w"]
+def test_a_board_beyond_the_bounds_answers_truncated_and_valid_over_http_and_mcp(flow, tmp_path):
+    # a session of its own fills its board: the worker's summaries stay as the flow left them
+    c, w = flow["c"], Caller(flow["room"], "bulky", "read,observe,message", tmp_path)
     body = "界" * (board_summaries.SUMMARY_TEXT_CHARS + 20)
     for kind in ("todo", "question", "decision", "risk", "answer"):
         for _ in range(board_summaries.SUMMARY_ITEMS + 1):
@@ -229,6 +230,7 @@ def test_a_board_beyond_the_bounds_answers_truncated_and_valid_over_http_and_mcp
     assert discussion["retained"] == 5 * (board_summaries.SUMMARY_ITEMS + 1)
     assert all(discussion[k]["truncated"] for k in ("open_todos", "open_questions", "decisions", "risks", "answers"))
     assert all(item["body_truncated"] for item in discussion["risks"]["items"])
+    w.mcp.close()
 
 
 def test_the_skill_served_over_mcp_tells_an_agent_when_to_read_them(flow):

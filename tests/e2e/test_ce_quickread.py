@@ -198,7 +198,9 @@ def test_the_stored_spec_is_what_codegen_renders():
     assert not cli_fast.stale()
     spec = quickread.load_spec()
     assert spec is not None and list(spec) == ["read"]
-    assert [p["name"] for p in spec["read"]["params"]] == ["heading", "lines", "session_file", "raw", "json_output"]
+    assert [p["name"] for p in spec["read"]["params"]] == ["file", "heading", "lines", "version", "session_file", "raw",
+                                                           "json_output"]
+    assert spec["read"]["params"][0]["kind"] == "argument"  # ce read FILE (the operator): Typer parses it
 
 
 def test_codegen_check_fails_on_a_stale_spec(tmp_path: Path):

@@ -77,7 +77,7 @@ def test_a_proposal_that_no_longer_applies_says_so_and_what_to_do(room, tmp_path
     approve = ce("approve", proposal, *editor)
     last = refused(approve, "proposal_conflict")
     assert "is still open but no longer applies" in last and "already" not in last, last
-    assert f"reject it (ce reject {proposal[:11]}…), or propose the change again on v{head + 1} " \
+    assert f"reject it (ce proposal reject {proposal[:11]}…), or propose the change again on v{head + 1} " \
            f"(ce propose --base {head + 1})" in last, last
     # the conflicting hunks, as merge markers, before that line
     assert f"<<<<<<< proposal {proposal}" in approve.stderr and "1. Nobody approves on weekends." in approve.stderr

@@ -64,7 +64,8 @@ def one_line(done: subprocess.CompletedProcess, code: str, hint: bool = True) ->
 def join(room: Room, folder: Path, name: str, caps: str) -> str:
     path = folder / f"{name}.json"
     out = plain(ce("join", room.invite(name, caps), "--session-file", str(path)))
-    assert out == f"joined {room.document.name} as {name} ({caps.replace(',', ', ')}); session saved in {path}\n"
+    assert re.fullmatch(rf"joined {re.escape(room.document.name)} as {name} \({caps.replace(',', ', ')}\): "
+                        rf"session s_[0-9a-f]{{24}} saved in {re.escape(str(path))}\n", out), out
     return str(path)
 
 
@@ -114,19 +115,20 @@ def test_every_command_readable_and_json(tmp_path: Path):
 
         # propose: one line with the full id; approve and write: one line each
         line = plain(ce("propose", "--base", "1", "--heading", "Goals", "--text", GOALS, "--summary", "shorter goals", *A))
-        found = re.fullmatch(r'proposal (pr_[0-9a-f]+) open on "(?:.+ › )?Goals" \(lines \d+–\d+\), base v1\n', line)
+        found = re.fullmatch(r'doc.md: proposal (pr_[0-9a-f]+) open on "(?:.+ › )?Goals" \(lines \d+–\d+\), base v1\n',
+                             line)  # a one-line outcome names the room first
         assert found, line
         proposal = found.group(1)
         table = plain(ce("proposals", doc))
         assert "status" in table and "alice" in table and proposal[:11] in table and "shorter goals" in table
         page = as_json("proposals", doc, schema="editing#ProposalsPage")
         assert [p["id"] for p in page["proposals"]] == [proposal]
-        assert plain(ce("approve", proposal, *B)) == (f"v2 committed by alice: shorter goals "
+        assert plain(ce("approve", proposal, *B)) == (f"doc.md: v2 committed by alice: shorter goals "
                                                       f"(proposal {proposal} approved by bob)\n")
         other = as_json("propose", "--base", "2", "--lines", "1-1", "--text", "# Plan\n", *A, schema="editing#Proposal")
         as_json("approve", other["id"], *B, schema="editing#ApproveResult")
         assert plain(ce("write", "--expected", "3", "--lines", "1-1", "--text", "# Release plan\n",
-                        "--summary", "title back", *B)) == "v4 committed by bob: title back\n"
+                        "--summary", "title back", *B)) == "doc.md: v4 committed by bob: title back\n"
         as_json("write", "--expected", "4", "--lines", "1-1", "--text", "# Release plan!\n", *B,
                 schema="editing#VersionInfo")
 
@@ -152,7 +154,7 @@ def test_every_command_readable_and_json(tmp_path: Path):
         assert as_json("diff", doc, "1", "2", schema="editing#Diff")["diff"] == diff
 
         # leases, participants, handoffs, board: tables and their pages
-        assert re.fullmatch(r"lease l_[0-9a-f]+ active on lines 2–3 for bob, expires in \dm\n",
+        assert re.fullmatch(r"doc.md: lease l_[0-9a-f]+ active on lines 2–3 for bob, expires in \dm\n",
                             plain(ce("lease", "acquire", "--lines", "2-3", *B)))
         for args in (("leases", doc), ("lease", "list", *B)):
             assert re.search(r"^l_[0-9a-f]{8}…\s+active\s+bob\s+lines 2–3\s", plain(ce(*args)), re.M)
@@ -161,9 +163,9 @@ def test_every_command_readable_and_json(tmp_path: Path):
         assert all(name in table for name in ("alice", "bob", "carol")) and "joined" in table
         assert len(as_json("participants", doc, schema="room#ParticipantsPage")["participants"]) == 3
         made = plain(ce("handoff-create", "--summary", "check the goals", *B))
-        assert made.startswith("handoff ho_") and " open: check the goals (owner bob, assignee -)\n" in made
+        assert made.startswith("doc.md: handoff ho_") and " open: check the goals (owner bob, assignee -)\n" in made
         assert re.search(r"^ho_[0-9a-f]{8}…\s+open\s+bob\s+-\s+", plain(ce("handoffs", doc)), re.M)
-        handoff_id = made.split()[1]
+        handoff_id = made.split()[2]
         assert re.search(r"^\d+\s+created\s+(just now|\d+s ago)\s+bob\s+handoff open; task working",
                          plain(ce("handoff-events", doc, handoff_id)), re.M)
         as_json("handoff-events", doc, handoff_id, schema="handoffs#HandoffEventsPage")

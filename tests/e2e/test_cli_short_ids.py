@@ -50,7 +50,7 @@ def test_short_ids_from_the_tables_are_taken_back(tmp_path: Path):
         second = json.loads(ok("propose", "--base", "1", "--lines", "1-1", "--text", "# P\n", *S, "--json"))["id"]
         table = ok("proposals", doc)
         assert ok("approve", shown(table, first), *S).endswith(f"(proposal {first} approved by bob)\n")
-        assert ok("reject", second.partition("_")[2][:6], *S).startswith(f"proposal {second} rejected")
+        assert ok("reject", second.partition("_")[2][:6], *S).startswith(f"{room.document.name}: proposal {second} rejected")
         done = ce("withdraw", "pr_", *S)
         assert done.returncode == EXIT_CODES["invalid_request"], done.stderr
         assert "more than one proposal" in done.stderr and first in done.stderr and second in done.stderr
@@ -60,13 +60,13 @@ def test_short_ids_from_the_tables_are_taken_back(tmp_path: Path):
         # leases: release by the short id of `ce lease list`
         lease = json.loads(ok("lease", "acquire", "--lines", "1-1", *S, "--json"))["id"]
         released = ok("lease", "release", shown(ok("lease", "list", *S), lease), *S)
-        assert released.startswith(f"lease {lease} released"), released
+        assert released.startswith(f"{room.document.name}: lease {lease} released"), released
 
         # handoffs: the operator's `ce handoff FILE ID` and a session's cancel
         handoff = json.loads(ok("handoff-create", "--summary", "check it", *S, "--json"))["handoff"]["id"]
         short = shown(ok("handoffs", doc), handoff)
         assert ok("handoff", doc, short).startswith(f"handoff {handoff} · open")
-        assert ok("handoff-cancel", short[:-1], *S).startswith(f"handoff {handoff} cancelled")
+        assert ok("handoff-cancel", short[:-1], *S).startswith(f"{room.document.name}: handoff {handoff} cancelled")
 
         # board messages: the assignment and the completion of a todo by the short id of `ce board list`
         todo = json.loads(ok("board", "post", "-", "todo", "check the goals", *S, "--json"))["message_id"]

@@ -157,10 +157,15 @@ def test_ce_lease_list_is_paged(leased):
 
 
 #: Answers that hold records but are not cursor-paged lists (and why).
-BOUNDED = {"get_session_assignment": "the todo and at most 200 direct replies; assignment_too_large beyond (DESIGN.md)",
+BOUNDED = {"proposal_review": "the hunks where one proposal's change overlaps the head's: bounded by the document",
+           "get_session_assignment": "the todo and at most 200 direct replies; assignment_too_large beyond (DESIGN.md)",
            "observe_session_messages": "paged by its observation token: at most 100 messages and has_more (the seed)",
            "list_session_peers": "the caller's own peers active in the last 10 minutes and at most the 200 peer "
-                                 "messages retained for it (the per-recipient bound, docs/boards.md)"}
+                                 "messages retained for it (the per-recipient bound, docs/boards.md)",
+           "document_render": "the headings of the one document it renders, bounded by the document's size",
+           "document_outline": "the headings of the one document, bounded by the document's size",
+           "workspace_status": "its transports are the room's listeners, one per transport plugin it serves "
+                               "(the operator's view)"}
 
 
 def test_every_list_in_the_table_is_paged():

@@ -49,7 +49,7 @@ def test_every_operation_served_both_ways_is_covered():
 def test_read_only_operations_answer_the_same(callers, op):
     client, mcp = callers["full"]
     values = sample_input(op, optional=False)
-    if op.name == "proposal_get":
+    if op.name in ("proposal_get", "proposal_review"):
         values["proposal_id"] = _a_proposal(client)
     r = _http(client, op, values)
     is_error, structured = _mcp(mcp, op, values)

@@ -7,7 +7,7 @@ since (the answer's ``rebased_from``); a region that did change is
 ``stale_version`` with the diff of what changed there; a whole-document
 write on an older version is still ``stale_version``. A write that changes
 nothing commits nothing and says so (``committed: false``; ``ce write``
-prints ``no change; head stays vN``).
+prints ``doc.md: no change; head stays vN``).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_a_write_that_changes_nothing_says_so(writers):
     assert _head(wa)[0] == head
     printed = ce("write", "--expected", str(head), "--lines", "3-3", "--text", line3, "--session-file", session_file)
     assert printed.returncode == 0, printed.stderr
-    assert printed.stdout.strip() == f"no change; head stays v{head}"
+    assert printed.stdout.strip() == f"doc.md: no change; head stays v{head}"  # an outcome names the room
     assert _head(wa)[0] == head
 
 

@@ -191,6 +191,31 @@ def test_join_and_read(net: Net) -> None:
     step(f"ce join (session {joined['session']['id']}) and ce read: {len(text)} bytes, the document")
 
 
+PAGE_PROBE = ("import json, sys, urllib.request\n"
+              "link = sys.stdin.read().strip()\n"
+              "base, _, body = link.partition('#join=')\n"
+              "page = urllib.request.urlopen(base, timeout=10)\n"
+              "html = page.read().decode()\n"
+              "assert '/assets/page.js' in html, html[:200]\n"
+              "script = urllib.request.urlopen(base + 'assets/page.js', timeout=10).read()\n"
+              "join = urllib.request.Request(base + 'workspace/join', headers={'Content-Type': 'application/json'},\n"
+              "    data=json.dumps({'invitation': 'commonroom://join/' + body, 'client': 'commonroom page'}).encode())\n"
+              "joined = json.load(urllib.request.urlopen(join, timeout=10))\n"
+              "print(page.status, bool(page.headers['Content-Security-Policy']), len(script) > 1000,\n"
+              "      joined['session']['participant']['name'])\n")
+
+
+def test_the_participant_page_over_the_tunnel(net: Net) -> None:
+    """A colleague's browser opens ce invite --link's address over the overlay: the page, its script, the join."""
+    link = net.room_ce("invite", str(net.document), "-p", "pat", "--cap", "read,observe", "--transport", "tailcat",
+                       "--link").stdout.strip()
+    assert link.startswith(f"http://{net.overlay.room_address}:{net.tailcat_port}/#join="), link
+    done = subprocess.run(net.peer_command(sys.executable, "-c", PAGE_PROBE), input=link, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.split() == ["200", "True", "True", "pat"], done.stdout + done.stderr
+    step(f"the participant page over the tunnel: {link.split('#')[0]}, joined as pat")
+
+
 BEARER_PROBE = ("import socket, sys\n"
                 "address, port, token = sys.argv[1], int(sys.argv[2]), sys.stdin.read().strip()\n"
                 "try:\n"

@@ -420,6 +420,7 @@ def test_a_phone_and_the_keyboard(room, chromium):
         person.shot("web-390", full_page=False)
         person.shot("web-390-whole")
         # the keyboard reaches a heading's Propose button, the editor, and the board's composer
+        page.wait_for_selector("#doc-text .ln.heading button")
         tab_to("#doc-text .ln.heading button")
         page.keyboard.press("Enter")
         expect(page.locator("#edit-panel")).to_be_visible()

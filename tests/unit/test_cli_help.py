@@ -51,12 +51,30 @@ def test_the_stored_help_is_what_typer_prints_on_80_columns():
     assert STORED.read_bytes() == done.stdout, "run python -m codegen"
 
 
-def test_the_stored_help_lists_every_command():
-    from commonroom.cli.main import COMMANDS
+def test_the_stored_help_lists_every_command_under_what_it_needs():
+    from commonroom.cli.main import ALIASES, COMMANDS, SECTIONS
 
-    rows = STORED.read_text("utf-8").split("Commands:\n", 1)[1].splitlines()
-    listed = [line.split()[0] for line in rows if not line.startswith("   ")]  # a description wraps, further in
-    assert listed == list(COMMANDS)
+    text = STORED.read_text("utf-8")
+    listed: list[str] = []
+    for title, names in SECTIONS.items():
+        rows = text.split(f"{title}:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        section = [line.split()[0] for line in rows if not line.startswith("   ")]  # a description wraps, further in
+        assert section == list(names), title
+        listed += section
+    assert sorted(listed) == sorted(COMMANDS)  # each command once, under the heading of what it needs
+    rows = {line.split()[0] for line in text.splitlines() if line.startswith("  ") and not line.startswith("   ")}
+    assert not set(ALIASES) & rows  # the names before the groups: hidden
+
+
+def test_aliases_run_the_grouped_commands():
+    """Each alias is the function of a command of a group, so ``ce approve`` and ``ce proposal approve`` are one."""
+    from importlib import import_module
+
+    from commonroom.cli.main import ALIASES
+
+    for alias, target in ALIASES.items():
+        module, _, function = target.partition(":")
+        assert callable(getattr(import_module(f"commonroom.cli.{module}"), function)), alias
 
 
 @pytest.mark.parametrize("columns", ["80", "200", None], ids=["80", "200", "unset"])

@@ -36,14 +36,15 @@ def test_no_usage_line_has_a_brace_placeholder():
         assert "{" not in usage and "}" not in usage, usage
         seen[path] = usage
     assert len(seen) > 40  # every command was built
-    assert seen["ce diff"] == "Usage: ce diff [OPTIONS] FILE A [B]"
+    assert seen["ce version diff"] == "Usage: ce version diff [OPTIONS] [FILE] A [B]"
+    assert seen["ce proposal show"] == "Usage: ce proposal show [OPTIONS] [FILE] PROPOSAL_ID"
     assert seen["ce board complete"] == "Usage: ce board complete [OPTIONS] BOARD MESSAGE_ID ANSWER"
     assert seen["ce serve"] == "Usage: ce serve [OPTIONS] FILE"
 
 
 def test_the_installed_ce_prints_the_usage_and_names_a_missing_argument_the_same_way():
-    done = ce("diff", "--help")
-    assert done.returncode == 0 and done.stdout.startswith("Usage: ce diff [OPTIONS] FILE A [B]\n"), done.stdout
-    assert re.search(r"^  FILE +The room's markdown file\.", done.stdout, re.M), done.stdout
+    done = ce("version", "diff", "--help")
+    assert done.returncode == 0 and done.stdout.startswith("Usage: ce version diff [OPTIONS] [FILE] A [B]\n"), done.stdout
+    assert re.search(r"^  \[FILE\] A +From version", done.stdout, re.M), done.stdout
     done = ce("serve")
     assert done.returncode == 2 and "Missing argument 'FILE'." in done.stderr, done.stderr

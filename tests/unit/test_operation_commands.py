@@ -47,6 +47,6 @@ def test_no_command_is_not_said_of_an_operation_a_command_calls() -> None:
 
 def test_the_scan_finds_the_commands_it_should() -> None:
     called = called_by_ce()
-    assert "editing.py" in called["proposal_approve"]
+    assert "proposals.py" in called["proposal_approve"]
     assert "console.py" in called["console_code"]
-    assert "editing.py" in called["versions_diff"]
+    assert "versions.py" in called["versions_diff"] and "versions.py" in called["version_get"]
