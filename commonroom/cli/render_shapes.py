@@ -440,10 +440,10 @@ def ack(message: dict[str, Any]) -> str:
 
 @renders("boards#Message")
 def message(answer: dict[str, Any]) -> None:
-    """``note m_… (normal, open, not acked) by alice: body``."""
+    """``sample.md: note m_… (normal, open, not acked) by alice: body``."""
     state = ack(answer)
-    line(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}"
-         f"{'' if state == '-' else ', ' + state}) by {_name(answer.get('author'))}: {answer.get('body', '')}")
+    outcome(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}"
+            f"{'' if state == '-' else ', ' + state}) by {_name(answer.get('author'))}: {answer.get('body', '')}")
 
 
 def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:

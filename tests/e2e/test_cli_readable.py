@@ -170,7 +170,7 @@ def test_every_command_readable_and_json(tmp_path: Path):
                          plain(ce("handoff-events", doc, handoff_id)), re.M)
         as_json("handoff-events", doc, handoff_id, schema="handoffs#HandoffEventsPage")
         as_json("handoffs", doc, schema="handoffs#HandoffsPage")
-        assert plain(ce("board", "post", "-", "note", "hello board", *B)).startswith("note msg_")
+        assert plain(ce("board", "post", "-", "note", "hello board", *B)).startswith("doc.md: note msg_")
         assert re.search(r"^msg_[0-9a-f]{8}…\s+note\s+open\s+normal\s+bob\s+", plain(ce("board", "list", "-", *B)), re.M)
         as_json("board", "list", "-", *B, schema="boards#MessagesPage")
 
