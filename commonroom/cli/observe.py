@@ -101,6 +101,7 @@ class Follower:
         self.lookup = Lookup(self._call)
         self.outage = Outage(_status)
         self.raw = raw
+        self.why = "connection lost"  # what the next "went away" line says
 
     def _call(self, operation: str, values: dict[str, Any] | None = None) -> Any:
         """Call ``operation`` (its route in the operation table) with this session."""
@@ -150,10 +151,17 @@ class Follower:
         if response.status == 200:
             self.outage.back(self._resuming())
         if response.status != 200:
-            body = response.json() if response.body.strip() else {}
+            try:
+                body = response.json() if response.body.strip() else {}
+            except ValueError:
+                body = None
             if isinstance(body, dict) and "error" in body:
                 raise errors.from_dict(body)
-            raise errors.InvalidRequest(f"the room answered {response.status}", details={"status": response.status})
+            # no room's answer: another process holds the port; the room may still be starting elsewhere
+            if self.relocate():
+                return "moved"
+            self.why = f"{client.where(self.transport)} answered {response.status}, not as a commonroom room"
+            return "dropped"
         got_anything = False
         for frame in frames:
             got_anything = True
@@ -185,7 +193,8 @@ class Follower:
         first, retried = True, False
         while True:
             if not first:
-                self.outage.lost("connection lost", self._resuming())
+                self.outage.lost(self.why, self._resuming())
+                self.why = "connection lost"
             first = False
             outcome = self.stream_once()
             if outcome == "moved":

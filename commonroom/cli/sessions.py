@@ -151,7 +151,8 @@ def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -
     :func:`moved_transport`), the session file is pointed at that port (a
     line on stderr says so) and ``call`` runs again there: it cannot have
     reached the room before. Otherwise the error is raised, a
-    ``TransportUnavailable`` saying how to give the session the room's new port.
+    ``TransportUnavailable`` saying how to give the session the room's new port
+    (also for another process's answer: it is not the room).
     """
     path = session_file or default_session_file()
     session = load_session(path)
@@ -164,6 +165,13 @@ def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -
         if moved is None:
             if isinstance(exc, TransportUnavailable):
                 raise unreachable(exc, session, path) from None
+            if isinstance(exc, InvalidRequest):  # another process answered where the room was
+                from ..client import where
+
+                other = TransportUnavailable(
+                    f"{where(session.get('transport') or {})} answered {exc.details['status']}, not as a "
+                    "commonroom room", details={"status": exc.details["status"]})
+                raise unreachable(other, session, path) from None
             raise
     follow_room(path, session, moved)
     return call(moved, session["token"])
