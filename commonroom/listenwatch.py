@@ -119,6 +119,10 @@ class ListenerWatch:
         self.watched = [Watched(name, address, port, interface, find_listener(sockets, address, port),
                                 interface_index(interface)) for name, address, port, interface in listeners]
         self.mark, self.plugin, self.poll_seconds = mark, plugin, poll_seconds
+        for item in self.watched:
+            if item.sock is None:
+                log.warning("the %s listener on %s:%s is not among this worker's sockets: when its interface is made "
+                            "anew it cannot be bound to the new one", item.name, item.address, item.port)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

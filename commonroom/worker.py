@@ -353,7 +353,7 @@ class RoomWorker(_ASGIWorker):
 
     def init_process(self) -> None:  # noqa: D102 - gunicorn hook
         _LISTENING[:] = list(self.sockets)
-        config = self.app.config  # commonroom.server.WorkerConfig
+        config = self.app.config  # commonroom.roomapp.WorkerConfig
         self.room_limits = config.limits
         self.room_owner_port = config.owner_port
         self.room_connections = {"owner": 0, "ingress": 0}

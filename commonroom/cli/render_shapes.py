@@ -24,7 +24,7 @@ def _name(who: Any) -> str:
 
 @renders("room#Document")
 def document(answer: dict[str, Any]) -> None:
-    """The text itself (rendered on a terminal, exact bytes when piped)."""
+    """The text itself (as written, highlighted, on a terminal; exact bytes when piped)."""
     markdown(answer["text"])
 
 
@@ -239,8 +239,9 @@ def sidecar_report(answer: dict[str, Any]) -> None:
 def sidecar_compaction(answer: dict[str, Any]) -> None:
     """``compacted: 150.2 MB → 5.1 MB (12 checkpoints repacked, 3.2 s)`` and the report after."""
     before, after = (answer[k]["file_bytes"] + answer[k]["wal_bytes"] for k in ("before", "after"))
-    line(f"compacted: {_bytes(before)} → {_bytes(after)} ({answer['repacked']} checkpoints repacked, "
-         f"{answer['seconds']:.1f} s)" + ("" if answer["vacuumed"] else "; VACUUM failed (see the room's log)"))
+    done = "compacted" if answer["vacuumed"] else "not compacted (VACUUM failed)"
+    line(f"{done}: {_bytes(before)} → {_bytes(after)} ({answer['repacked']} checkpoints repacked, "
+         f"{answer['seconds']:.1f} s)")
     sidecar_report(answer["after"])
 
 
@@ -439,10 +440,10 @@ def ack(message: dict[str, Any]) -> str:
 
 @renders("boards#Message")
 def message(answer: dict[str, Any]) -> None:
-    """``note m_… (normal, open, not acked) by alice: body``."""
+    """``sample.md: note m_… (normal, open, not acked) by alice: body``."""
     state = ack(answer)
-    line(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}"
-         f"{'' if state == '-' else ', ' + state}) by {_name(answer.get('author'))}: {answer.get('body', '')}")
+    outcome(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}"
+            f"{'' if state == '-' else ', ' + state}) by {_name(answer.get('author'))}: {answer.get('body', '')}")
 
 
 def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:

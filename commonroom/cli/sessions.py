@@ -35,6 +35,12 @@ T = TypeVar("T")
 #: operator's FILE): set by :func:`load_session` and :func:`commonroom.cli.common.operator_read`.
 ROOM: ContextVar[str | None] = ContextVar("ce_room", default=None)
 
+#: How the running command reached the room, so a hint names a command the caller can run
+#: (:func:`commonroom.cli.render.next_step`): ``("file", FILE)`` as the local operator, ``("session", PATH)``
+#: with a session file given by path, None with the default session. Set by :func:`load_session` and
+#: :func:`commonroom.cli.common.operator_read` / ``operator_write``.
+ADDRESS: ContextVar[tuple[str, str] | None] = ContextVar("ce_address", default=None)
+
 
 def config_dir() -> Path:
     """``$XDG_CONFIG_HOME/commonroom`` (``~/.config/commonroom`` when unset)."""
@@ -104,6 +110,8 @@ def save_session(path: Path, data: dict[str, Any]) -> None:
 
 def load_session(path: Path | None) -> dict[str, Any]:
     """The stored session; ``InvalidRequest`` when there is none."""
+    if path is not None:
+        ADDRESS.set(("session", str(path)))
     path = path or default_session_file()
     try:
         data = json.loads(path.read_text("utf-8"))
@@ -143,7 +151,8 @@ def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -
     :func:`moved_transport`), the session file is pointed at that port (a
     line on stderr says so) and ``call`` runs again there: it cannot have
     reached the room before. Otherwise the error is raised, a
-    ``TransportUnavailable`` saying how to give the session the room's new port.
+    ``TransportUnavailable`` saying how to give the session the room's new port
+    (also for another process's answer: it is not the room).
     """
     path = session_file or default_session_file()
     session = load_session(path)
@@ -156,6 +165,13 @@ def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -
         if moved is None:
             if isinstance(exc, TransportUnavailable):
                 raise unreachable(exc, session, path) from None
+            if isinstance(exc, InvalidRequest):  # another process answered where the room was
+                from ..client import where
+
+                other = TransportUnavailable(
+                    f"{where(session.get('transport') or {})} answered {exc.details['status']}, not as a "
+                    "commonroom room", details={"status": exc.details["status"]})
+                raise unreachable(other, session, path) from None
             raise
     follow_room(path, session, moved)
     return call(moved, session["token"])

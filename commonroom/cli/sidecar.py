@@ -60,6 +60,7 @@ def compact_command(file: FileArg) -> None:
     show(result, "owner#SidecarCompaction")
     if not result["vacuumed"]:
         raise StorageUnavailable(
-            f"VACUUM of {document.name}'s sidecar failed, so it was not compacted (the room's log says why; "
+            f"VACUUM of {document.name}'s sidecar failed, so it was not compacted (why: the room's log, or the "
+            "line above when no room runs; "
             f"VACUUM needs about the sidecar's size free on its disk); {result['repacked']} checkpoints "
             "repacked stay committed", details={"reason": "vacuum_failed", "repacked": result["repacked"]})

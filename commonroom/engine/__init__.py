@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from .. import regions, tokens
 from ..hunks import line_hunks, new_ranges
@@ -23,7 +23,7 @@ from .checkpoints import pack
 from .console import ConsoleMixin
 from .base import CAPABILITIES, OPERATOR, Actor, content_hash, require
 from ..merge import merge3_text
-from .filesync import FileFollower, file_state, write_atomic
+from .filesync import FileChanged, FileFollower, FileStat, file_state, open_for_writing, write_atomic
 from .tasks import TasksMixin
 from .handoffs import HandoffsMixin
 from .history import HistoryMixin
@@ -118,8 +118,9 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
     def _read_file(self) -> str | None:
         """The file's text, or None after handling a file the room cannot keep.
 
-        A missing file, or one truncated to nothing while the head has text,
-        gets the head written back (and the event says so, ``reason:
+        A missing file, or one truncated to nothing while the head has text
+        and no process has it open for writing (an editor saving in place is
+        waited for: :func:`~.filesync.open_for_writing`), gets the head written back (and the event says so, ``reason:
         "missing"`` or ``"empty"``, with ``written_back: true``). A file that is not UTF-8
         (or not a regular file) is moved aside to ``<name>.rejected-<time>``
         beside it (nothing is lost), the head is written back and a
@@ -127,19 +128,26 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         """
         head = self.head()
         path = self.document_path
+        # written back only over the file as it was read (an empty or missing file saved meanwhile
+        # is read again at the next look), else over whatever is left after setting it aside
+        seen: FileStat | None | Literal[False] = file_state(path)
         try:
             text = path.read_bytes().decode("utf-8")
             if text or not head.text:
                 return text
+            if open_for_writing(path):
+                return None  # an editor is saving in place (truncated, not yet written): wait for it
             reason, saved = "empty", None  # truncated to nothing: a mishap, never taken as an edit
         except FileNotFoundError:
-            reason, saved = "missing", None
+            reason, saved, seen = "missing", None, None
         except UnicodeDecodeError as exc:
-            reason, saved = f"not UTF-8 (byte {exc.start})", self._set_aside()
+            reason, saved, seen = f"not UTF-8 (byte {exc.start})", self._set_aside(), False
         except OSError as exc:
-            reason, saved = f"not a readable file ({exc.strerror or exc})", self._set_aside()
+            reason, saved, seen = f"not a readable file ({exc.strerror or exc})", self._set_aside(), False
         try:
-            write_atomic(path, head.text)
+            write_atomic(path, head.text, expect=seen)
+        except FileChanged:
+            return None
         except OSError as exc:
             log.error("cannot write %s back: %s", path, exc)
             return None
@@ -197,7 +205,8 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         self.store.write(lambda ctx: self._record_external(ctx, text, head.number))
         return "external"
 
-    def _record_external(self, ctx: WriteContext, text: str, file_version: int) -> None:
+    def _record_external(self, ctx: WriteContext, text: str, file_version: int,
+                         seen: FileStat | None | Literal[False] = False) -> None:
         """Commit an outside edit made to the file while it held ``file_version``.
 
         If the head has moved past ``file_version`` (the file had not caught
@@ -219,7 +228,7 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         ctx.emit("document.external_edit", {"version": row.number, "content_hash": row.content_hash,
                                             "file_version": file_version, "merged_with": merged_with,
                                             "hunks": new_ranges(real)})
-        ctx.after_commit.insert(0, lambda: self.follower.adopt(file_version))
+        ctx.after_commit.insert(0, lambda: self.follower.adopt(file_version, seen))
 
     def sync_external(self) -> None:
         """Record an outside edit made since the file last followed the head.
@@ -237,15 +246,16 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
                 return
             if file_state(self.document_path) == follower.stat:
                 return
+        seen = file_state(self.document_path)  # before reading: a save made after it is a change from it
         text = self._read_file()
         if text is None:
             return
         digest = content_hash(text)
         if digest == self.head().hash or (self.follower.ours(digest) and not self.follower.diverged):
-            self.follower.adopt(self.head().number if digest == self.head().hash else self.follower.on_disk)
+            self.follower.adopt(self.head().number if digest == self.head().hash else self.follower.on_disk, seen)
             return
         file_version = self.follower.on_disk or self.head().number
-        self.store.write(lambda ctx: self._record_external(ctx, text, file_version))
+        self.store.write(lambda ctx: self._record_external(ctx, text, file_version, seen))
 
     def watch_file(self) -> bool:
         """Room timer (and inotify's nudge): record a change made to the file outside the room.

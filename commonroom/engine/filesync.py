@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import StorageUnavailable
 
@@ -42,11 +42,55 @@ def file_state(path: Path) -> FileStat | None:
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def write_atomic(path: Path, text: str) -> FileStat | None:
+def open_for_writing(path: Path) -> bool:
+    """True when a process this one may look at has ``path`` open for writing (Linux ``/proc``).
+
+    An editor saving in place truncates the file, then writes: between the
+    two the file is empty and open for writing, and writing the head back
+    then (a new file renamed over it) would leave the editor writing into a
+    file no longer there. False where ``/proc`` cannot tell (not Linux), so
+    the room writes the head back as before. Looks only at processes'
+    descriptors naming the file's path; costs a few ms, and runs only for a
+    file found empty.
+    """
+    try:
+        target = os.path.realpath(path)
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        folder = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(folder)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{folder}/{fd}") != target:
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as info:
+                    flags = next(int(line.split()[1], 8) for line in info if line.startswith("flags:"))
+            except (OSError, ValueError, StopIteration, IndexError):
+                continue
+            if flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR):
+                return True
+    return False
+
+
+class FileChanged(Exception):
+    """The file is no longer in the state a write expected: edited outside the room meanwhile."""
+
+
+def write_atomic(path: Path, text: str, expect: FileStat | None | Literal[False] = False) -> FileStat | None:
     """Replace ``path`` with ``text`` (UTF-8 bytes, line endings untouched).
 
-    Keeps the file's permission bits. Returns the new :func:`file_state`.
-    Raises ``OSError`` when the folder is not writable.
+    Keeps the file's permission bits. Returns the new :func:`file_state`
+    (of the file as written: an edit made right after the rename is a change
+    from it). With ``expect`` (a :func:`file_state`, None for a missing file),
+    the file is looked at again once the new text is on disk, just before the
+    rename, and ``FileChanged`` is raised (nothing replaced) if it is no
+    longer so: an editor's save made while the text was being written is
+    never replaced. Raises ``OSError`` when the folder is not writable.
     """
     data = text.encode("utf-8")
     tmp = path.with_name(f".{path.name}.commonroom-tmp")
@@ -63,8 +107,12 @@ def write_atomic(path: Path, text: str) -> FileStat | None:
                 written = os.write(fd, view)
                 view = view[written:]
             os.fsync(fd)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
+        if expect is not False and file_state(path) != expect:
+            os.unlink(tmp)
+            raise FileChanged(str(path))
         os.replace(tmp, path)
     except OSError:
         try:
@@ -77,7 +125,7 @@ def write_atomic(path: Path, text: str) -> FileStat | None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-    return file_state(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 class FileFollower:
@@ -164,7 +212,14 @@ class FileFollower:
                         self._written_number = max(self._written_number, number)
                         self._cond.notify_all()
                     continue
-                stat = write_atomic(self.path, text)
+                stat = write_atomic(self.path, text, expect=self.stat)
+            except FileChanged:
+                with self._cond:  # edited outside the room while the text was being written: as above
+                    self.diverged = True
+                    self._failure = None
+                    self._written_number = max(self._written_number, number)
+                    self._cond.notify_all()
+                continue
             except OSError as exc:
                 self._failed(number, text, digest, exc)
                 continue
@@ -246,10 +301,11 @@ class FileFollower:
                 lambda: self._written_number >= self._submitted_number or self._closed, timeout
             )
 
-    def adopt(self, number: int) -> None:
-        """The file as it is now holds version ``number`` (an outside edit recorded)."""
+    def adopt(self, number: int, stat: FileStat | None | Literal[False] = False) -> None:
+        """The file holds version ``number`` (an outside edit recorded): as it was when it was read
+        (``stat``, taken before reading it; a save made since is a change from it), else as it is now."""
         with self._cond:
-            self.stat = file_state(self.path)
+            self.stat = file_state(self.path) if stat is False else stat
             self._written_number = max(self._written_number, number)
             self._on_disk = number
             self.diverged = False

@@ -106,8 +106,11 @@ class SidecarMixin(EngineBase):
                 try:
                     self.store.vacuum()
                     result["vacuumed"] = True
-                except Exception:  # the repack is committed; the file keeps its free pages
-                    log.exception("VACUUM of %s failed", self.store.path)
+                except Exception as exc:  # the repack is committed; the file keeps its free pages
+                    if isinstance(exc, pw.OperationalError):  # SQLite's own refusal (a full disk): its words say why
+                        log.error("VACUUM of %s failed: %s", self.store.path, exc)
+                    else:
+                        log.exception("VACUUM of %s failed", self.store.path)
                     result["vacuumed"] = False
                 result["after"] = self.sidecar_report()
                 result["seconds"] = round(time.monotonic() - started, 3)

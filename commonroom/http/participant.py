@@ -29,6 +29,7 @@ from .console import CSP
 
 _ASSETS = {"page.js": ("participant", "text/javascript; charset=utf-8"),
            "page.css": ("participant", "text/css; charset=utf-8"),
+           "console-kit.js": ("console", "text/javascript; charset=utf-8"),  # the helpers both pages share
            "favicon.svg": ("console", "image/svg+xml")}
 
 

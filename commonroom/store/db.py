@@ -162,7 +162,8 @@ class Store:
         the tables; ``upgrade`` upgrades an older sidecar (else it is
         ``InvalidRequest``, the file left as it is; :func:`~commonroom.store.migrations.migrate`;
         ``RuntimeError`` when the file is newer than this code);
-        ``peewee.OperationalError`` when the file cannot be opened.
+        ``StorageUnavailable`` when the disk will not let it be opened (full: SQLite
+        cannot make its ``-shm`` and ``-wal``), else ``peewee.OperationalError``.
         ``upgraded_from``: the schema version it was upgraded from (None: none).
         """
         self.path = Path(path)
@@ -175,9 +176,13 @@ class Store:
         #: (model, columns) → (its INSERT, each column's db_value, whether each is plain text)
         self._insert_plans: dict[tuple, tuple[str, tuple[Callable[[Any], Any], ...], tuple[bool, ...]]] = {}
         self._batch: Batch | None = None
-        self.db.connect(reuse_if_open=True)
-        self.upgraded_from = migrations.migrate(self.db, self.models, self.path, create=migrate,
-                                                upgrade_older=upgrade)
+        try:
+            self.db.connect(reuse_if_open=True)
+            self.upgraded_from = migrations.migrate(self.db, self.models, self.path, create=migrate,
+                                                    upgrade_older=upgrade)
+        except pw.OperationalError as exc:
+            self.db.close()
+            raise faults.unopenable(self.path, exc) from None
         #: Disk faults (:mod:`commonroom.store.faults`): the files this store has open,
         #: the fault that stopped its writes (None: none), and what to do when one starts.
         self.watch = faults.FileWatch(self.path)

@@ -81,6 +81,17 @@ def refusal(path: Path, reason: str, cause: BaseException | str) -> StorageUnava
                               "nothing was written, try again later", details={"reason": reason})
 
 
+def unopenable(path: Path, exc: pw.OperationalError) -> Exception:
+    """What opening the sidecar at ``path`` raises when SQLite refused: ``StorageUnavailable`` for a disk
+    fault (a full disk leaves no room for its ``-shm`` and ``-wal``), else ``exc`` itself."""
+    reason = classify(exc)
+    if reason is None:
+        return exc
+    return StorageUnavailable(f"cannot open the sidecar {path.name} ({reason.replace('_', ' ')}: {exc}); "
+                              "SQLite needs a little room beside it for its -shm and -wal files",
+                              details={"reason": reason})
+
+
 def identity(path: Path) -> tuple[int, int] | None:
     """``(device, inode)`` of the file at ``path`` (None when there is none)."""
     try:

@@ -170,7 +170,7 @@ def test_every_command_readable_and_json(tmp_path: Path):
                          plain(ce("handoff-events", doc, handoff_id)), re.M)
         as_json("handoff-events", doc, handoff_id, schema="handoffs#HandoffEventsPage")
         as_json("handoffs", doc, schema="handoffs#HandoffsPage")
-        assert plain(ce("board", "post", "-", "note", "hello board", *B)).startswith("note msg_")
+        assert plain(ce("board", "post", "-", "note", "hello board", *B)).startswith("doc.md: note msg_")
         assert re.search(r"^msg_[0-9a-f]{8}…\s+note\s+open\s+normal\s+bob\s+", plain(ce("board", "list", "-", *B)), re.M)
         as_json("board", "list", "-", *B, schema="boards#MessagesPage")
 
@@ -184,7 +184,7 @@ def test_every_command_readable_and_json(tmp_path: Path):
 
         # observe: readable lines, --json the raw events
         lines = observe(alice, "--since", "0")
-        assert any(re.match(r"^\d\d:\d\d:\d\d  #\d+  version\.committed  bob \(p_", x) for x in lines), lines
+        assert any(re.match(r"^\d\d:\d\d:\d\d  bob committed v\d+ \(", x) for x in lines), lines  # names, no ids
         events = [json.loads(x) for x in observe(alice, "--since", "0", "--json")]
         assert events and all(errors_of("events#Event", e) == [] for e in events)
 

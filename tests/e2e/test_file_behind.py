@@ -106,3 +106,20 @@ def test_every_acknowledged_version_reaches_the_file_on_a_full_disk(volume: Path
         assert room.stop() == 0 and integrity(room) == "ok"
     finally:
         room.stop()
+
+
+def test_an_offline_compact_on_a_full_disk_says_why_in_one_line_and_exits_non_zero(volume: Path):
+    room = start_room(volume, text=TEXT)
+    try:
+        writer = room.join("writer", "read,write")
+        assert put(writer, head(writer)["version"], noise("c", 400)).status_code == 200
+    finally:
+        assert room.stop() == 0
+    with full_tmpfs(volume):  # no room for VACUUM's copy, nor for SQLite's -shm: one line says so, no traceback
+        compact = ce("sidecar", "compact", str(room.document))
+        versions = ce("versions", str(room.document))
+    for done in (compact, versions):
+        assert done.returncode == EXIT_CODES["storage_unavailable"], (done.returncode, done.stderr)
+        assert "Traceback" not in done.stderr and "disk" in done.stderr, done.stderr
+    assert not compact.stdout.startswith("compacted:"), compact.stdout
+    assert integrity(room) == "ok"

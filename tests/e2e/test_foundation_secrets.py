@@ -15,7 +15,7 @@ Then:
   docs/hardening.md, *Decisions*) and no other secret, and is mode 0600; so is the owner
   token file;
 - the default session location is ``$COMMONROOM_SESSION``, else
-  ``$XDG_CONFIG_HOME/commonroom/session.json``.
+  ``$XDG_CONFIG_HOME/commonroom/sessions/WORKSPACE_ID.json``.
 """
 
 from __future__ import annotations
@@ -215,8 +215,9 @@ def test_default_session_file_under_xdg_config_home(shared_room: Room, tmp_path:
     env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
     done = ce("join", shared_room.invite("xdg", "read"), "--json", env=env)
     assert done.returncode == 0, done.stderr
-    path = tmp_path / "xdg" / "commonroom" / "session.json"
-    assert json.loads(done.stdout)["session_file"] == str(path)
+    joined = json.loads(done.stdout)  # the room's own file: one per room
+    path = tmp_path / "xdg" / "commonroom" / "sessions" / f"{joined['workspace_id']}.json"
+    assert joined["session_file"] == str(path)
     assert mode(path) == 0o600
     done = ce("call", "GET", "/workspace/session", env=env)
     assert done.returncode == 0, done.stderr
@@ -225,9 +226,10 @@ def test_default_session_file_under_xdg_config_home(shared_room: Room, tmp_path:
 
 def test_default_session_file_without_xdg_is_under_home(shared_room: Room, tmp_path: Path, plain_env):
     env = {"HOME": str(tmp_path / "home")}
-    done = ce("join", shared_room.invite("home", "read"), env=env)
+    done = ce("join", shared_room.invite("home", "read"), "--json", env=env)
     assert done.returncode == 0, done.stderr
-    assert mode(tmp_path / "home" / ".config" / "commonroom" / "session.json") == 0o600
+    workspace = json.loads(done.stdout)["workspace_id"]
+    assert mode(tmp_path / "home" / ".config" / "commonroom" / "sessions" / f"{workspace}.json") == 0o600
 
 
 def test_commonroom_session_wins(shared_room: Room, tmp_path: Path, plain_env):

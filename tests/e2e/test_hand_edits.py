@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,92 @@ def test_a_deleted_or_emptied_file_is_written_back(hand_room, people, how):
                             and e["payload"]["reason"] == how])
     assert event and event[-1]["payload"]["written_back"] is True
     assert event[-1]["payload"]["head_version"] == head["number"]
+
+
+def test_a_slow_save_in_place_is_not_written_over(hand_room, people):
+    """An editor that truncates the file and writes its text a moment later (a slow disk, a large
+    file) keeps the file open for writing meanwhile: the room waits for it rather than writing
+    the head back over the empty file, which would leave the editor writing into a file that is
+    no longer there and lose the edit."""
+    ann = people["ann"]
+    before = _head(ann)
+    text = ann.get("/workspace/document").json()["text"]
+    edited = text.replace("Text 4.2 of the plan.", "Text 4.2, saved slowly.")
+    with open(hand_room.document, "r+", encoding="utf-8") as f:
+        f.truncate(0)
+        f.flush()
+        time.sleep(1.5)  # several looks of the room's file watch with the file empty and open
+        f.write(edited)
+    head = _until(lambda: (h := _head(ann))["number"] > before["number"] and h)
+    assert head and head["source"] == "external", head
+    assert ann.get("/workspace/document").json()["text"] == edited
+    assert hand_room.document.read_text(encoding="utf-8") == edited
+
+
+def test_hand_edits_racing_the_rooms_writes_are_never_written_over(tmp_path):
+    """An editor saving every 10 ms while a participant writes through the room as fast as it
+    can: the file and the head end equal, holding the editor's last save (the room's write of
+    a version never replaces a save made while it was being written, nor is a save made while
+    an outside edit was being recorded taken for the room's own)."""
+    import threading
+
+    room = start_room(tmp_path, text=TEXT * 2)
+    try:
+        ben = room.join("ben", ALL)
+        stop = threading.Event()
+
+        def write_through_the_room() -> None:
+            i = 0
+            while not stop.is_set():
+                r = ben.request("PUT", "/workspace/document", json={
+                    "expected_version": _head(ben)["number"], "text": f"Room write {i}.\n", "region": {"lines": [5, 5]}})
+                assert r.status_code in (200, 409), r.text
+                i += 1
+
+        writer = threading.Thread(target=write_through_the_room)
+        writer.start()
+        path, saves = room.document, 200
+        editor = (  # an editor in a process of its own, saving as one that renames its new file over the old
+            "import os, sys, time\n"
+            "path, tmp = sys.argv[1], sys.argv[1] + '.editor-tmp'\n"
+            f"for k in range({saves}):\n"
+            "    lines = open(path, encoding='utf-8').readlines()\n"
+            "    lines[-1] = f'Saved by hand {k}.\\n'\n"
+            "    open(tmp, 'w', encoding='utf-8').writelines(lines)\n"
+            "    os.rename(tmp, path)\n"
+            "    time.sleep(0.01)\n")
+        try:
+            subprocess.run([sys.executable, "-c", editor, str(path)], check=True, timeout=120)
+        finally:
+            stop.set()
+            writer.join()
+        last = f"Saved by hand {saves - 1}."
+        settled = _until(lambda: ben.get("/workspace/document").json()["text"] == path.read_text(encoding="utf-8"))
+        assert path.read_text(encoding="utf-8").splitlines()[-1] == last
+        assert settled
+    finally:
+        room.stop()
+
+
+def test_a_lease_whose_lines_were_deleted_by_hand_is_shown_as_an_insertion_point(hand_room, people):
+    cal = people["cal"]
+    lease = cal.post("/workspace/leases", {"region": {"lines": [150, 152]}, "ttl_seconds": 120}).json()
+    try:
+        lines = cal.get("/workspace/document").json()["text"].splitlines(keepends=True)
+        del lines[149:152]
+        hand_room.document.with_name(".edited").write_text("".join(lines), encoding="utf-8")
+        hand_room.document.with_name(".edited").rename(hand_room.document)
+
+        def moved() -> Any:
+            mine = [x for x in cal.get("/workspace/leases", params={"limit": 200}).json()["leases"] if x["id"] == lease["id"]]
+            return mine and mine[0]["lines"] == [150, 149] and mine[0]
+
+        assert _until(moved)
+        listed = ce("lease", "list", str(hand_room.document)).stdout
+        row = next(line for line in listed.splitlines() if line.startswith(lease["id"][:8]))
+        assert "before line 150" in row and "150–149" not in row, listed
+    finally:
+        cal.request("DELETE", f"/workspace/leases/{lease['id']}")
 
 
 def test_the_rooms_own_writes_are_not_hand_edits(hand_room, people):

@@ -78,3 +78,7 @@ def test_the_readme_walkthrough_runs_verbatim(tmp_path: Path):
         assert _masked(expected) in printed, (expected, done.stdout)
     assert re.search(r"v2 committed by alice: shorter goals \(proposal pr_[0-9a-f]{24} approved by bob\)",
                      done.stdout), done.stdout
+    # the remote participant: a folder without sample.md, its session file alone, reads the room
+    remote = re.search(r"session s_[0-9a-f]{24} saved in carol\.json\n(.*)", done.stdout, re.S)
+    assert remote and "shorter goals" in remote.group(1) and "+- Ship it." in remote.group(1), done.stdout
+    assert not (checkout / "carol.json").exists()  # it was stored in the other folder

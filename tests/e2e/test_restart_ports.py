@@ -34,9 +34,11 @@ def commit(room: Room, line: str) -> int:
 
 
 class Squatter:
-    """Another process's listener on ``port``: it takes every connection and closes it at once."""
+    """Another process's listener on ``port``: it takes every connection and closes it at once, or, with
+    ``answer``, reads the request and sends those bytes first (a web server that is not the room)."""
 
-    def __init__(self, port: int):
+    def __init__(self, port: int, answer: bytes = b""):
+        self.answer = answer
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the room's TIME_WAITs
         self.sock.bind(("127.0.0.1", port))
@@ -49,6 +51,12 @@ class Squatter:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            if self.answer:
+                try:
+                    conn.recv(65536)
+                    conn.sendall(self.answer)
+                except OSError:
+                    pass
             conn.close()
 
     def close(self) -> None:
@@ -62,14 +70,14 @@ def test_a_restart_with_port_0_comes_back_on_the_same_ports_and_sessions_work(tm
     observer = Observer("--session-file", str(session), "--since", "0")
     try:
         first = commit(room, "before the restart")
-        assert observer.saw(f"version {first} ")
+        assert observer.saw(f"committed v{first} ")
         room = restart(room)
         assert (room.state["owner_port"], room.state["ingress"]["port"]) == ports
         read = ce("read", "--session-file", str(session))
         assert read.returncode == 0 and "before the restart" in read.stdout, read.stderr
         assert "moved" not in read.stderr
         second = commit(room, "after the restart")
-        assert observer.saw(f"version {second} ", timeout=30), (observer.out, observer.err)
+        assert observer.saw(f"committed v{second} ", timeout=30), (observer.out, observer.err)
         assert observer.saw("the room is back", "err")
         status = ce("status", str(room.document), "--json")
         assert json.loads(status.stdout)["owner_port"] == ports[0]
@@ -113,7 +121,7 @@ def test_a_taken_port_moves_the_room_and_ce_follows_it_by_its_state_file(tmp_pat
         status = ce("status", str(room.document), "--json")  # the operator's commands find it by the state file
         assert status.returncode == 0 and json.loads(status.stdout)["ingress"]["port"] == moved_to, status.stderr
         version = commit(room, "on the new port")
-        assert observer.saw(f"version {version} ", timeout=30), (observer.out, observer.err)
+        assert observer.saw(f"committed v{version} ", timeout=30), (observer.out, observer.err)
         assert json.loads(watching.read_text())["transport"]["port"] == moved_to
     finally:
         observer.stop()
@@ -125,4 +133,44 @@ def test_a_taken_port_moves_the_room_and_ce_follows_it_by_its_state_file(tmp_pat
     try:
         assert room.state["ingress"]["port"] == moved_to
     finally:
+        room.stop()
+
+
+NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 22\r\nConnection: close\r\n\r\n<h1>Not Found</h1>\n\n\n\n"
+
+
+def test_a_web_server_on_the_old_port_is_no_room_observe_follows_and_a_far_session_is_told(tmp_path: Path):
+    room = start_room(tmp_path, text=TEXT)
+    port = room.state["ingress"]["port"]
+    session = join(room, tmp_path, "cy", "read,observe")
+    far = tmp_path / "far.session.json"  # a session on another machine: no state file of its room here
+    far.write_text(json.dumps({**json.loads(session.read_text()), "workspace_id": "w_elsewhere"}))
+    observer = Observer("--session-file", str(session), "--since", "0")
+    squatter = None
+    try:
+        assert observer.saw("session.opened")
+        assert room.stop(signal.SIGINT) == 0
+        squatter = Squatter(port, NOT_FOUND)
+        room = start_room(room.document.parent, name=room.document.name)
+        moved_to = room.state["ingress"]["port"]
+        assert moved_to != port
+        version = commit(room, "past the web server")
+        assert observer.saw(f"version {version} ", timeout=30), (observer.out, observer.err)
+        assert not any("Traceback" in line for line in observer.err), observer.err
+        assert json.loads(session.read_text())["transport"]["port"] == moved_to
+
+        remote = ce("read", "--session-file", str(far))
+        assert remote.returncode != 0 and "transport_unavailable" in remote.stderr, remote.stderr
+        assert f"127.0.0.1:{port}" in remote.stderr and "ask the room's operator" in remote.stderr, remote.stderr
+        far_observer = Observer("--session-file", str(far), "--since", "0")  # waits for its room, says why
+        try:
+            assert far_observer.saw(f"127.0.0.1:{port} answered 404, not as a commonroom room", "err"), \
+                far_observer.err
+        finally:
+            far_observer.stop()
+        assert not any("Traceback" in line for line in far_observer.err), far_observer.err
+    finally:
+        observer.stop()
+        if squatter:
+            squatter.close()
         room.stop()

@@ -230,7 +230,7 @@ BEARER_PROBE = ("import socket, sys\n"
 
 def test_lan_neighbour_routing_to_the_overlay_address_gets_no_byte(net: Net) -> None:
     overlay, port = net.overlay, str(net.tailcat_port)
-    token = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())["token"]
+    token = json.loads(Path(net.peer_session["session_file"]).read_text())["token"]
 
     def probe() -> str:
         done = subprocess.run(net.peer_command(sys.executable, "-c", BEARER_PROBE, overlay.room_address, port),
@@ -290,7 +290,7 @@ def test_proposal_approved_seen_live_and_observe_reconnects(net: Net) -> None:
     observer = Follower(net.peer_command(ce_path(), "observe", "--json"))
     try:
         observer.wait(lambda line: False, 1.0)  # connected and idle
-        version = _json(net.peer_ce("call", "GET", "/workspace/room"))["version"]
+        version = _json(net.peer_ce("call", "GET", "/workspace/room"))["head_version"]
         proposal = _json(net.peer_ce("propose", "--base", str(version), "--lines", "3-3",
                                      "--text", "line one, from the other machine\n", "--json"))
         proposal_id = proposal.get("proposal_id") or proposal["id"]
@@ -353,7 +353,7 @@ def test_ce_mcp_driven_by_the_official_sdk(net: Net) -> None:
 
 def test_sdk_straight_to_the_overlay_address(net: Net) -> None:
     url = f"http://{net.overlay.room_address}:{net.tailcat_port}/mcp"
-    token = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())["token"]
+    token = json.loads(Path(net.peer_session["session_file"]).read_text())["token"]
     done = subprocess.run(net.peer_command(sys.executable, str(SDK_SCRIPT), url), input=token,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -420,7 +420,7 @@ ORIGIN_PROBE = ("import sys\n"
 
 def test_mcp_origin_rule_unchanged_over_the_tunnel(net: Net) -> None:
     base = f"http://{net.overlay.room_address}:{net.tailcat_port}"
-    token = json.loads((net.peer_home / ".config/commonroom/session.json").read_text())["token"]
+    token = json.loads(Path(net.peer_session["session_file"]).read_text())["token"]
     origins = ["-", "http://127.0.0.1", "http://localhost:3000", f"http://{net.overlay.room_address}",
                "https://evil.example"]
     done = subprocess.run(net.peer_command("env", f"PYTHONPATH={ROOT}", sys.executable, "-c", ORIGIN_PROBE, base,
@@ -562,8 +562,17 @@ def test_the_room_follows_its_overlay_address(net: Net) -> None:
         subprocess.run([part.format("add") for part in address], check=True)
     _, back = _listener_when(net, True, 10)
     assert net.peer_ce("read").stdout.startswith("# Plan")
+    log = net.document.with_name("doc.md.serve.log")
+    seen = log.read_text().count("is back on")
+    overlay.remake_room_tunnel()  # the interface made anew: the listener's old binding reaches nothing
+    deadline = time.monotonic() + 10
+    while log.read_text().count("is back on") == seen:
+        assert time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(0.2)
+    assert net.peer_ce("read").stdout.startswith("# Plan")  # bound to the new interface
     step(f"the room's address removed: noticed in {took:.1f} s (ce status, the log, tailcat invitations "
-         f"transport_unavailable); put back: listening again in {back:.1f} s, the colleague reads")
+         f"transport_unavailable); put back: listening again in {back:.1f} s, the colleague reads; its interface "
+         "made anew (wireguard-go restarted): bound to the new one, the colleague reads")
 
 
 def test_revoked_session_refused(net: Net) -> None:

@@ -155,13 +155,15 @@ def test_the_page_is_served_with_strict_headers_and_no_inline_script(room):
     assert page.headers["x-content-type-options"] == "nosniff"
     assert page.headers["referrer-policy"] == "no-referrer"
     scripts = re.findall(r"<script[^>]*>(.*?)</script>", page.text, re.S)
-    assert scripts == [""], "every script is a file of the room (src), none inline"
+    assert len(scripts) == 2 and set(scripts) == {""}, "every script is a file of the room (src), none inline"
     assert not re.search(r"\son\w+=|style=|<style", page.text)
-    for name, kind in (("page.js", "text/javascript"), ("page.css", "text/css"), ("favicon.svg", "image/svg+xml")):
+    for name, kind in (("page.js", "text/javascript"), ("console-kit.js", "text/javascript"), ("page.css", "text/css"),
+                       ("favicon.svg", "image/svg+xml")):
         asset = httpx.get(f"{room.ingress}/assets/{name}")
         assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
         assert asset.headers["content-security-policy"] == CSP
-    assert "innerHTML" not in httpx.get(room.ingress + "/assets/page.js").text
+    for script in ("page.js", "console-kit.js"):
+        assert "innerHTML" not in httpx.get(f"{room.ingress}/assets/{script}").text
     missing = httpx.get(room.ingress + "/assets/other.js")
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
     # a local (Unix socket) invitation has no link: said, and nothing printed to open

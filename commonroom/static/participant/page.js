@@ -1,68 +1,20 @@
-// The commonroom participant page: plain JavaScript, no build, no library.
+// The commonroom participant page: plain JavaScript, no build, no library (the console's kit of helpers aside).
 // It calls the room's HTTP API with the session's bearer in an Authorization header, like any client.
 // Everything from the room is set with textContent, except the document's rendered HTML, which the room
 // makes with markdown-it-py (raw HTML off) and which is rebuilt here from an allow-list of elements.
 "use strict";
 (() => {
-  const $ = (id) => document.getElementById(id);
-  const enc = encodeURIComponent;
+  // The small helpers the console's scripts share (console-kit.js, served here too): elements, times, diffs.
+  const { $, enc, el, plural, shortId, sleep, relative, when, diffView, lineDiff, tickTimes } = window.CR;
   const KEY = "commonroom-session";
   const JOIN_PREFIX = "commonroom://join/";
 
-  // -- small helpers ---------------------------------------------------------------
-  function el(tag, opts, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(opts || {})) {
-      if (value === undefined || value === null || value === false) continue;
-      if (key === "class") node.className = value;
-      else if (key === "text") node.textContent = value;
-      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value === true ? "" : String(value));
-    }
-    for (const child of children) {
-      if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    }
-    return node;
-  }
-  const plural = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
-  const shortId = (id) => { const cut = String(id).indexOf("_") + 1; return id.length > cut + 8 ? id.slice(0, cut + 8) + "…" : id; };
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-  function relative(stamp) {
-    const then = Date.parse(stamp);
-    if (Number.isNaN(then)) return String(stamp);
-    const s = Math.round((Date.now() - then) / 1000), a = Math.abs(s);
-    const text = a < 60 ? `${a}s` : a < 3600 ? `${Math.floor(a / 60)}m` : a < 86400 ? `${Math.floor(a / 3600)}h` : `${Math.floor(a / 86400)}d`;
-    return a < 10 ? "just now" : s < 0 ? `in ${text}` : `${text} ago`;
-  }
-  const when = (stamp) => stamp ? el("time", { datetime: stamp, title: stamp, "data-ts": stamp, text: relative(stamp) }) : el("span", { text: "—" });
   function say(node, text, bad) { node.textContent = text || ""; node.classList.toggle("error", !!bad); }
   function splitLines(text) { // as an editor counts them: the final newline ends the last line
     if (text === "") return [];
     const lines = text.split(/\r\n|\n|\r/);
     if (/(\r\n|\n|\r)$/.test(text)) lines.pop();
     return lines;
-  }
-  function diffView(node, text) {
-    const lines = text ? text.replace(/\n$/, "").split("\n") : [];
-    node.replaceChildren(...(lines.length ? lines.map((line) => el("span", {
-      class: line.startsWith("@@") ? "hunk" : line.startsWith("+++") || line.startsWith("---") ? "file"
-        : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "ctx", text: line + "\n" })) : [el("span", { class: "muted", text: "no changes" })]));
-  }
-  function lineDiff(before, after) { // a line diff (LCS) of two short texts, unified style
-    const a = splitLines(before), b = splitLines(after);
-    if (a.length * b.length > 400000) return ["@@ too large to diff here @@", ...a.map((l) => "-" + l), ...b.map((l) => "+" + l)].join("\n");
-    const m = a.length, n = b.length, t = Array.from({ length: m + 1 }, () => new Uint32Array(n + 1));
-    for (let i = m - 1; i >= 0; i--) for (let j = n - 1; j >= 0; j--)
-      t[i][j] = a[i] === b[j] ? t[i + 1][j + 1] + 1 : Math.max(t[i + 1][j], t[i][j + 1]);
-    const out = []; let i = 0, j = 0;
-    while (i < m && j < n) {
-      if (a[i] === b[j]) { out.push(" " + a[i]); i++; j++; } else if (t[i + 1][j] >= t[i][j + 1]) out.push("-" + a[i++]);
-      else out.push("+" + b[j++]);
-    }
-    while (i < m) out.push("-" + a[i++]);
-    while (j < n) out.push("+" + b[j++]);
-    return out.join("\n");
   }
 
   // -- the session and the API -----------------------------------------------------------
@@ -893,7 +845,7 @@
     $("compose-body").addEventListener("keydown", (ev) => { if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) post(ev); });
     $("reply-cancel").addEventListener("click", () => { replyTo = null; showReply(); });
     window.addEventListener("hashchange", followHash);
-    setInterval(() => { for (const node of document.querySelectorAll("time[data-ts]")) node.textContent = relative(node.dataset.ts); }, 30000);
+    setInterval(tickTimes, 30000);
     // an invitation link: #join=<token body>. Taken out of the address bar before anything else happens.
     const hash = location.hash.slice(1);
     let invitation = null;
