@@ -154,8 +154,11 @@ def clock(timestamp: Any, now: datetime | None = None) -> str:
 
 
 def span(lines: Any) -> str:
-    """``lines 6–10`` for a ``[6, 10]`` line span, ``""`` for none."""
+    """``lines 6–10`` for a ``[6, 10]`` line span, ``before line 6`` for the insertion point
+    ``[6, 5]`` (a lease whose lines were all deleted), ``""`` for none."""
     if isinstance(lines, list) and len(lines) == 2:
+        if isinstance(lines[0], int) and isinstance(lines[1], int) and lines[1] < lines[0]:
+            return f"before line {lines[0]}"
         return f"line {lines[0]}" if lines[0] == lines[1] else f"lines {lines[0]}–{lines[1]}"
     return ""
 

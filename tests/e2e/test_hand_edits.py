@@ -186,6 +186,27 @@ def test_hand_edits_racing_the_rooms_writes_are_never_written_over(tmp_path):
         room.stop()
 
 
+def test_a_lease_whose_lines_were_deleted_by_hand_is_shown_as_an_insertion_point(hand_room, people):
+    cal = people["cal"]
+    lease = cal.post("/workspace/leases", {"region": {"lines": [150, 152]}, "ttl_seconds": 120}).json()
+    try:
+        lines = cal.get("/workspace/document").json()["text"].splitlines(keepends=True)
+        del lines[149:152]
+        hand_room.document.with_name(".edited").write_text("".join(lines), encoding="utf-8")
+        hand_room.document.with_name(".edited").rename(hand_room.document)
+
+        def moved() -> Any:
+            mine = [x for x in cal.get("/workspace/leases", params={"limit": 200}).json()["leases"] if x["id"] == lease["id"]]
+            return mine and mine[0]["lines"] == [150, 149] and mine[0]
+
+        assert _until(moved)
+        listed = ce("lease", "list", str(hand_room.document)).stdout
+        row = next(line for line in listed.splitlines() if line.startswith(lease["id"][:8]))
+        assert "before line 150" in row and "150–149" not in row, listed
+    finally:
+        cal.request("DELETE", f"/workspace/leases/{lease['id']}")
+
+
 def test_the_rooms_own_writes_are_not_hand_edits(hand_room, people):
     ben = people["ben"]
     start = _head(ben)["number"]
