@@ -77,6 +77,7 @@ class Overlay:
     room_lan: str = "192.168.213.1"
     peer_lan: str = "192.168.213.2"
     pids: list[int] = field(default_factory=list)
+    public: dict[str, str] = field(default_factory=dict)  # each interface's public key
 
     @property
     def room_ns(self) -> str:
@@ -122,16 +123,60 @@ class Overlay:
             if time.monotonic() > deadline:
                 raise RuntimeError("wireguard-go did not open its UAPI sockets in 10 s")
             time.sleep(0.02)
-        for (ns, _veth, _lan, wg, address), (_, _, other_lan, other_wg, other_address) in zip(sides, sides[::-1]):
-            other6 = self.peer_address6 if ns == self.room_ns else self.room_address6
-            _run("ip", "netns", "exec", ns, "wg", "set", wg, "private-key", str(self.keys / wg),
-                 "listen-port", str(WG_PORT), "peer", public[other_wg], "allowed-ips",
-                 f"{other_address}/32,{other6}/128", "endpoint", f"{other_lan}:{WG_PORT}")
-            _run("ip", "-n", ns, "addr", "add", f"{address}/24", "dev", wg)
-            own6 = self.room_address6 if ns == self.room_ns else self.peer_address6
-            _run("ip", "-n", ns, "-6", "addr", "add", f"{own6}/48", "dev", wg, "nodad")
-            _run("ip", "-n", ns, "link", "set", wg, "up")
+        self.public = public
+        for ns in (self.room_ns, self.peer_ns):
+            self._configure(ns)
         return self
+
+    def _configure(self, ns: str) -> None:
+        """One side's WireGuard interface: its key, the other side as its peer, its addresses, up."""
+        room = ns == self.room_ns
+        wg, other_wg = (self.room_wg, self.peer_wg) if room else (self.peer_wg, self.room_wg)
+        other_address, other6, other_lan = ((self.peer_address, self.peer_address6, self.peer_lan) if room
+                                            else (self.room_address, self.room_address6, self.room_lan))
+        _run("ip", "netns", "exec", ns, "wg", "set", wg, "private-key", str(self.keys / wg),
+             "listen-port", str(WG_PORT), "peer", self.public[other_wg], "allowed-ips",
+             f"{other_address}/32,{other6}/128", "endpoint", f"{other_lan}:{WG_PORT}")
+        _run("ip", "-n", ns, "addr", "add", f"{self.room_address if room else self.peer_address}/24", "dev", wg)
+        own6 = self.room_address6 if room else self.peer_address6
+        _run("ip", "-n", ns, "-6", "addr", "add", f"{own6}/48", "dev", wg, "nodad")
+        _run("ip", "-n", ns, "link", "set", wg, "up")
+
+    def remake_room_tunnel(self) -> None:
+        """Stop the room side's wireguard-go (its interface goes) and start a new one: the same name, key and
+        addresses on an interface made anew (another index), as tailscaled does when it restarts."""
+        old = self.pids[0]
+        os.kill(old, 15)
+        deadline = time.monotonic() + 10
+        try:
+            while not os.waitpid(old, os.WNOHANG)[0] and time.monotonic() < deadline:
+                time.sleep(0.02)
+        except ChildProcessError:  # reaped already
+            pass
+        while subprocess.run(["ip", "-n", self.room_ns, "link", "show", self.room_wg], capture_output=True).returncode == 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.room_wg} is still there 10 s after its wireguard-go stopped")
+            time.sleep(0.02)
+        Path(f"/var/run/wireguard/{self.room_wg}.sock").unlink(missing_ok=True)
+        proc = subprocess.Popen(["ip", "netns", "exec", self.room_ns, "wireguard-go", "-f", self.room_wg],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={**os.environ, **WG_ENV}, start_new_session=True)
+        self.pids[0] = proc.pid
+        while not Path(f"/var/run/wireguard/{self.room_wg}.sock").exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("wireguard-go did not open its UAPI socket in 10 s")
+            time.sleep(0.02)
+        self._configure(self.room_ns)
+        # the peer still holds the old session's keys: the room side shakes hands first (any packet to the peer)
+        nudge = f"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('{self.peer_address}', 9))"
+        while True:
+            subprocess.run(self.room(sys.executable, "-c", nudge), capture_output=True)
+            shaken = _run("ip", "netns", "exec", self.room_ns, "wg", "show", self.room_wg, "latest-handshakes")
+            if any(line.split()[-1] != "0" for line in shaken.splitlines() if line.strip()):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("the new room side of the tunnel made no handshake in 10 s")
+            time.sleep(0.1)
 
     def down(self) -> None:
         """Stop each wireguard-go by PID, delete both namespaces by name (the veth goes with them)."""

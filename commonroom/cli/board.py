@@ -2,7 +2,8 @@
 
 ``ce board post BOARD KIND BODY``, ``ce board list BOARD``, ``ce board
 observe BOARD [--token T] [--wait S] [--follow]``, ``ce board assignment
-BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER --key K --fence F``;
+BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER [--key K] [--fence F]``, ``ce board ack
+MESSAGE`` (:mod:`commonroom.cli.board_todo`);
 peers: ``ce board peers``, ``ce board peer-post PEER KIND BODY``; the
 summaries: ``ce board summary discussion|handoff SESSION``. Each
 calls the route its operation declares in the operation table.
@@ -20,7 +21,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from . import ids
+from . import board_todo, ids
 from ..errors import TransportUnavailable
 from ..vocabulary import MESSAGE_KINDS, PRIORITIES, words
 from .board_summary import summary_app
@@ -112,22 +113,34 @@ def assignment_command(board: BoardArg, message_id: MessageArg, session_file: Se
 @board_app.command("complete")
 @handled
 def complete_command(board: BoardArg, message_id: MessageArg, answer: str,
-                     key: Annotated[str, typer.Option("--key", help="Your completion key (reuse it on retry).")],
-                     fence: Annotated[str, typer.Option("--fence", help="The assignment_fence you read.")],
+                     key: Annotated[Optional[str], typer.Option("--key", help="Your completion key (reuse it on "
+                                                                "retry); default: derived from the board, the todo "
+                                                                "and ANSWER.")] = None,
+                     fence: Annotated[Optional[str], typer.Option("--fence", help="The assignment_fence you read; "
+                                                                  "default: read the assignment now.")] = None,
                      priority: PriorityOpt = None, tag: TagsOpt = None, recording_session: RecordingOpt = None,
                      session_file: SessionOpt = None) -> None:
     """Complete a todo: one answer, the todo resolved, if the fence is still current.
 
-    On completion_persistence_uncertain (or a lost answer), run the exact same command again.
+    Without --fence the assignment is read first and its fence used; without --key the key is derived, so
+    on completion_persistence_uncertain (or a lost answer) run the exact same command again.
     """
-    payload: dict[str, Any] = {"answer": answer, "completion_key": key, "expected_assignment_fence": fence}
+    extra: dict[str, Any] = {}
     for name, value in (("priority", priority), ("tags", tag),
                         ("recording_session_id", recording(session_file, recording_session))):
         if value:
-            payload[name] = value
+            extra[name] = value
     board_id = _board(session_file, board)
-    payload.update(session_id=board_id, message_id=ids.message(session_file, board_id, message_id))
-    show(session_call(session_file, "complete_session_message", payload), "boards#Completion")
+    show(board_todo.complete(session_file, board_id, ids.message(session_file, board_id, message_id), answer, key,
+                             fence, extra), "boards#Completion")
+
+
+@board_app.command("ack")
+@handled
+def ack_command(message_id: MessageArg, session_file: SessionOpt = None) -> None:
+    """Acknowledge a requires_ack message on your own board (it then leaves your MCP results' piggyback)."""
+    board_id = _board(session_file, "-")
+    show(board_todo.acknowledge(session_file, ids.message(session_file, board_id, message_id)), "boards#Message")
 
 
 @board_app.command("observe")

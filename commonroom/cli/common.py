@@ -23,7 +23,7 @@ from ..errors import CommonroomError, InvalidRequest, TransportUnavailable
 from ..roomfiles import RoomFiles, RoomNotVerified, private_umask
 from .outcome import invoke
 from .routes import request
-from .sessions import ROOM
+from .sessions import ADDRESS, ROOM
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -162,6 +162,7 @@ def operator_write(document: Path, operation: str, values: dict[str, Any], *, wa
 
     files = RoomFiles.of(document)
     ROOM.set(files.document.name)
+    ADDRESS.set(("file", str(document)))
     deadline = time.monotonic() + wait
     while True:
         with private_umask():
@@ -240,6 +241,7 @@ def operator_read(file: Path, operation: str, values: dict[str, Any], engine: "E
     body = {k: v for k, v in values.items() if v is not None}
     schemas.validate_parameters(op.input, body, {name: name for name in values})  # worded as over HTTP
     ROOM.set(Path(file).name)
+    ADDRESS.set(("file", str(file)))
     if engine is not None:
         return op.bind(engine, OPERATOR, body)
     opened = Engine.open(require_document(file), readonly=True)

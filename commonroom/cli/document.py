@@ -38,7 +38,7 @@ def read(file: Path | None = None, heading: list[str] | None = None, lines: str 
          version: str | None = None, session_file: Path | None = None, raw: bool = False) -> None:
     """``ce read``: the document (or a region) on stdout, through :func:`commonroom.cli.render.show`.
 
-    Rendered on a terminal, its exact bytes when piped; the ``Document``
+    As written (highlighted) on a terminal, its exact bytes when piped; the ``Document``
     answer (room seed, operation ``document_read``) with ``--json``. With
     the session, or as the local operator from FILE's sidecar when ``file``
     is given. ``version`` (``v2``, ``2``, ``head``) prints that version

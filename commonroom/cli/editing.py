@@ -54,7 +54,7 @@ def read_command(file: FileArg = None, heading: HeadingOpt = None, lines: LinesO
                  session_file: SessionOpt = None,
                  raw: Annotated[bool, typer.Option("--raw", hidden=True, help="Kept for scripts: the text is "
                                                    "what ce read prints.")] = False) -> None:
-    """Print the document (or a region): rendered on a terminal, its exact bytes when piped.
+    """Print the document (or a region): as written (highlighted) on a terminal, its exact bytes when piped.
 
     ``ce read > copy.md`` reproduces the document byte for byte; ``--json``
     prints the Document answer (text, version, content hash, lines).

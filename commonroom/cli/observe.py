@@ -2,11 +2,14 @@
 
 It opens ``GET /workspace/observe`` with the stored session through the
 byte client (seed ``protocol.txt``: HTTP/1.1, ``Host: commonroom``) and
-prints, on stdout, one line per event::
+prints, on stdout, one line per event: its local time and one sentence
+(:mod:`commonroom.cli.event_lines`)::
 
-    08:10:23  #42  proposal.created  ann (p_…/s_…)  proposal pr_… lines 3-7: fix typo
+    08:10:23  ann proposed a change to lines 3–7 of v2: “fix typo”
+    08:11:02  bob leased lines 10–14 until 08:41 (in 30m)
 
-(the time is local; the exact time is in ``--json``).
+Names, never ids; the ids, the event's number and its exact time are in
+``--json``.
 
 With ``--json`` each line is instead the event itself, one JSON object
 (schema ``events#Event``). Status lines (connecting, reconnecting, resync) go to stderr, prefixed
@@ -41,7 +44,7 @@ from .common import handled
 from .outage import Outage
 from .routes import request
 from .sessions import default_session_file, follow_room, load_session, moved_transport
-from .printing import short
+from .event_lines import Lookup, Memory, sentence
 from .render import JSON_OUTPUT
 
 #: The room's heartbeat on an idle stream (seconds): its default, or ``COMMONROOM_HEARTBEAT_SECONDS`` as set
@@ -58,63 +61,6 @@ def silence_limit() -> float:
     return 2 * (heartbeat if heartbeat > 0 else HEARTBEAT_SECONDS)
 
 
-def _short(value: Any, width: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _lines(payload: dict[str, Any]) -> str:
-    lines = payload.get("lines")
-    return f" lines {lines[0]}-{lines[1]}" if isinstance(lines, list) and len(lines) == 2 else ""
-
-
-_SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
-    "invitation.created": lambda p: f"invitation {p.get('invitation_id')} for {p.get('participant')} "
-                                    f"({','.join(p.get('capabilities') or [])})",
-    "invitation.revoked": lambda p: f"invitation {p.get('invitation_id')} revoked",
-    "participant.joined": lambda p: f"{(p.get('participant') or {}).get('name')} joined",
-    "session.opened": lambda p: f"session {p.get('session_id')} for {p.get('participant')} "
-                                f"({','.join(p.get('capabilities') or [])})",
-    "session.revoked": lambda p: f"session {p.get('session_id')} revoked",
-    "version.committed": lambda p: f"version {p.get('version')} ({p.get('source')}){_lines(p)}: "
-                                   f"{_short(p.get('summary') or '')}",
-    "document.external_edit": lambda p: f"file edited outside the room: version {p.get('version')}",
-    "lease.acquired": lambda p: f"lease {p.get('lease_id')}{_lines(p)} until {p.get('expires_at')}",
-    "lease.renewed": lambda p: f"lease {p.get('lease_id')} renewed until {p.get('expires_at')}",
-    "lease.released": lambda p: f"lease {p.get('lease_id')} released",
-    "lease.expired": lambda p: f"lease {p.get('lease_id')} expired",
-    "proposal.created": lambda p: f"proposal {p.get('proposal_id')}{_lines(p)} on version "
-                                  f"{p.get('base_version')}: {_short(p.get('summary') or '')}",
-    "proposal.approved": lambda p: f"proposal {p.get('proposal_id')} approved as version {p.get('version')}",
-    "proposal.rejected": lambda p: f"proposal {p.get('proposal_id')} rejected"
-                                   + (f": {_short(p['reason'])}" if p.get("reason") else ""),
-    "proposal.withdrawn": lambda p: f"proposal {p.get('proposal_id')} withdrawn",
-}
-
-
-def summary(event: dict[str, Any]) -> str:
-    """A short human summary of the payload (known types by hand, others as k=v)."""
-    payload = event.get("payload") or {}
-    known = _SUMMARIES.get(event.get("type", ""))
-    if known is not None:
-        try:
-            return known(payload)
-        except (TypeError, KeyError, IndexError, AttributeError):
-            pass
-    parts = [f"{k}={_short(v, 30)}" for k, v in payload.items() if v is not None]
-    return _short(" ".join(parts), 100)
-
-
-def actor_label(event: dict[str, Any], names: dict[str, str]) -> str:
-    """``name (participant/session)``, or ``operator`` when the room itself acted."""
-    actor = event.get("actor") or {}
-    pid, sid = actor.get("participant_id"), actor.get("session_id")
-    if not pid and not sid:
-        return "operator"
-    name = names.get(pid or "", "?")
-    return f"{name} ({short(pid) if pid else '-'}/{short(sid) if sid else '-'})"
-
-
 def clock(timestamp: Any) -> str:
     """``16:24:07`` (local time) of an ISO timestamp; the text itself when it is not one."""
     try:
@@ -123,20 +69,9 @@ def clock(timestamp: Any) -> str:
         return str(timestamp)
 
 
-def format_event(event: dict[str, Any], names: dict[str, str]) -> str:
-    """The printed line of one event: local time, id, type, who, what."""
-    return f"{clock(event.get('time'))}  #{event.get('id')}  {event.get('type')}  {actor_label(event, names)}  {summary(event)}"
-
-
-def learn_names(event: dict[str, Any], names: dict[str, str]) -> None:
-    """Remember participant names the events reveal."""
-    payload = event.get("payload") or {}
-    participant = payload.get("participant")
-    pid = (event.get("actor") or {}).get("participant_id")
-    if event.get("type") == "participant.joined" and isinstance(participant, dict):
-        names[participant.get("id", "")] = participant.get("name", "?")
-    elif event.get("type") == "session.opened" and pid and isinstance(participant, str):
-        names[pid] = participant
+def format_event(event: dict[str, Any], memory: Memory, lookup: Lookup) -> str:
+    """The printed line of one event: its local time, then its sentence (:mod:`commonroom.cli.event_lines`)."""
+    return f"{clock(event.get('time'))}  {sentence(event, memory, lookup)}"
 
 
 def _status(message: str) -> None:
@@ -162,7 +97,8 @@ class Follower:
         self.token = session["token"]
         self.last = since
         self.out = out
-        self.names: dict[str, str] = {}
+        self.memory = Memory(own_session=session.get("session_id"))
+        self.lookup = Lookup(self._call)
         self.outage = Outage(_status)
         self.raw = raw
         self.why = "connection lost"  # what the next "went away" line says
@@ -181,7 +117,7 @@ class Follower:
             for _ in range(50):
                 page = self._call("participants_list", {"limit": 200, "cursor": cursor})
                 for p in page["participants"]:
-                    self.names[p["id"]] = p["name"]
+                    self.memory.participants[p["id"]] = p["name"]
                 cursor = page.get("next_cursor")
                 if not cursor:
                     return
@@ -237,8 +173,8 @@ class Follower:
             if frame.data is None or frame.id is None:
                 continue
             event = json.loads(frame.data)
-            learn_names(event, self.names)
-            shown = json.dumps(event, ensure_ascii=False) if self.raw else printable(format_event(event, self.names))
+            shown = json.dumps(event, ensure_ascii=False) if self.raw else \
+                printable(format_event(event, self.memory, self.lookup))
             print(shown, file=self.out, flush=True)
             self.last = int(frame.id)
         if response.ended == "silent":
@@ -312,10 +248,11 @@ def event_id(text: str) -> int:
 @handled
 def observe_command(
     session_file: Annotated[Optional[Path], typer.Option(help="The session to use (needs observe).")] = None,
-    since: Annotated[Optional[int], typer.Option(help="Replay the events after this id first (still in the ring); "
-                                                 "42 or #42 as the lines print it.", min=0, parser=event_id)] = None,
+    since: Annotated[Optional[int], typer.Option(help="Replay the events after this event id first (still in the "
+                                                 "ring): an id of --json, or #42 as the status lines print it.",
+                                                 min=0, parser=event_id)] = None,
 ) -> None:
-    """Follow the room's events, one line each (time, who, what); reconnects and resumes by itself.
+    """Follow the room's events, one sentence each (time, who did what); reconnects and resumes by itself.
 
     With ``--json`` each line is the raw event (schema ``events#Event``) as one JSON object.
     """

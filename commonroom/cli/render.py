@@ -20,6 +20,7 @@ message, what to do next); with ``--json`` the error envelope, as before.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from contextvars import ContextVar
 from typing import Any
@@ -69,24 +70,25 @@ NEXT: dict[str, str | None] = {
     "invitation_redeemed": "an invitation admits once: ask the room's operator for a new one",
     "unsupported_version": "install the commonroom version the room runs (ce --version prints yours)",
     "stale_version": None,  # worded from current_version (:func:`next_step`)
-    "lease_conflict": "wait until that lease is released or expires (ce lease list), then retry",
-    "proposal_not_found": "list the proposals with ce proposal list",
-    "proposal_conflict": "it was decided already: ce proposal list lists it",  # still open: :func:`next_step`
+    "lease_conflict": "wait until that lease is released or expires (ce lease list{at}), then retry",
+    "proposal_not_found": "list the proposals with ce proposal list{at}",
+    "proposal_conflict": "it was decided already: ce proposal list{at} lists it",  # still open: :func:`next_step`
     "invalid_region": "check --heading / --lines against the document (ce read); a heading path is one "
                       "--heading per title, outermost first (--heading 'Release plan' --heading Goals)",
-    "version_not_found": "list the versions with ce version list",
+    "version_not_found": "list the versions with ce version list{at}",
     "transport_unavailable": "check that the room is running (ce status FILE) and retry",
     "limit_exceeded": None,  # worded from retry_after_seconds (:func:`next_step`); a body too large: shorten it
     "invalid_request": None,  # the message names the argument or the state at fault
     "not_found": "check the id (the list commands print them)",
     "method_not_allowed": None,  # only ce call reaches it: the message names the methods the route serves
-    "handoff_not_found": "list the handoffs with ce handoff list",
+    "handoff_not_found": "list the handoffs with ce handoff list{at}",
     "handoff_conflict": None,  # the message names the handoff's status and what the transition needs
     "idempotency_mismatch": "give a new --idempotency-key for a different request",
-    "message_not_found": "list the board's messages with ce board list BOARD",
-    "peer_not_found": "list your peers with ce board peers",
-    "assignment_stale": "read the todo again (ce board assignment BOARD MESSAGE) and complete it with its new fence",
-    "assignment_history_lost": "read the todo again (ce board assignment BOARD MESSAGE) and complete it with "
+    "message_not_found": "list the board's messages with ce board list BOARD{session}",
+    "peer_not_found": "list your peers with ce board peers{session}",
+    "assignment_stale": "read the todo again (ce board assignment BOARD MESSAGE{session}) and complete it with its "
+                        "new fence",
+    "assignment_history_lost": "read the todo again (ce board assignment BOARD MESSAGE{session}) and complete it with "
                                "its new fence",
     "assignment_too_large": None,  # the todo and its replies exceed what one answer carries: nothing to retry
     "completion_mismatch": "give a new --key for a different answer",
@@ -99,13 +101,34 @@ NEXT: dict[str, str | None] = {
 def next_step(envelope: dict[str, Any]) -> str:
     """The ``next:`` hint of an error envelope: :data:`NEXT`, or worded from its recovery fields; ``""`` for none.
 
-    A ``transport_unavailable`` met by a colleague's command carries its own
+    A command a hint names is one the caller can run, addressed as the
+    failing command reached the room (:data:`commonroom.cli.sessions.ADDRESS`):
+    the local operator's FILE for the reads that take it (``{at}``), the
+    ``--session-file`` given for the session's commands (``{at}``,
+    ``{session}``), nothing more with the default session. A
+    ``transport_unavailable`` met by a colleague's command carries its own
     (``details.next``: what to ask the room's operator, no command of the
-    room's machine).
+    room's machine); without one, a session is not sent to ``ce status
+    FILE`` either (it has no FILE).
     """
+    from .sessions import ADDRESS
+
+    address = ADDRESS.get()
+    kind, where = address if address is not None else ("", "")
+    at = f" {shlex.quote(where)}" if kind == "file" else f" --session-file {shlex.quote(where)}" if where else ""
+    session = f" --session-file {shlex.quote(where)}" if kind == "session" else ""
+    return _next_step(envelope, kind).replace("{at}", at).replace("{session}", session)
+
+
+def _next_step(envelope: dict[str, Any], kind: str) -> str:
     code = envelope.get("error", "")
     if code == "transport_unavailable" and isinstance((envelope.get("details") or {}).get("next"), str):
         return str(envelope["details"]["next"])
+    if code == "transport_unavailable" and kind == "session":
+        return ("the room did not answer where your session says: ask its operator whether it runs (and where, "
+                "if it moved), then retry")
+    if code == "transport_unavailable" and kind == "file":
+        return "check that the room is running (ce status{at}) and retry"
     if code == "stale_version":
         head = envelope.get("current_version")
         option = "--expected" if "expected_version" in envelope else "--base"
@@ -113,8 +136,8 @@ def next_step(envelope: dict[str, Any]) -> str:
     if code == "proposal_conflict" and (envelope.get("details") or {}).get("reason") != "not_open" \
             and envelope.get("current_version") is not None:
         head, given = envelope["current_version"], envelope.get("proposal_id", "ID")
-        return (f"it is still open but cannot be approved: reject it (ce proposal reject {short(given)}), or propose the "
-                f"change again on v{head} (ce propose --base {head})")
+        return (f"it is still open but cannot be approved: reject it (ce proposal reject {short(given)}{{session}}), "
+                f"or propose the change again on v{head} (ce propose --base {head}{{session}})")
     if code == "limit_exceeded":
         seconds = envelope.get("retry_after_seconds")
         return f"retry after {seconds} s" if seconds is not None else ""

@@ -24,7 +24,7 @@ def _name(who: Any) -> str:
 
 @renders("room#Document")
 def document(answer: dict[str, Any]) -> None:
-    """The text itself (rendered on a terminal, exact bytes when piped)."""
+    """The text itself (as written, highlighted, on a terminal; exact bytes when piped)."""
     markdown(answer["text"])
 
 

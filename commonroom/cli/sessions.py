@@ -35,6 +35,12 @@ T = TypeVar("T")
 #: operator's FILE): set by :func:`load_session` and :func:`commonroom.cli.common.operator_read`.
 ROOM: ContextVar[str | None] = ContextVar("ce_room", default=None)
 
+#: How the running command reached the room, so a hint names a command the caller can run
+#: (:func:`commonroom.cli.render.next_step`): ``("file", FILE)`` as the local operator, ``("session", PATH)``
+#: with a session file given by path, None with the default session. Set by :func:`load_session` and
+#: :func:`commonroom.cli.common.operator_read` / ``operator_write``.
+ADDRESS: ContextVar[tuple[str, str] | None] = ContextVar("ce_address", default=None)
+
 
 def config_dir() -> Path:
     """``$XDG_CONFIG_HOME/commonroom`` (``~/.config/commonroom`` when unset)."""
@@ -104,6 +110,8 @@ def save_session(path: Path, data: dict[str, Any]) -> None:
 
 def load_session(path: Path | None) -> dict[str, Any]:
     """The stored session; ``InvalidRequest`` when there is none."""
+    if path is not None:
+        ADDRESS.set(("session", str(path)))
     path = path or default_session_file()
     try:
         data = json.loads(path.read_text("utf-8"))

@@ -35,8 +35,8 @@ def number(file: Path | None, session_file: Path | None, given: str, what: str) 
 
 
 def show_version(file: Path | None, session_file: Path | None, version: int | None) -> None:
-    """Print version ``version`` (None: the head) as ``ce read`` prints the document: rendered on a terminal,
-    its exact bytes when piped, the ``VersionInfo`` answer with ``--json``."""
+    """Print version ``version`` (None: the head) as ``ce read`` prints the document: as written
+    (highlighted) on a terminal, its exact bytes when piped, the ``VersionInfo`` answer with ``--json``."""
     if version is None:
         version = int(where.read(file, session_file, "workspace_status")["head_version"])
     answer = where.read(file, session_file, "version_get", {"number": version})
@@ -62,7 +62,7 @@ def show_command(
     second: Annotated[Optional[str], typer.Argument(metavar="", hidden=True, show_default=False)] = None,
     session_file: SessionOpt = None,
 ) -> None:
-    """Print one version of the document: rendered on a terminal, its exact bytes when piped."""
+    """Print one version of the document: as written (highlighted) on a terminal, its exact bytes when piped."""
     file, (given, _) = where.split([first, second], 1)
     show_version(file, session_file, number(file, session_file, str(given), "VERSION"))
 

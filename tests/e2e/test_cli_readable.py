@@ -184,7 +184,7 @@ def test_every_command_readable_and_json(tmp_path: Path):
 
         # observe: readable lines, --json the raw events
         lines = observe(alice, "--since", "0")
-        assert any(re.match(r"^\d\d:\d\d:\d\d  #\d+  version\.committed  bob \(p_", x) for x in lines), lines
+        assert any(re.match(r"^\d\d:\d\d:\d\d  bob committed v\d+ \(", x) for x in lines), lines  # names, no ids
         events = [json.loads(x) for x in observe(alice, "--since", "0", "--json")]
         assert events and all(errors_of("events#Event", e) == [] for e in events)
 

@@ -181,12 +181,17 @@ def test_proposals_versions_and_errors_in_their_cards(room, chromium):
         expect(card.locator(".why")).to_contain_text("carol holds lines 1–2")
         page.locator(f".card[data-id='{first['id']}']").get_by_role("button", name="Approve").click()
         expect(page.locator("#head")).to_have_text(f"v{version + 1}")
-        # the second no longer applies: the failure in its own card, and Approve disabled saying why
+        # the second no longer applies (its review says so): Approve disabled, saying why
         card = page.locator(f".card[data-id='{second['id']}']")
-        card.get_by_role("button", name="Approve").click()
-        expect(card.locator(".card-error")).to_contain_text("approve failed")
         expect(card.get_by_role("button", name="Approve")).to_be_disabled()
         expect(card.locator(".why")).to_contain_text("no longer applies")
+        # the blocked one's base is no longer the head: trying it fails in its own card, then Approve says why
+        card = page.locator(f".card[data-id='{blocked['id']}']")
+        card.get_by_role("button", name="Approve").click()
+        expect(card.locator(".card-error")).to_contain_text("approve failed")
+        expect(card.locator(".card-error")).to_contain_text("lease_conflict")
+        expect(card.get_by_role("button", name="Approve")).to_be_disabled()
+        expect(card.locator(".why")).to_contain_text("blocked")
         shot(page, "proposals", "section.proposals")
         assert alice.get(f"/workspace/proposals/{second['id']}").json()["status"] == "open"
 

@@ -17,7 +17,8 @@ from tests.conftest import SAMPLE
 from tests.roomproc import ce, ce_path, start_room
 from tests.ssekit import wait_until
 
-LINE = re.compile(r"^(\S+)  #(\d+)  (\S+)  (.+?)  (.*)$")
+#: A line for people: the local time, two spaces, one sentence (ids only in --json).
+LINE = re.compile(r"^(\d\d:\d\d:\d\d)  (\S.*)$")
 
 
 class Observer:
@@ -37,7 +38,8 @@ class Observer:
             sink.append(line.rstrip("\n"))
 
     def ids(self) -> list[int]:
-        return [int(m.group(2)) for m in map(LINE.match, self.out) if m]
+        """The event ids printed (``--json`` lines)."""
+        return [json.loads(line)["id"] for line in self.out if line.startswith("{")]
 
     def saw(self, text: str, where: str = "out", timeout: float = 10.0) -> bool:
         lines = self.out if where == "out" else self.err
@@ -66,18 +68,17 @@ def test_prints_one_line_per_event_and_resumes_after_a_restart(tmp_path: Path):
     observer = None
     try:
         session_file = join(room, tmp_path, "ann")
-        observer = Observer("--session-file", str(session_file), "--since", "0")
-        assert observer.saw("session.opened")
-        first = observer.out[0]
-        assert LINE.match(first) and "version.committed" in first and "operator" in first
-        assert any("session.opened  ann (p_" in line for line in observer.out)
+        observer = Observer("--session-file", str(session_file), "--since", "0", "--json")
+        assert observer.saw('"type": "session.opened"')
+        first = json.loads(observer.out[0])
+        assert first["type"] == "version.committed" and first["actor"] == {"participant_id": None, "session_id": None}
         room.invite("bob", "read")
-        assert observer.saw("invitation inv_") and observer.saw("for bob (read)")
+        assert observer.saw('"participant": "bob"')
 
         room = room.restart(between=lambda: observer.saw("the room went away at ", "err"))
         assert observer.saw("the room went away at ", "err")
         room.invite("carol", "read")
-        assert observer.saw("for carol (read)", timeout=30)
+        assert observer.saw('"participant": "carol"', timeout=30)
         assert observer.saw("the room is back at ", "err") and observer.saw("s); resuming after #", "err")
         ids = observer.ids()
         assert ids == sorted(set(ids)) == list(range(1, ids[-1] + 1))  # nothing twice, nothing skipped
@@ -106,7 +107,7 @@ def test_without_since_a_drop_before_the_first_event_loses_nothing(tmp_path: Pat
         room = room.restart(between=while_down)
         assert downtime[0] and downtime[1].returncode == 0, downtime[1].stderr
         # ... is replayed after the reconnection
-        assert observer.saw("for erin (read)", timeout=30)
+        assert observer.saw("invited erin (read)", timeout=30)
     finally:
         if observer:
             observer.stop()
@@ -132,7 +133,7 @@ def test_says_resync_and_continues_from_the_current_end(tmp_path: Path):
         assert observer.saw("continuing from #", "err")
         assert observer.out == []
         room.invite("erin", "read")
-        assert observer.saw("for erin (read)")
+        assert observer.saw("invited erin (read)")
         assert len(observer.out) == 1
     finally:
         if observer:
@@ -170,14 +171,17 @@ def test_needs_observe(tmp_path: Path):
 
 
 @pytest.mark.parametrize("event,expected", [
-    ({"id": 3, "type": "lease.acquired", "time": "t", "actor": {"participant_id": "p_1", "session_id": "s_1"},
-      "payload": {"lease_id": "l_1", "lines": [2, 4], "expires_at": "x"}}, "lease l_1 lines 2-4 until x"),
-    ({"id": 4, "type": "brand.new", "time": "t", "actor": {"participant_id": None, "session_id": None},
-      "payload": {"a": 1, "b": None}}, "a=1"),
+    ({"id": 3, "type": "lease.acquired", "time": "2026-12-07T10:00:00+00:00",
+      "actor": {"participant_id": "p_1", "session_id": "s_1"},
+      "payload": {"lease_id": "l_1", "lines": [2, 4], "expires_at": "x"}}, "ann leased lines 2–4 until x"),
+    ({"id": 4, "type": "brand.new", "time": "2026-12-07T10:00:00+00:00",
+      "actor": {"participant_id": None, "session_id": None}, "payload": {"a": 1, "b": None}},
+     "brand.new by the operator"),
 ])
 def test_line_format(event, expected):
+    from commonroom.cli.event_lines import Lookup, Memory
     from commonroom.cli.observe import format_event
 
-    line = format_event(event, {"p_1": "ann"})
+    line = format_event(event, Memory(participants={"p_1": "ann"}), Lookup(lambda operation, values: None))
     assert line.endswith(expected)
-    assert LINE.match(line)
+    assert LINE.match(line) and "p_1" not in line and "l_1" not in line and "#3" not in line

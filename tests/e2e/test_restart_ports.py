@@ -70,14 +70,14 @@ def test_a_restart_with_port_0_comes_back_on_the_same_ports_and_sessions_work(tm
     observer = Observer("--session-file", str(session), "--since", "0")
     try:
         first = commit(room, "before the restart")
-        assert observer.saw(f"version {first} ")
+        assert observer.saw(f"committed v{first} ")
         room = restart(room)
         assert (room.state["owner_port"], room.state["ingress"]["port"]) == ports
         read = ce("read", "--session-file", str(session))
         assert read.returncode == 0 and "before the restart" in read.stdout, read.stderr
         assert "moved" not in read.stderr
         second = commit(room, "after the restart")
-        assert observer.saw(f"version {second} ", timeout=30), (observer.out, observer.err)
+        assert observer.saw(f"committed v{second} ", timeout=30), (observer.out, observer.err)
         assert observer.saw("the room is back", "err")
         status = ce("status", str(room.document), "--json")
         assert json.loads(status.stdout)["owner_port"] == ports[0]
@@ -121,7 +121,7 @@ def test_a_taken_port_moves_the_room_and_ce_follows_it_by_its_state_file(tmp_pat
         status = ce("status", str(room.document), "--json")  # the operator's commands find it by the state file
         assert status.returncode == 0 and json.loads(status.stdout)["ingress"]["port"] == moved_to, status.stderr
         version = commit(room, "on the new port")
-        assert observer.saw(f"version {version} ", timeout=30), (observer.out, observer.err)
+        assert observer.saw(f"committed v{version} ", timeout=30), (observer.out, observer.err)
         assert json.loads(watching.read_text())["transport"]["port"] == moved_to
     finally:
         observer.stop()

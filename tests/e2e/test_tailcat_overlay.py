@@ -562,8 +562,17 @@ def test_the_room_follows_its_overlay_address(net: Net) -> None:
         subprocess.run([part.format("add") for part in address], check=True)
     _, back = _listener_when(net, True, 10)
     assert net.peer_ce("read").stdout.startswith("# Plan")
+    log = net.document.with_name("doc.md.serve.log")
+    seen = log.read_text().count("is back on")
+    overlay.remake_room_tunnel()  # the interface made anew: the listener's old binding reaches nothing
+    deadline = time.monotonic() + 10
+    while log.read_text().count("is back on") == seen:
+        assert time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(0.2)
+    assert net.peer_ce("read").stdout.startswith("# Plan")  # bound to the new interface
     step(f"the room's address removed: noticed in {took:.1f} s (ce status, the log, tailcat invitations "
-         f"transport_unavailable); put back: listening again in {back:.1f} s, the colleague reads")
+         f"transport_unavailable); put back: listening again in {back:.1f} s, the colleague reads; its interface "
+         "made anew (wireguard-go restarted): bound to the new one, the colleague reads")
 
 
 def test_revoked_session_refused(net: Net) -> None:

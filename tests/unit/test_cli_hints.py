@@ -76,3 +76,26 @@ def test_hints_worded_from_the_envelope():
     assert next_step({"error": "permission_denied", "details": {"required": "assignee"}}) == ""
     assert next_step({"error": "limit_exceeded", "retry_after_seconds": 3}) == "retry after 3 s"
     assert next_step({"error": "stale_version", "current_version": 4, "expected_version": 3}).endswith("--expected 4")
+
+
+@pytest.mark.parametrize(("address", "expected"), [
+    (None, "list the proposals with ce proposal list"),
+    (("file", "/rooms/notes.md"), "list the proposals with ce proposal list /rooms/notes.md"),
+    (("session", "my alice.json"), "list the proposals with ce proposal list --session-file 'my alice.json'"),
+])
+def test_a_hint_names_the_command_as_the_caller_reached_the_room(address, expected):
+    from commonroom.cli.sessions import ADDRESS
+
+    token = ADDRESS.set(address)
+    try:
+        assert next_step({"error": "proposal_not_found", "details": {}}) == expected
+        board = next_step({"error": "message_not_found", "details": {}})
+        assert board.endswith("ce board list BOARD" + (" --session-file 'my alice.json'"
+                                                       if address and address[0] == "session" else ""))
+        unreachable = next_step({"error": "transport_unavailable", "details": {}})
+        if address and address[0] == "session":  # a participant has no FILE: no ce status FILE for them
+            assert "FILE" not in unreachable and "ce " not in unreachable and "operator" in unreachable
+        elif address:
+            assert "ce status /rooms/notes.md" in unreachable
+    finally:
+        ADDRESS.reset(token)

@@ -110,12 +110,19 @@
     $("proposals-count").textContent = `${open}${page.next_cursor ? "+" : ""} open · ${page.proposals.length}${page.next_cursor ? "+ (truncated)" : ""} in all`;
     const cards = await Promise.all(shown.map(async (p) => {
       const diff = el("pre", { class: "diff", tabindex: "0", "aria-label": `diff of proposal ${p.id}` });
-      try {
-        const base = (await baseText(p.base_version)).split("\n");
-        const [start, end] = p.lines || [1, base.length];
-        diffView(diff, lineDiff(base.slice(start - 1, end).join("\n"), p.text));
-      } catch (e) { diffView(diff, p.text.split("\n").map((l) => "+" + l).join("\n")); }
-      const why = p.status === "open" ? blocked(p, leasePage.leases) : null;
+      // an open proposal as a reviewer reads it (proposal_review): whether it still applies at the head, and
+      // what approving commits now; a decided one as its text against its base
+      const review = p.status === "open" ? await api("GET", `/workspace/proposals/${enc(p.id)}/review`).catch(() => null) : null;
+      if (review) diffView(diff, review.head_diff || review.diff);
+      else {
+        try {
+          const base = (await baseText(p.base_version)).split("\n");
+          const [start, end] = p.lines || [1, base.length];
+          diffView(diff, lineDiff(base.slice(start - 1, end).join("\n"), p.text));
+        } catch (e) { diffView(diff, p.text.split("\n").map((l) => "+" + l).join("\n")); }
+      }
+      const stale = review && !review.applies ? `no longer applies at v${review.head_version}: what it changes changed since v${p.base_version} (${plural(review.conflicts.length, "conflicting hunk")}); reject it, or ask ${p.author} to propose again on v${review.head_version}` : null;
+      const why = p.status === "open" ? stale || blocked(p, leasePage.leases) : null;
       const actions = p.status === "open" ? el("div", { class: "actions" },
         el("button", { type: "button", class: "approve", disabled: Boolean(why), title: why || "commit it as the next version",
           "aria-describedby": why ? `why-${p.id}` : null, onclick: () => decide(p, "approve") }, "Approve"),
@@ -126,7 +133,7 @@
       return el("article", { class: `card status-${p.status}`, "data-id": p.id },
         el("div", { class: "card-head" }, el("span", { class: `badge ${p.status}`, text: p.status }), " ",
           el("strong", { text: p.summary || "(no summary)" }), " ",
-          el("span", { class: "muted", text: `by ${p.author} ${base}${p.lines ? " " + lineSpan(p.lines) : ""}${p.status === "open" && p.base_version !== head ? ` · head is v${head}` : ""}` }), " ", when(p.created_at)),
+          el("span", { class: "muted", text: `by ${p.author} ${base}${p.lines ? " " + lineSpan(p.lines) : ""}${p.status === "open" && p.base_version !== head ? ` · head is v${head}${review && review.head_diff ? ": the diff shows what approving commits now" : ""}` : ""}` }), " ", when(p.created_at)),
         diff, actions, why ? el("p", { class: "why", id: `why-${p.id}`, text: why }) : null, cardError(`proposal:${p.id}`));
     }));
     $("proposals").replaceChildren(...(cards.length ? cards : [el("p", { class: "empty", text: "no proposals" })]));
