@@ -345,7 +345,7 @@ def plugin_listener(options: ServeOptions, remembered: int | None = None) -> tup
 def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, out: TextIO,
            extra: tuple[str, str, int, str] | None, remembered: dict[str, Any]) -> int:
     from .engine import Engine
-    from .errors import EXIT_CODES
+    from .errors import EXIT_CODES, StorageUnavailable
 
     lock_fd = acquire_lock(files)
     arbiter_pid = os.getpid()
@@ -394,6 +394,8 @@ def _serve(options: ServeOptions, files: RoomFiles, limits: ConnectionLimits, ou
             engine = Engine.open(files.document)  # bootstrap before the fork
         except (pw.DatabaseError, RuntimeError) as exc:  # corrupt or newer sidecar
             raise ServeError(f"{files.sidecar}: cannot open the sidecar: {exc}") from None
+        except StorageUnavailable as exc:  # no room on its disk for SQLite's -shm and -wal
+            raise ServeError(f"storage_unavailable: {exc.message}", code=EXIT_CODES["storage_unavailable"]) from None
         engine.set_ingress(ingress, owner_port)
         workspace_id = engine.workspace_id
         engine.close()

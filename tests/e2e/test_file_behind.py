@@ -118,7 +118,8 @@ def test_an_offline_compact_on_a_full_disk_says_why_in_one_line_and_exits_non_ze
     with full_tmpfs(volume):  # no room for VACUUM's copy, nor for SQLite's -shm: one line says so, no traceback
         compact = ce("sidecar", "compact", str(room.document))
         versions = ce("versions", str(room.document))
-    for done in (compact, versions):
+        served = ce("serve", str(room.document), "--port", "0", "--owner-port", "0")
+    for done in (compact, versions, served):
         assert done.returncode == EXIT_CODES["storage_unavailable"], (done.returncode, done.stderr)
         assert "Traceback" not in done.stderr and "disk" in done.stderr, done.stderr
     assert not compact.stdout.startswith("compacted:"), compact.stdout

@@ -7,13 +7,20 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import tarfile
 import time
 from pathlib import Path
+
+import pytest
 
 from commonroom.store.db import WAL_LIMIT
 from commonroom.store.migrations import SCHEMA_VERSION
 from tests.e2e.test_sidecar_ops import old_layout
-from tests.roomproc import ce, start_room
+from tests.roomproc import ROOT, ce, ce_command, start_room
+
+#: The last commit whose sidecar schema is 9: a release older than this one, as a user may still run it.
+SCHEMA_9_RELEASE = "e869764"
 
 
 def schema_of(sidecar: Path) -> str:
@@ -79,3 +86,34 @@ def test_the_wal_is_given_back_after_a_long_lived_reader_goes_away(tmp_path: Pat
         assert check.status_code == 200 and f"\n{head - 1} " in check.json()["text"]
     finally:
         room.stop()
+
+
+def older_release(folder: Path) -> Path:
+    """The checkout of :data:`SCHEMA_9_RELEASE` in ``folder`` (from this clone's history), else a skip."""
+    archive = folder / "older.tar"
+    made = subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), SCHEMA_9_RELEASE],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"no git history here for the older release: {made.stderr.strip()}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(folder / "older", filter="data")
+    return folder / "older"
+
+
+def test_this_ce_beside_a_running_room_of_an_older_release_changes_nothing(tmp_path: Path):
+    env = {"PYTHONPATH": str(older_release(tmp_path))}
+    room = start_room(tmp_path / "room", text="# Old\n\nline\n", env=env, command=ce_command(env))
+    sidecar = room.document.with_name("doc.md.commonroom.db")
+    try:
+        assert schema_of(sidecar) == "9"
+        for command in (("versions",), ("sidecar", "size"), ("status",), ("sidecar", "compact")):
+            done = ce(*command, str(room.document))
+            assert "Traceback" not in done.stderr, (command, done.stderr)
+            assert schema_of(sidecar) == "9", command
+        compact = ce("sidecar", "compact", str(room.document))  # the older room compacts: its answer is older too
+        assert compact.returncode == 0 and compact.stdout.startswith("compacted: "), compact
+    finally:
+        assert room.stop() == 0
+    again = start_room(tmp_path / "room", env=env, command=ce_command(env))  # the older release starts again
+    again.stop()
+    assert schema_of(sidecar) == "9"
