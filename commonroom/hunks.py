@@ -45,7 +45,9 @@ def move_span(start: int, end: int, hunks: Sequence[Hunk]) -> tuple[int, int]:
     - Lines inserted inside it (between two of its lines) make it grow.
     - A hunk that replaces some of its lines puts its new lines in their
       place: a hunk replacing its first (last) line makes the span start
-      (end) where that hunk's new lines start (end).
+      (end) where that hunk's new lines start (end). A hunk replacing lines
+      one for one (as many new lines as old: a search-and-replace, other
+      line endings) replaces them line for line: the span keeps its lines.
     - A span whose lines are all deleted becomes the insertion point where
       they were. An empty span (an insertion point, ``end == start - 1``)
       moves with the line after it and never grows.
@@ -58,6 +60,8 @@ def move_span(start: int, end: int, hunks: Sequence[Hunk]) -> tuple[int, int]:
         if he < end:  # above its last line, or inside it: it moves (or grows) by the change in length
             shift += count - (he - hs + 1)
         elif hs <= end:  # replaces its last line: it ends where the hunk's new lines end
+            if count == he - hs + 1:  # line for line: where its last line's replacement is
+                return new_start, end + shift
             return new_start, max(hs + shift + count - 1, new_start - 1)
         else:  # below it (an insertion just after its last line included)
             break
@@ -70,8 +74,8 @@ def _moved_start(start: int, hunks: Sequence[Hunk]) -> int:
     for hs, he, count in hunks:
         if he < start:  # above it (an insertion just before it included)
             shift += count - (he - hs + 1)
-        elif hs <= start:  # replaces it: where the hunk's new lines start
-            return hs + shift
+        elif hs <= start:  # replaces it: where the hunk's new lines start (line for line: its own)
+            return start + shift if count == he - hs + 1 else hs + shift
         else:
             break
     return start + shift

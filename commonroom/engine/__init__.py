@@ -251,8 +251,10 @@ class Engine(AccessMixin, ReadingMixin, VersionsMixin, LeasesMixin, ProposalsMix
         if text is None:
             return
         digest = content_hash(text)
-        if digest == self.head().hash or (self.follower.ours(digest) and not self.follower.diverged):
-            self.follower.adopt(self.head().number if digest == self.head().hash else self.follower.on_disk, seen)
+        # With no write of the room's in flight (checked above) the room's own text is the head's: the
+        # text of an earlier version (an editor's undo, a stale buffer saved) is an edit like any other.
+        if digest == self.head().hash:
+            self.follower.adopt(self.head().number, seen)
             return
         file_version = self.follower.on_disk or self.head().number
         self.store.write(lambda ctx: self._record_external(ctx, text, file_version, seen))

@@ -207,6 +207,42 @@ def test_a_lease_whose_lines_were_deleted_by_hand_is_shown_as_an_insertion_point
         cal.request("DELETE", f"/workspace/leases/{lease['id']}")
 
 
+def test_a_search_and_replace_over_every_line_keeps_the_leases_on_their_lines(hand_room, people):
+    """Every line changed one for one (a search-and-replace, line endings turned to CRLF): one hunk
+    over the whole document, yet each lease keeps its own lines rather than growing to all of them."""
+    cal = people["cal"]
+    lease = cal.post("/workspace/leases", {"region": {"lines": [40, 50]}, "ttl_seconds": 120}).json()
+    try:
+        before = _head(cal)["number"]
+        text = cal.get("/workspace/document").json()["text"]
+        _edit_in_place(hand_room.document, text.replace("\n", "\r\n"))
+        assert _until(lambda: _head(cal)["number"] > before)
+        mine = [x for x in cal.get("/workspace/leases", params={"limit": 200}).json()["leases"] if x["id"] == lease["id"]]
+        assert mine and mine[0]["lines"] == [40, 50], mine
+        _edit_in_place(hand_room.document, text)  # LF again, for the module's other tests
+        assert _until(lambda: cal.get("/workspace/document").json()["text"] == text)
+    finally:
+        cal.request("DELETE", f"/workspace/leases/{lease['id']}")
+
+
+def test_an_undo_to_an_earlier_versions_text_is_a_hand_edit(hand_room, people):
+    """Saving the text of a version the room wrote before (an editor's undo, a stale buffer saved)
+    is an edit like any other: recorded, never taken for the room's own write and written over."""
+    ben = people["ben"]
+    start = _head(ben)["number"]
+    for i in range(2):
+        r = ben.request("PUT", "/workspace/document",
+                        json={"expected_version": start + i, "text": f"Changed by the room {i}.\n", "region": {"lines": [3, 3]}})
+        assert r.status_code == 200, r.text
+        if i == 0:
+            earlier = ben.get("/workspace/document").json()["text"]
+    assert hand_room.wait_for_file(ben.get("/workspace/document").json()["text"].encode(), NOTICED)
+    _edit_in_place(hand_room.document, earlier)
+    head = _until(lambda: (h := _head(ben))["number"] > start + 2 and h)
+    assert head and head["source"] == "external", head
+    assert ben.get("/workspace/document").json()["text"] == earlier
+
+
 def test_the_rooms_own_writes_are_not_hand_edits(hand_room, people):
     ben = people["ben"]
     start = _head(ben)["number"]

@@ -42,7 +42,11 @@ def _expected(old: list[str], new: list[str], start: int, end: int) -> tuple[int
         hi = position[old[q]] if q < len(old) else len(new)
         replaced = set(range(p + 1, q))
         between = p in leased and q in leased
-        if (replaced & leased) or between:
+        if replaced and len(replaced) == hi - lo:  # replaced line for line: each keeps its place
+            inside |= {lo + i - (p + 1) for i in replaced & leased}
+            if between:
+                inside |= set(range(lo, hi))
+        elif (replaced & leased) or between:
             inside |= set(range(lo, hi))
     if inside:
         return min(inside) + 1, max(inside) + 1
