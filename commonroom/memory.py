@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import signal
 import sys
 import threading
 from typing import Any, Callable
@@ -51,7 +52,14 @@ def use_system_malloc(environ: dict[str, str] | None = None,
     env[ALLOCATOR_VARIABLE] = "malloc"
     sys.stdout.flush()
     sys.stderr.flush()
-    execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    # A Ctrl-C while the new image starts its interpreter would end it with a traceback from
+    # its first imports; blocked, it waits (the mask and a pending signal survive execv) until
+    # commonroom.cli.entry.main unblocks it, where it stops the command cleanly.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    finally:  # execv returned or failed: this image goes on
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _malloc_trim() -> Callable[[int], int] | None:

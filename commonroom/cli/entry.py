@@ -25,6 +25,7 @@ interpreter start), :mod:`commonroom.program` and :mod:`commonroom.cli.stdio`
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 from ..program import program_name
@@ -108,6 +109,8 @@ def main() -> None:
     (:func:`commonroom.server.serve`).
     """
     try:
+        if hasattr(signal, "pthread_sigmask"):  # a Ctrl-C held over the re-execution (memory.py) arrives here
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         try:
             _run()
         finally:  # what is still buffered is written here, where a failure can be reported

@@ -215,3 +215,23 @@ def test_ce_call_takes_an_id_as_ce_printed_it(room, tmp_path):
     assert missing.returncode == 25 and "Traceback" not in missing.stderr
     body = json.loads(missing.stderr)
     assert body["error"] == "invalid_request" and "\n" not in body["message"] and "names no proposal" in body["message"]
+
+
+def test_a_ctrl_c_while_the_room_starts_its_interpreter_stops_it_with_one_line(tmp_path):
+    """``ce serve`` re-executes itself (glibc malloc) at once; a Ctrl-C then lands in an interpreter that is
+    still importing its standard library. Such a signal waits, blocked, until ``ce`` can stop cleanly: here it
+    is blocked from the start and already pending, as it is when it comes during the re-execution."""
+    document = tmp_path / "doc.md"
+    document.write_bytes(SAMPLE.read_bytes())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}  # so that it re-executes
+    proc = subprocess.Popen([ce_path(), "serve", str(document), "--port", "0", "--owner-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}))
+    try:
+        os.killpg(proc.pid, signal.SIGINT)  # pending in the blocked process from its first instruction
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert (proc.returncode, out, err) == (130, "room stopped\n", ""), (proc.returncode, out, err)
