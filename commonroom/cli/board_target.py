@@ -16,8 +16,9 @@ import typer
 from . import ids
 from .sessions import load_session
 
-BoardArg = Annotated[str, typer.Argument(help="The board: a session id as ce sessions prints it, or - for your "
-                                         "own session.")]
+BoardArg = Annotated[str, typer.Argument(help="The board: - for your own session's, else a session's whole id as "
+                                         "the --json answers give it (session_id, e.g. ce proposal show ID --json; "
+                                         "the owner: ce sessions FILE).")]
 
 
 def board_id(session_file: Path | None, board: str) -> str:

@@ -88,8 +88,8 @@ def answer_command(
     task_id: TaskArg,
     answer: Annotated[Optional[str], typer.Argument(help="The answer text (sent as {\"answer\": ANSWER}, what "
                                                     "a request without its own schema asks for).")] = None,
-    key: Annotated[Optional[str], typer.Option("--key", help="Which input request (input_1, …; ce task and ce "
-                                               "handoff list the open ones); default: the one open request.")] = None,
+    key: Annotated[Optional[str], typer.Option("--key", help="Which input request (input_1, …; ce task show "
+                                               "TASK lists the open ones); default: the one open request.")] = None,
     content: Annotated[Optional[str], typer.Option("--content", help="The answer as a JSON object instead of "
                                                    "ANSWER, for a request with its own requested schema.")] = None,
     session_file: SessionOpt = None,

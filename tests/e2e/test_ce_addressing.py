@@ -179,3 +179,47 @@ def test_version_0_is_no_version_not_the_head(world):
         assert code != 0 and out == "" and err.count("\n") == 1, (args, code, out, err)
     assert as_json(remote, env, "version", "list", *bob)["versions"][0]["number"] == before
     assert not any(p["summary"] == "zero" for p in as_json(remote, env, "proposal", "list", *bob)["proposals"])
+
+
+OWNER_COMMANDS = ("serve", "invite", "revoke", "sessions", "console", "sidecar", "invitation")
+
+
+def test_participant_help_names_only_commands_a_participant_can_run():
+    """Every ``ce …`` a participant command's help names is a command (not a group or a half of one), and an
+    owner command is named only in its FILE form (the owner's, on the room's machine): a colleague elsewhere
+    has no FILE, so a help that sends them to ``ce sessions`` sends them nowhere."""
+    import typer
+
+    from commonroom.cli.main import ALIASES as hidden
+
+    root = typer.main.get_group(app)
+
+    def leaves(group: Any, path: list[str]):
+        context = type(group).context_class(group)
+        for name in group.list_commands(context):
+            sub = group.get_command(context, name)
+            if name in hidden or getattr(sub, "hidden", False) or (not path and name in OWNER_COMMANDS):
+                continue
+            yield from leaves(sub, [*path, name]) if hasattr(sub, "list_commands") else [[*path, name]]
+
+    def resolves(words: list[str]) -> bool:
+        node = root
+        for word in words:
+            if not hasattr(node, "list_commands"):
+                return True
+            found = node.get_command(type(node).context_class(node), word)
+            if found is None:
+                return False
+            node = found
+        return not hasattr(node, "list_commands")
+
+    wrong = []
+    for path in leaves(root, []):
+        text = " ".join(CliRunner().invoke(app, [*path, "--help"], terminal_width=1000).stdout.split())
+        for match in re.finditer(r"\bce ((?:[a-z][a-z-]* ?)+)", text):
+            words = match.group(1).split()
+            if words[0] in OWNER_COMMANDS and text[match.end(): match.end() + 4] != "FILE":
+                wrong.append((path, match.group(0)))
+            elif root.get_command(type(root).context_class(root), words[0]) and not resolves(words):
+                wrong.append((path, match.group(0)))
+    assert wrong == []
