@@ -238,8 +238,9 @@ def operator_participant(file: Path, given: str, parameter: str = "participant")
     return _participant(given, operator_listing(file, "participants_list"), parameter)
 
 
-#: ``--base head`` / ``--expected head``: the head as the command reads it first (no version is 0).
-HEAD = 0
+#: ``--base head`` / ``--expected head``: the head as the command reads it first. Negative, so no number a
+#: person types (``0`` included, which names no version and is refused by the room) ever stands for the head.
+HEAD = -1
 
 
 def version_or_head(text: str) -> int:

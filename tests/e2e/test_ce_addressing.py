@@ -163,3 +163,19 @@ def test_the_old_names_still_run(world):
     task = as_json(remote, env, "handoff", "show", doc, handoff)["task_id"]
     assert ce("task", doc, task, "--participant", "bob", "--json").stdout == \
         ce("task", "show", doc, task, "--participant", "bob", "--json").stdout
+
+
+def test_version_0_is_no_version_not_the_head(world):
+    """``head`` is spelled out; a literal 0 names no version: read, diffed, based on or expected, it is refused
+    and nothing is printed or written (it never stands for the head)."""
+    room, remote, env = world
+    bob = ("--session-file", str(remote / "bob.json"))
+    before = as_json(remote, env, "version", "list", *bob)["versions"][0]["number"]
+    for args in (("version", "show", "0"), ("version", "show", "v0"), ("read", "--version", "0"),
+                 ("version", "diff", "0", str(before)),
+                 ("propose", "--base", "0", "--lines", "1-1", "--text", "# Zero\n", "--summary", "zero"),
+                 ("write", "--expected", "0", "--lines", "1-1", "--text", "# Zero\n", "--summary", "zero")):
+        code, out, err = run(remote, env, *args, *bob)
+        assert code != 0 and out == "" and err.count("\n") == 1, (args, code, out, err)
+    assert as_json(remote, env, "version", "list", *bob)["versions"][0]["number"] == before
+    assert not any(p["summary"] == "zero" for p in as_json(remote, env, "proposal", "list", *bob)["proposals"])
