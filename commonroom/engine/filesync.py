@@ -329,6 +329,10 @@ class FileFollower:
     def close(self) -> None:
         """Flush (a file that cannot be written is given a moment only), then stop the thread."""
         self.flush(2.0 if self.behind() is not None else 30.0)
+        left = self.behind()
+        if left is not None:  # said where the operator sees the room stop: the file is stale until the next start
+            log.warning("the room stops with the file behind: on disk v%s, head v%s (%s); the next ce serve "
+                        "writes the head to %s", left["on_disk"], left["head"], left["error"], self.path)
         with self._cond:
             self._closed = True
             self._cond.notify_all()

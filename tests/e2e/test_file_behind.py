@@ -124,3 +124,26 @@ def test_an_offline_compact_on_a_full_disk_says_why_in_one_line_and_exits_non_ze
         assert "Traceback" not in done.stderr and "disk" in done.stderr, done.stderr
     assert not compact.stdout.startswith("compacted:"), compact.stdout
     assert integrity(room) == "ok"
+
+
+def test_a_room_stopped_while_its_file_is_behind_says_so_and_the_next_start_writes_it(volume: Path, tmp_path: Path):
+    log = tmp_path / "serve.log"
+    room = start_room(volume, text=TEXT, log_file=log)
+    try:
+        writer = room.join("writer", "read,write")
+        big = noise("s", 3000)
+        with leaving_free(volume, len(big) + DISK_MARGIN + 16 * 1024):
+            assert put(writer, head(writer)["version"], big).status_code == 200
+            deadline = time.monotonic() + 10
+            while "file_behind" not in writer.get("/workspace/room").json() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert room.stop() == 0
+            assert room.document.read_text() == TEXT
+        assert "the room stops with the file behind: on disk v1, head v2" in log.read_text(), log.read_text()
+    finally:
+        room.stop()
+    again = start_room(volume)
+    try:
+        assert room.document.read_text() == big
+    finally:
+        again.stop()
