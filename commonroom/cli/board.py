@@ -30,7 +30,9 @@ from .common import handled
 from .outage import Outage, status_line
 from .options import SessionOpt
 from .sessions import load_session, session_call
+from .printing import outcome, renders, short, table, when
 from .render import JSON_OUTPUT, show
+from .render_shapes import ack
 from .usage import CeTyper
 
 board_app = CeTyper(help="Session message boards: post, list, observe, read and complete todos.",
@@ -232,6 +234,30 @@ def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (pee
     if requires_ack:
         payload["requires_ack"] = True
     show(session_call(session_file, "post_peer_message", {"peer_id": peer, **payload}), "boards#PeerMessage")
+
+
+@renders("boards#PeerMessage")
+def _peer_message(answer: dict[str, Any]) -> None:
+    """``sample.md: question msg_… to peer_… (normal, not acked): body``."""
+    state = ack(answer)
+    outcome(f"{answer['kind']} {answer['message_id']} to {answer['peer_id']} "
+            f"({answer.get('priority')}{'' if state == '-' else ', ' + state}): {answer.get('body', '')}")
+
+
+@renders("boards#PeersView")
+def _peers_view(answer: dict[str, Any]) -> None:
+    """Your active peers (whole ids: ce board peer-post takes them), then the peer messages kept for you."""
+    table(answer["peers"], [("peer", lambda p: p["peer_id"]), ("active", lambda p: when(p.get("last_activity_at")))],
+          "no peer (another live session of yours) active in the last 10 minutes")
+    table(answer["messages"], [
+        ("id", lambda m: short(m["message_id"])),
+        ("from", lambda m: m.get("from_peer_id")),
+        ("kind", lambda m: m["kind"]),
+        ("priority", lambda m: m.get("priority")),
+        ("when", lambda m: when(m.get("created_at"))),
+        ("ack", ack),
+        ("body", lambda m: m.get("body") or ""),
+    ], "no peer messages kept for you")
 
 
 board_app.add_typer(summary_app, name="summary")  # ``ce board summary discussion|handoff``

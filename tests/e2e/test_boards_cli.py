@@ -81,3 +81,12 @@ def test_ce_board_peers_and_peer_post(room, tmp_path):
         con.close()
     assert len(audit) == 6 and all(outcome == "ok" for outcome, _ in audit)
     assert json.loads(audit[-1][1]) == {"peers": 0, "returned": 1}  # counts only, never a body
+    # for people: a table of peers and one of the messages kept, whole peer ids (peer-post takes them), no JSON
+    code, out, err = run("board", "peers", *W1)
+    assert code == 0 and p2 in out and "[" not in out and "{" not in out, (out, err)
+    code, out, err = run("board", "peers", *W2)
+    assert code == 0 and "which branch?" in out and "question" in out and "not acked" in out, (out, err)
+    code, out, err = run("board", "peers", *O)
+    assert code == 0 and "no peer" in out and "[]" not in out, (out, err)
+    code, out, err = run("board", "peer-post", p2, "note", "see you", *W1)
+    assert code == 0 and "see you" in out and "{" not in out and "\n" not in out.rstrip("\n"), (out, err)
