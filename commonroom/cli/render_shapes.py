@@ -147,9 +147,10 @@ def proposals(answer: dict[str, Any]) -> None:
 
 @renders("editing#Lease")
 def lease(answer: dict[str, Any]) -> None:
-    """``lease ls_… active on lines 3–7 for alice, expires in 5m``."""
+    """``lease ls_… active on lines 3–7 for alice, expires in 5m``; a released or expired one says only that."""
+    active = answer.get("status") == "active"
     outcome(f"lease {answer['id']} {answer.get('status', '')} on {place(answer.get('region'), answer.get('lines'))} "
-            f"for {_name(answer.get('participant'))}, expires {when(answer.get('expires_at'))}")
+            f"for {_name(answer.get('participant'))}" + (f", expires {when(answer.get('expires_at'))}" if active else ""))
 
 
 @renders("editing#LeasesPage")

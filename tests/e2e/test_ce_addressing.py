@@ -223,3 +223,11 @@ def test_participant_help_names_only_commands_a_participant_can_run():
             elif root.get_command(type(root).context_class(root), words[0]) and not resolves(words):
                 wrong.append((path, match.group(0)))
     assert wrong == []
+
+
+def test_a_released_lease_says_released_not_when_it_expires(world):
+    room, remote, env = world
+    bob = ("--session-file", str(remote / "bob.json"))
+    lease = ok(remote, env, "lease", "acquire", "--lines", "1-1", "--ttl", "600", "-q", *bob).strip()
+    released = ok(remote, env, "lease", "release", lease[:10] + "…", *bob)
+    assert f"lease {lease} released" in released and "expires" not in released, released
