@@ -138,6 +138,13 @@ def _next_step(envelope: dict[str, Any], kind: str) -> str:
         head, given = envelope["current_version"], envelope.get("proposal_id", "ID")
         return (f"it is still open but cannot be approved: reject it (ce proposal reject {short(given)}{{session}}), "
                 f"or propose the change again on v{head} (ce propose --base {head}{{session}})")
+    if code in ("assignment_stale", "assignment_history_lost") and (envelope.get("details") or {}).get("message_id"):
+        details = envelope["details"]
+        todo = f"{details.get('session_id') or 'BOARD'} {short(details['message_id'])}{{session}}"
+        if (details.get("assignment") or {}).get("completable") is False:
+            status = ((details.get("assignment") or {}).get("todo") or {}).get("status") or "closed"
+            return f"the todo is {status} and takes no other answer: read it and its answer (ce board assignment {todo})"
+        return f"read the todo again (ce board assignment {todo}) and complete it with its new fence"
     if code == "limit_exceeded":
         seconds = envelope.get("retry_after_seconds")
         return f"retry after {seconds} s" if seconds is not None else ""

@@ -37,6 +37,10 @@ def test_ce_board_flow(room, tmp_path):
     code, out, _ = run("board", "complete", board, todo["message_id"], "other", "--key", "W-1",
                        "--fence", assignment["assignment_fence"], *W, "--json")
     assert code == EXIT_CODES["completion_mismatch"]
+    # another answer to the resolved todo: the hint reads the todo and its answer, never "complete it again"
+    code, _, err = run("board", "complete", board, todo["message_id"], "late", "--key", "W-2", *W)
+    assert code == EXIT_CODES["assignment_stale"] and err.count("\n") == 1, err
+    assert "new fence" not in err and f"ce board assignment {board} {todo['message_id'][:12]}" in err, err
     page = ok("board", "list", board, "--reply-to", todo["message_id"], *C, schema="boards#MessagesPage")
     assert [m["body"] for m in page["messages"]] == ["done: 1f2e3d4"]
     delta = ok("board", "observe", "-", "--token", base["observation_token"], *C)
