@@ -138,6 +138,8 @@ def _next_step(envelope: dict[str, Any], kind: str) -> str:
         head, given = envelope["current_version"], envelope.get("proposal_id", "ID")
         return (f"it is still open but cannot be approved: reject it (ce proposal reject {short(given)}{{session}}), "
                 f"or propose the change again on v{head} (ce propose --base {head}{{session}})")
+    if code == "message_not_found" and (envelope.get("details") or {}).get("session_id"):
+        return f"list the board's messages with ce board list {envelope['details']['session_id']}{{session}}"
     if code in ("assignment_stale", "assignment_history_lost") and (envelope.get("details") or {}).get("message_id"):
         details = envelope["details"]
         todo = f"{details.get('session_id') or 'BOARD'} {short(details['message_id'])}{{session}}"

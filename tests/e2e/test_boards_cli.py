@@ -37,6 +37,8 @@ def test_ce_board_flow(room, tmp_path):
     code, out, _ = run("board", "complete", board, todo["message_id"], "other", "--key", "W-1",
                        "--fence", assignment["assignment_fence"], *W, "--json")
     assert code == EXIT_CODES["completion_mismatch"]
+    code, _, err = run("board", "ack", "msg_nonesuch", *C)  # the hint lists the board it looked in, by its id
+    assert code == EXIT_CODES["message_not_found"] and f"ce board list {board}" in err and "BOARD" not in err, err
     # another answer to the resolved todo: the hint reads the todo and its answer, never "complete it again"
     code, _, err = run("board", "complete", board, todo["message_id"], "late", "--key", "W-2", *W)
     assert code == EXIT_CODES["assignment_stale"] and err.count("\n") == 1, err
