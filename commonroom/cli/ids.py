@@ -72,8 +72,11 @@ def resolve(given: str, pages: Pages, what: str, parameter: str, full: re.Patter
     (sent without a listing) and ``fold`` whether case is ignored.
     """
     text = bare(given, fold)
-    if not text or full.fullmatch(text):
-        return text or given
+    if not text:
+        raise InvalidRequest(f"{given!r} is no {what} id: give one as the tables print it, or a unique start of it",
+                             details={"parameter": parameter})
+    if full.fullmatch(text):
+        return text
     matches: list[str] = []
     cursor: Any = None
     try:

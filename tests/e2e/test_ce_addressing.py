@@ -231,3 +231,12 @@ def test_a_released_lease_says_released_not_when_it_expires(world):
     lease = ok(remote, env, "lease", "acquire", "--lines", "1-1", "--ttl", "600", "-q", *bob).strip()
     released = ok(remote, env, "lease", "release", lease[:10] + "…", *bob)
     assert f"lease {lease} released" in released and "expires" not in released, released
+
+
+def test_an_empty_id_is_refused_as_an_id_not_as_a_path(world):
+    room, remote, env = world
+    bob = ("--session-file", str(remote / "bob.json"))
+    for args in (("proposal", "show", ""), ("handoff", "show", ""), ("task", "show", ""), ("lease", "release", ""),
+                 ("proposal", "approve", "…")):
+        code, out, err = run(remote, env, *args, *bob)
+        assert code != 0 and out == "" and err.count("\n") == 1 and "//" not in err and " id" in err, (args, err)
