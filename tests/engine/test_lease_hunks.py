@@ -19,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from commonroom.engine import OPERATOR, Engine
@@ -35,6 +35,7 @@ def _expected(old: list[str], new: list[str], start: int, end: int) -> tuple[int
     leased = set(range(start - 1, end))  # 0-based old indexes
     kept = {position[old[i]] for i in leased if old[i] in position}
     inside = set(kept)
+    one_for_one: dict[int, int] = {}  # old index replaced line for line -> its replacement's new index
     # each run of new lines sits in a gap between two kept lines (p, q): old lines p+1..q-1 were replaced
     bounds = [-1, *common, len(old)]
     for p, q in zip(bounds, bounds[1:]):
@@ -43,6 +44,7 @@ def _expected(old: list[str], new: list[str], start: int, end: int) -> tuple[int
         replaced = set(range(p + 1, q))
         between = p in leased and q in leased
         if replaced and len(replaced) == hi - lo:  # replaced line for line: each keeps its place
+            one_for_one.update({i: lo + i - (p + 1) for i in replaced})
             inside |= {lo + i - (p + 1) for i in replaced & leased}
             if between:
                 inside |= set(range(lo, hi))
@@ -56,6 +58,8 @@ def _expected(old: list[str], new: list[str], start: int, end: int) -> tuple[int
         return len(new) + 1, len(new)
     if end < start and old[anchor] in position:
         return position[old[anchor]] + 1, position[old[anchor]]
+    if end < start and anchor in one_for_one:  # the line after it replaced line for line: before its replacement
+        return one_for_one[anchor] + 1, one_for_one[anchor]
     above = [i for i in common if i < start - 1]
     point = position[old[above[-1]]] + 2 if above else 1
     return point, point - 1
@@ -69,6 +73,8 @@ def test_the_model_agrees_with_move_span_on_unique_lines():
     assert hunks == [(1, 1, 1), (6, 5, 1), (9, 9, 0)]
     for start, end in [(2, 4), (5, 7), (1, 3), (8, 10), (9, 9), (6, 5), (1, 0), (11, 10)]:
         assert move_span(start, end, hunks) == _expected(old, new, start, end), (start, end)
+    swapped = ["a\n", "b\n", *old[2:]]  # lines 1-2 replaced one for one: an insertion point before 2 stays there
+    assert move_span(2, 1, line_hunks(old, swapped)) == _expected(old, swapped, 2, 1) == (2, 1)
 
 
 _counter = itertools.count()
@@ -114,6 +120,8 @@ LEASE = st.tuples(st.just("lease"), st.integers(1, LINES), st.integers(-1, 6))
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(LEASE, min_size=1, max_size=4), st.lists(STEP, min_size=1, max_size=8))
+# an insertion point before line 2, lines 1-2 replaced one for one: it stays before line 2's replacement
+@example([("lease", 2, -1)], [("external", [(1, 0, 0), (1, 2, 2)])])
 def test_every_lease_covers_its_lines_moved_by_every_change(first, then):
     steps = first + then
     with tempfile.TemporaryDirectory() as folder:
