@@ -53,10 +53,15 @@ def resolved_path(session_file: Path | None, path: str) -> str:
     id, or a kind no listing of yours holds, is ``InvalidRequest`` in one
     line; several ids are the ambiguity's ``InvalidRequest``. Characters a
     request line cannot carry (``…``, any non-ASCII) are percent-encoded as
-    UTF-8, the query string left as given.
+    UTF-8, the query string left as given. A control character (CR, LF,
+    TAB, …) anywhere in PATH is ``InvalidRequest``: it is never a path
+    someone meant, and it is never sent.
     """
     from urllib.parse import quote
 
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        raise InvalidRequest("PATH holds a control character (CR, LF, TAB, …): give the path as one line",
+                             details={"path": path})
     route, mark, query = path.partition("?")
     segments = route.split("/")
     for index, segment in enumerate(segments):

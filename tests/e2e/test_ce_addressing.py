@@ -2,7 +2,7 @@
 FILE form reads too, commands are grouped (the old names hidden aliases), and a proposal is reviewed before
 it is approved (docs/operator.md, *One addressing rule*, *Command groups*, *Review before approve*).
 
-One real room for the module; the "remote" participant runs the installed ``ce`` (or Typer's runner, the
+One real room for each test (each stands alone, in any order); the "remote" participant runs the installed ``ce`` (or Typer's runner, the
 same code) in a folder without the room's FILE, with nothing but its session file and an empty config home.
 """
 
@@ -24,7 +24,7 @@ from tests.roomproc import ce, start_room
 GOALS = "## Goals\n\n- Ship it.\n\n"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def world(tmp_path_factory):
     """The room (bob: the owner's helper with approve; alice proposes) and a remote folder with alice's and
     bob's session files only."""
@@ -107,6 +107,8 @@ def test_a_session_file_alone_reads_and_changes_everything(world):
 def test_the_owner_reads_with_file(world):
     room, remote, env = world
     doc = str(room.document)
+    ok(remote, env, "write", "--expected", "head", "--lines", "1-1", "--text", "# Release plan!\n", "--summary", "louder",
+       "--session-file", str(remote / "bob.json"))  # v2: a diff to show
     done = ce("read", doc)
     assert done.returncode == 0 and done.stdout.encode("utf-8") == room.document.read_bytes()
     assert ce("version", "show", doc, "1").stdout.encode("utf-8") == SAMPLE.read_bytes()
@@ -155,6 +157,9 @@ def test_help_says_what_each_command_needs_and_hides_the_aliases():
 def test_the_old_names_still_run(world):
     room, remote, env = world
     doc = str(room.document)
+    bob = ("--session-file", str(remote / "bob.json"))
+    ok(remote, env, "write", "--expected", "head", "--lines", "1-1", "--text", "# Release plan!\n", "--summary", "louder", *bob)
+    ok(remote, env, "handoff", "create", "--summary", "check the goals", "--assignee", "alice", "-q", *bob)
     handoff = as_json(remote, env, "handoff", "list", doc)["handoffs"][0]["id"]
     assert ce("handoff", doc, handoff, "--json").stdout == ce("handoff", "show", doc, handoff, "--json").stdout
     assert ce("handoffs", doc, "--json").stdout == ce("handoff", "list", doc, "--json").stdout

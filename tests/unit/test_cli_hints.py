@@ -50,6 +50,17 @@ EXPECTED: dict[str, str] = {
 }
 
 
+@pytest.fixture(autouse=True)
+def no_address():
+    """Each hint worded for no known address: an in-process ``ce`` run elsewhere in the suite may have left one
+    in this thread's context (``ADDRESS`` is set once per command, and a process runs one)."""
+    from commonroom.cli.sessions import ADDRESS
+
+    token = ADDRESS.set(None)
+    yield
+    ADDRESS.reset(token)
+
+
 def test_every_code_has_a_decided_hint():
     assert set(NEXT) == set(STATUS) == set(EXPECTED)
 
