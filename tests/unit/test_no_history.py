@@ -22,8 +22,10 @@ def sources() -> list[Path]:
     out = []
     for top in ("commonroom", "tests", "codegen"):
         for path in sorted((ROOT / top).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and not path.is_relative_to(QUOTED) \
-                    and "node_modules" not in path.parts:
+            inside = path.relative_to(ROOT).parts
+            if path.is_file() and "__pycache__" not in inside and not path.is_relative_to(QUOTED) \
+                    and "node_modules" not in inside and not any(part.startswith(".") for part in inside):
+                # a dot-folder (the clients' .venv a test makes, caches) is installed third-party code, not ours
                 out.append(path)
     return out
 
