@@ -40,3 +40,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if isinstance(seed, int) and config.pluginmanager.has_plugin("randomly"):
         terminalreporter.write_line(f"tests ran in random order: --randomly-seed={seed} replays it")
 
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A launched headless Chromium for the module (Debian's package, installed if missing; never a download)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.chromium import ARGS, ensure_chromium
+
+    executable = ensure_chromium()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(executable), args=ARGS)
+        yield browser
+        browser.close()

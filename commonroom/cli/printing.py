@@ -107,20 +107,27 @@ def short(identifier: Any, keep: int = 8) -> str:
     return text if len(rest) <= keep else f"{prefix}{sep}{rest[:keep]}…"
 
 
-def when(timestamp: Any, now: datetime | None = None) -> str:
-    """A timestamp relative to now: ``just now``, ``5m ago``, ``in 2h``, ``3d ago``.
-
-    The count is rounded to the nearest of the largest unit it reaches
-    (``29d 23h 59m`` ahead is ``in 30d``; ``59m 40s`` ago is ``1h ago``).
-    """
+def _moment(timestamp: Any) -> datetime | str:
+    """An RFC 3339 timestamp as an aware datetime (UTC when it names no zone); ``-`` for none, the text itself
+    when it is not a timestamp."""
     if not timestamp:
         return "-"
     try:
         moment = datetime.fromisoformat(str(timestamp).replace("Z", "+00:00"))
     except ValueError:
         return str(timestamp)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def when(timestamp: Any, now: datetime | None = None) -> str:
+    """A timestamp relative to now: ``just now``, ``5m ago``, ``in 2h``, ``3d ago``.
+
+    The count is rounded to the nearest of the largest unit it reaches
+    (``29d 23h 59m`` ahead is ``in 30d``; ``59m 40s`` ago is ``1h ago``).
+    """
+    moment = _moment(timestamp)
+    if not isinstance(moment, datetime):
+        return moment
     seconds = int(((now or datetime.now(timezone.utc)) - moment).total_seconds())
     if abs(seconds) < 5:
         return "just now"
@@ -139,14 +146,9 @@ def clock(timestamp: Any, now: datetime | None = None) -> str:
     The time of day in this machine's time zone, then :func:`when` in
     parentheses; ``-`` for none, the text itself when it is not a timestamp.
     """
-    if not timestamp:
-        return "-"
-    try:
-        moment = datetime.fromisoformat(str(timestamp).replace("Z", "+00:00"))
-    except ValueError:
-        return str(timestamp)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+    moment = _moment(timestamp)
+    if not isinstance(moment, datetime):
+        return moment
     local = moment.astimezone()
     today = (now or datetime.now(timezone.utc)).astimezone().date()
     day = "" if local.date() == today else f"{local:%b} {local.day} "

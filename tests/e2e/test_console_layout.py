@@ -19,7 +19,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.e2e.test_console_browser import ARTIFACTS, chromium, tool  # noqa: F401  (chromium: the fixture)
+from tests.e2e.test_console_browser import ARTIFACTS, tool
 from tests.mcp_wire import META, Mcp
 from tests.roomproc import ce, start_room
 
@@ -44,7 +44,7 @@ def shot(page, folder: Path, name: str) -> Path:
     return kept
 
 
-def test_console_layout_ack_state_and_ended_login(chromium, tmp_path: Path):  # noqa: F811
+def test_console_layout_ack_state_and_ended_login(chromium, tmp_path: Path):
     room = start_room(tmp_path / "room", name="layout.md", text=TEXT)
     restarted = None
     try:

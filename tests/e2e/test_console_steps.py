@@ -17,24 +17,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from tests.chromium import ARGS, ensure_chromium
 from tests.mcp_wire import Mcp
 from tests.roomproc import ce
 
 ARTIFACTS = Path("/tmp/commonroom-console-artifacts/steps")
 HOSTILE = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\"> "
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """A launched headless Chromium (Debian's package, installed if missing)."""
-    executable = ensure_chromium()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(executable), args=ARGS)
-        yield browser
-        browser.close()
 
 
 def tool(mcp: Mcp, name: str, **arguments):

@@ -28,10 +28,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from commonroom.http.console import CSP
-from tests.chromium import ARGS, ensure_chromium
 from tests.clients.generators import HERE as NPM_HERE
 from tests.clients.generators import npm_packages
 from tests.conftest import SAMPLE
@@ -52,14 +51,11 @@ def room(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    """One headless Chromium for the module; each person gets a context of their own."""
-    executable = ensure_chromium()
+def chromium(chromium):
+    """The suite's Chromium (tests/conftest.py), with this module's screenshot folder made; each person gets a
+    context of their own."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(executable), args=ARGS)
-        yield browser
-        browser.close()
+    return chromium
 
 
 class Person:
