@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -20,11 +21,13 @@ from tests.roomproc import Room, ce, ce_path, start_room
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """The room, and a remote folder holding erin's (handoff owner) and frank's (assignee) session files."""
+    """The room, and a remote folder holding erin's (handoff owner), frank's (assignee) and gina's (proposes
+    and writes) session files."""
     room = start_room(tmp_path_factory.mktemp("room"), SAMPLE)
     remote = tmp_path_factory.mktemp("remote")
     env = {"XDG_CONFIG_HOME": str(remote / "config"), "HOME": str(remote), "COMMONROOM_SESSION": ""}
-    for name, caps in (("erin", "read,observe,handoff"), ("frank", "read,observe,handoff")):
+    for name, caps in (("erin", "read,observe,handoff"), ("frank", "read,observe,handoff"),
+                       ("gina", "read,observe,propose,write")):
         done = ce("join", room.invite(name, caps), "--session-file", str(remote / f"{name}.json"), env=env)
         assert done.returncode == 0, done.stderr
     yield room, remote, env
@@ -63,3 +66,24 @@ def test_a_task_s_answer_hint_is_a_command_the_reader_can_run(world):
     owner = ce("task", "show", str(room.document), task, "--participant", "erin")
     assert owner.returncode == 0, owner.stderr
     assert "Which goal first?" in owner.stdout and "ce task answer" not in owner.stdout, owner.stdout
+
+
+def conflicting(world: tuple[Room, Path, dict[str, str]], where: list[str], ours: str, theirs: str) -> str:
+    """gina proposes ``ours`` for ``where`` on the head, then writes ``theirs`` there: ``ce proposal show``."""
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    proposal = ok(remote, env, "propose", "--base", "head", *where, "--text", ours, "-q", *gina).strip()
+    ok(remote, env, "write", "--expected", "head", *where, "--text", theirs, *gina)
+    return ok(remote, env, "proposal", "show", proposal, *gina)
+
+
+def test_a_conflict_says_where_as_a_line_or_an_insertion_point(world):
+    # one line both changed: "at line 15", not "lines 15–15"
+    shown = conflicting(world, ["--lines", "15-15"], "Storage is SQLite.\n", "Storage is files.\n")
+    assert re.search(r"^conflict at line 15 of v\d+:$", shown, re.M), shown
+    # both added a line at the same place: where it goes in, not "lines 25–24"
+    questions = "## Open questions\n\n1. Who approves proposals on weekends?\n2. How long should invitations last?\n"
+    shown = conflicting(world, ["--heading", "Open questions"], questions + "3. Who reads?\n",
+                        questions + "3. Who writes?\n")
+    assert re.search(r"^conflict before line 25 of v\d+:$", shown, re.M), shown
+    assert "  3. Who reads?" in shown and "  3. Who writes?" in shown
