@@ -11,6 +11,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def world(tmp_path_factory):
     remote = tmp_path_factory.mktemp("remote")
     env = {"XDG_CONFIG_HOME": str(remote / "config"), "HOME": str(remote), "COMMONROOM_SESSION": ""}
     for name, caps in (("erin", "read,observe,handoff"), ("frank", "read,observe,handoff"),
-                       ("gina", "read,observe,propose,write")):
+                       ("gina", "read,observe,propose,write,approve")):
         done = ce("join", room.invite(name, caps), "--session-file", str(remote / f"{name}.json"), env=env)
         assert done.returncode == 0, done.stderr
     yield room, remote, env
@@ -87,3 +88,24 @@ def test_a_conflict_says_where_as_a_line_or_an_insertion_point(world):
                         questions + "3. Who writes?\n")
     assert re.search(r"^conflict before line 25 of v\d+:$", shown, re.M), shown
     assert "  3. Who reads?" in shown and "  3. Who writes?" in shown
+
+
+def test_observe_names_a_proposal_made_before_it_started(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    first = ok(remote, env, "propose", "--base", "head", "--lines", "3-3", "--text", "An intro.\n",
+               "--summary", "intro A", "-q", *gina).strip()
+    second = ok(remote, env, "propose", "--base", "head", "--lines", "4-4", "--text", "A lease.\n",
+                "--summary", "intro B", "-q", *gina).strip()
+    observer = subprocess.Popen([ce_path(), "observe", *gina], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=remote, env={**os.environ, **env})
+    try:
+        time.sleep(1.5)  # connected: what follows is live, the proposals' own events are not replayed
+        ok(remote, env, "proposal", "withdraw", first, *gina)
+        ok(remote, env, "proposal", "reject", second, "--reason", "not now", *gina)
+        time.sleep(2)
+    finally:
+        observer.terminate()
+        out, err = observer.communicate(timeout=10)
+    assert "gina withdrew the proposal “intro A”" in out, (out, err)
+    assert "gina rejected the proposal “intro B”: “not now”" in out, (out, err)
