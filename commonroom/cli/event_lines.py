@@ -97,9 +97,9 @@ class Lookup:
         return self._cache[key]
 
     def proposal(self, proposal_id: str) -> dict[str, Any] | None:
-        """A proposal (``editing#Proposal``), or None."""
-        answer = self._get(f"p:{proposal_id}", "proposal_get", {"proposal_id": proposal_id})
-        return answer if isinstance(answer, dict) else None
+        """A proposal (``editing#Proposal``, read as ``ce proposal show`` reads it), or None."""
+        answer = self._get(f"p:{proposal_id}", "proposal_review", {"proposal_id": proposal_id})
+        return answer.get("proposal") if isinstance(answer, dict) else None
 
     def message(self, board: str, message_id: str) -> dict[str, Any] | None:
         """A board message (``boards#Message``), or None."""
