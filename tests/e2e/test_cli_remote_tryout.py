@@ -109,3 +109,23 @@ def test_observe_names_a_proposal_made_before_it_started(world):
         out, err = observer.communicate(timeout=10)
     assert "gina withdrew the proposal “intro A”" in out, (out, err)
     assert "gina rejected the proposal “intro B”: “not now”" in out, (out, err)
+
+
+def test_a_heading_that_matches_none_says_which_headings_there_are(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    done = subprocess.run([ce_path(), "read", "--heading", "goals", *gina], capture_output=True, text=True,
+                          timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 21 and done.stdout == "", done
+    # the title as given, not a Python list; the one it missed by case alone
+    assert done.stderr.startswith('ce: invalid_region: no heading "goals" (titles match exactly): did you mean '
+                                  '"Release plan › Goals"?'), done.stderr
+    done = subprocess.run([ce_path(), "read", "--heading", "Release plan", "--heading", "Nope", *gina],
+                          capture_output=True, text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 21, done
+    assert done.stderr.startswith('ce: invalid_region: no heading "Release plan › Nope"; the headings: Release plan, '
+                                  'Goals, Design, Storage, Transport, Open questions'), done.stderr
+    # for a client that is not ce: every heading's path in details
+    answer = json.loads(subprocess.run([ce_path(), "read", "--heading", "Nope", *gina, "--json"], capture_output=True,
+                                       text=True, timeout=60, cwd=remote, env={**os.environ, **env}).stderr)
+    assert answer["details"]["headings"][:2] == [["Release plan"], ["Release plan", "Goals"]], answer
