@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .printing import DETAIL_WIDTH, console, detail, diff, line, markdown, outcome, place, renders, short, table, when
+from .printing import (DETAIL_WIDTH, console, detail, diff, line, markdown, outcome, place, renders, short, span, table,
+                       when)
 
 
 def _name(who: Any) -> str:
@@ -114,7 +115,8 @@ def proposal_review(answer: dict[str, Any]) -> None:
         line(Text(f"\nchange against the head v{head} (what approving commits):", style="bold underline"))
         diff(answer["head_diff"])
     for hunk in answer.get("conflicts") or []:
-        line(Text(f"\nconflict at lines {hunk['base_start']}–{hunk['base_end']} of v{row['base_version']}:",
+        at = span([hunk["base_start"], hunk["base_end"]])  # "line 14", or "before line 15" (both inserted)
+        line(Text(f"\nconflict {'at ' if at.startswith('line') else ''}{at} of v{row['base_version']}:",
                   style="bold underline"))
         line(f"the head v{head} has:")
         markdown_block(hunk["theirs"])
@@ -313,14 +315,22 @@ def task(answer: dict[str, Any]) -> None:
         ("handoff", answer.get("handoffId") or answer.get("operation")),
         ("who", f"owner {owner}, assignee {assignee or '-'}"),
         ("message", None if answer.get("inputRequests") else answer.get("statusMessage")),
-        *((f"asked {key}", f"{_question(request)} (ce task answer {short(answer.get('taskId'))} ANSWER "
-                           f"--key {key})")
+        *((f"asked {key}", _question(request) + _answer_hint(answer, key))
           for key, request in (answer.get("inputRequests") or {}).items()),
         *((f"answered {key}", _answer(value)) for key, value in (answer.get("inputResponses") or {}).items()),
         ("result", _tool_result(answer.get("result"))),
         ("error", f"{error.get('message')} ({error.get('code')})" if error else None),
         ("updated", f"{when(answer.get('lastUpdatedAt'))} (created {when(answer.get('createdAt'))})"),
     ])
+
+
+def _answer_hint(task: dict[str, Any], key: str) -> str:
+    """`` (ce task answer task_… ANSWER --key K)`` with the session the caller used; nothing for the local
+    operator (``ce task answer`` takes no FILE)."""
+    from .sessions import session_option
+
+    option = session_option()
+    return "" if option is None else f" (ce task answer {short(task.get('taskId'))} ANSWER --key {key}{option})"
 
 
 def _question(request: Any) -> str:

@@ -1,0 +1,131 @@
+"""A colleague with a session file and nothing else, tried as one would: what ``ce`` prints names commands that
+colleague (or the local operator) can run, as they reached the room (docs/operator.md, *One addressing rule*).
+
+One room for the module (tests/roomproc.py); the colleagues run the installed ``ce`` in a folder without the
+room's FILE, with their session files and an empty config home (so no default session helps them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE
+from tests.roomproc import Room, ce, ce_path, start_room
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The room, and a remote folder holding erin's (handoff owner), frank's (assignee) and gina's (proposes
+    and writes) session files."""
+    room = start_room(tmp_path_factory.mktemp("room"), SAMPLE)
+    remote = tmp_path_factory.mktemp("remote")
+    env = {"XDG_CONFIG_HOME": str(remote / "config"), "HOME": str(remote), "COMMONROOM_SESSION": ""}
+    for name, caps in (("erin", "read,observe,handoff"), ("frank", "read,observe,handoff"),
+                       ("gina", "read,observe,propose,write,approve")):
+        done = ce("join", room.invite(name, caps), "--session-file", str(remote / f"{name}.json"), env=env)
+        assert done.returncode == 0, done.stderr
+    yield room, remote, env
+    room.stop()
+
+
+def ok(remote: Path, env: dict[str, str], *args: str) -> str:
+    """``ce ARGS`` run in the remote folder (session files named relative to it): its stdout, checked to succeed."""
+    done = subprocess.run([ce_path(), *args], capture_output=True, text=True, timeout=60, cwd=remote,
+                          env={**os.environ, **env})
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
+
+
+def asked_task(world: tuple[Room, Path, dict[str, str]]) -> str:
+    """A task whose assignee (frank) asked its owner (erin) a question: its id."""
+    room, remote, env = world
+    erin, frank = ("--session-file", "erin.json"), ("--session-file", "frank.json")
+    made = json.loads(ok(remote, env, "handoff", "create", "--summary", "Check Goals", "--assignee", "frank",
+                         *erin, "--json"))
+    handoff = made["handoff"]["id"]
+    ok(remote, env, "handoff", "accept", handoff, *frank)
+    ok(remote, env, "handoff", "request-input", handoff, "--message", "Which goal first?", *frank)
+    return made["task"]["taskId"]
+
+
+def test_a_task_s_answer_hint_is_a_command_the_reader_can_run(world):
+    room, remote, env = world
+    task = asked_task(world)
+    # erin reads her task with her session file: the hint answers as erin (not as a default session)
+    shown = ok(remote, env, "task", "show", task[:12], "--session-file", "erin.json")
+    assert "Which goal first?" in shown
+    hint = f"(ce task answer {task[:13]}… ANSWER --key input_1 --session-file erin.json)"
+    assert hint in " ".join(shown.split()), shown  # (the detail column wraps it at 80 columns)
+    # the local operator reads it with FILE: ce task answer takes no FILE, so no command is named
+    owner = ce("task", "show", str(room.document), task, "--participant", "erin")
+    assert owner.returncode == 0, owner.stderr
+    assert "Which goal first?" in owner.stdout and "ce task answer" not in owner.stdout, owner.stdout
+
+
+def conflicting(world: tuple[Room, Path, dict[str, str]], where: list[str], ours: str, theirs: str) -> str:
+    """gina proposes ``ours`` for ``where`` on the head, then writes ``theirs`` there: ``ce proposal show``."""
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    proposal = ok(remote, env, "propose", "--base", "head", *where, "--text", ours, "-q", *gina).strip()
+    ok(remote, env, "write", "--expected", "head", *where, "--text", theirs, *gina)
+    return ok(remote, env, "proposal", "show", proposal, *gina)
+
+
+def test_a_conflict_says_where_as_a_line_or_an_insertion_point(world):
+    # one line both changed: "at line 15", not "lines 15–15"
+    shown = conflicting(world, ["--lines", "15-15"], "Storage is SQLite.\n", "Storage is files.\n")
+    assert re.search(r"^conflict at line 15 of v\d+:$", shown, re.M), shown
+    # both added a line at the same place: where it goes in, not "lines 25–24"
+    questions = "## Open questions\n\n1. Who approves proposals on weekends?\n2. How long should invitations last?\n"
+    shown = conflicting(world, ["--heading", "Open questions"], questions + "3. Who reads?\n",
+                        questions + "3. Who writes?\n")
+    assert re.search(r"^conflict before line 25 of v\d+:$", shown, re.M), shown
+    assert "  3. Who reads?" in shown and "  3. Who writes?" in shown
+
+
+def test_observe_names_a_proposal_made_before_it_started(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    first = ok(remote, env, "propose", "--base", "head", "--lines", "3-3", "--text", "An intro.\n",
+               "--summary", "intro A", "-q", *gina).strip()
+    second = ok(remote, env, "propose", "--base", "head", "--lines", "4-4", "--text", "A lease.\n",
+                "--summary", "intro B", "-q", *gina).strip()
+    observer = subprocess.Popen([ce_path(), "observe", *gina], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=remote, env={**os.environ, **env})
+    try:
+        time.sleep(1.5)  # connected: what follows is live, the proposals' own events are not replayed
+        ok(remote, env, "proposal", "withdraw", first, *gina)
+        ok(remote, env, "proposal", "reject", second, "--reason", "not now", *gina)
+        time.sleep(2)
+    finally:
+        observer.terminate()
+        out, err = observer.communicate(timeout=10)
+    assert "gina withdrew the proposal “intro A”" in out, (out, err)
+    assert "gina rejected the proposal “intro B”: “not now”" in out, (out, err)
+
+
+def test_a_heading_that_matches_none_says_which_headings_there_are(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    done = subprocess.run([ce_path(), "read", "--heading", "goals", *gina], capture_output=True, text=True,
+                          timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 21 and done.stdout == "", done
+    # the title as given, not a Python list; the one it missed by case alone
+    assert done.stderr.startswith('ce: invalid_region: no heading "goals" (titles match exactly): did you mean '
+                                  '"Release plan › Goals"?'), done.stderr
+    done = subprocess.run([ce_path(), "read", "--heading", "Release plan", "--heading", "Nope", *gina],
+                          capture_output=True, text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 21, done
+    assert done.stderr.startswith('ce: invalid_region: no heading "Release plan › Nope"; the headings: Release plan, '
+                                  'Goals, Design, Storage, Transport, Open questions'), done.stderr
+    # for a client that is not ce: every heading's path in details
+    answer = json.loads(subprocess.run([ce_path(), "read", "--heading", "Nope", *gina, "--json"], capture_output=True,
+                                       text=True, timeout=60, cwd=remote, env={**os.environ, **env}).stderr)
+    assert answer["details"]["headings"][:2] == [["Release plan"], ["Release plan", "Goals"]], answer
