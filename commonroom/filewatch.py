@@ -4,9 +4,14 @@ The room stats its file on a timer anyway (``Engine.watch_file``, every
 :data:`commonroom.room.FILE_WATCH_SECONDS`); where inotify is available a
 :class:`FileWatch` thread calls ``on_change`` as soon as something happens
 to the file (written, replaced, moved, deleted, attributes changed), so the
-timer's check runs at once rather than at its next turn. The folder is
-watched, not the file: an editor that saves by renaming a new file over it
-(as the room itself does) replaces the inode a file watch would follow.
+timer's check runs at once rather than at its next turn. Two watches:
+the file itself, for what is written into it (in place), and its folder,
+for names only (created, renamed, deleted): an editor that saves by
+renaming a new file over it (as the room itself does) replaces the inode
+the file's watch follows, and the folder's event names the new one, which
+is then watched in its turn. The folder's watch takes no writes: the
+sidecar's WAL beside the document is written on every commit, and a
+folder watch for writes would wake this thread on each.
 
 ```python
 watch = FileWatch.start(Path("doc.md"), on_change)   # None where inotify is unavailable
@@ -38,8 +43,10 @@ IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x002, 0x004, 0x008
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x040, 0x080, 0x100, 0x200
 IN_DELETE_SELF, IN_MOVE_SELF, IN_Q_OVERFLOW = 0x400, 0x800, 0x4000
 IN_NONBLOCK, IN_CLOEXEC = 0o4000, 0o2000000
-_MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-         | IN_DELETE_SELF | IN_MOVE_SELF)
+#: The file's own watch: what is done to its inode.
+_FILE_MASK = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF
+#: The folder's watch: names only (never a write into a file of the folder).
+_FOLDER_MASK = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
 #: Events closer together than this make one call of ``on_change`` (seconds).
 QUIET_SECONDS = 0.02
@@ -57,11 +64,18 @@ def _libc() -> ctypes.CDLL | None:
 
 
 class FileWatch:
-    """One thread reading inotify events of a file's folder (see the module docstring)."""
+    """One thread reading inotify events of a file and of its folder (see the module docstring)."""
 
-    def __init__(self, fd: int, name: bytes, on_change: Callable[[], object]):
+    def __init__(self, fd: int, libc: ctypes.CDLL, path: Path, folder_wd: int, on_change: Callable[[], object]):
         self._fd = fd
-        self._name = name
+        self._libc = libc
+        self._path = os.fsencode(path)
+        self._name = os.fsencode(path.name)
+        self._folder_wd = folder_wd
+        self._file_wd = -1
+        self._watch_file()
+        #: Reads of inotify events so far (a write elsewhere in the folder makes none).
+        self.reads = 0
         self._on_change = on_change
         self._wake_r, self._wake_w = os.pipe()
         self._stopped = False
@@ -78,24 +92,36 @@ class FileWatch:
         if fd < 0:
             log.info("inotify unavailable (%s); the file is checked on the room's timer", os.strerror(ctypes.get_errno()))
             return None
-        if libc.inotify_add_watch(fd, os.fsencode(path.parent), _MASK) < 0:
+        folder_wd = libc.inotify_add_watch(fd, os.fsencode(path.parent), _FOLDER_MASK)
+        if folder_wd < 0:
             log.info("cannot watch %s (%s); the file is checked on the room's timer", path.parent,
                      os.strerror(ctypes.get_errno()))
             os.close(fd)
             return None
-        watch = cls(fd, os.fsencode(path.name), on_change)
+        watch = cls(fd, libc, path, folder_wd, on_change)
         watch._thread.start()
         return watch
 
+    def _watch_file(self) -> None:
+        """Watch the inode the file's name points at now (none while there is no file)."""
+        self._file_wd = self._libc.inotify_add_watch(self._fd, self._path, _FILE_MASK)
+
     def _relevant(self, data: bytes) -> bool:
+        """True when ``data`` (inotify events) tells of the file; a new file under its name is watched."""
+        relevant = renamed = False
         offset = 0
         while offset + _EVENT.size <= len(data):
-            _, mask, _, size = _EVENT.unpack_from(data, offset)
+            wd, mask, _, size = _EVENT.unpack_from(data, offset)
             name = data[offset + _EVENT.size:offset + _EVENT.size + size].rstrip(b"\0")
             offset += _EVENT.size + size
-            if name == self._name or mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF):
-                return True
-        return False
+            if wd == self._folder_wd and name == self._name:
+                relevant = True
+                renamed = renamed or bool(mask & (IN_CREATE | IN_MOVED_TO))
+            elif (wd == self._file_wd and wd >= 0) or mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF):
+                relevant = True
+        if renamed or relevant and self._file_wd < 0:
+            self._watch_file()
+        return relevant
 
     def _run(self) -> None:
         poller = select.poll()
@@ -109,7 +135,9 @@ class FileWatch:
                 changed = False
                 while True:  # drain what has come, and what comes within QUIET_SECONDS
                     try:
-                        changed = self._relevant(os.read(self._fd, 65536)) or changed
+                        data = os.read(self._fd, 65536)
+                        self.reads += 1
+                        changed = self._relevant(data) or changed
                     except BlockingIOError:
                         if not poller.poll(QUIET_SECONDS * 1000):
                             break

@@ -325,14 +325,22 @@ def task(answer: dict[str, Any]) -> None:
         ("handoff", answer.get("handoffId") or answer.get("operation")),
         ("who", f"owner {owner}, assignee {assignee or '-'}"),
         ("message", None if answer.get("inputRequests") else answer.get("statusMessage")),
-        *((f"asked {key}", f"{_question(request)} (ce task answer {short(answer.get('taskId'))} ANSWER "
-                           f"--key {key})")
+        *((f"asked {key}", _question(request) + _answer_hint(answer, key))
           for key, request in (answer.get("inputRequests") or {}).items()),
         *((f"answered {key}", _answer(value)) for key, value in (answer.get("inputResponses") or {}).items()),
         ("result", _tool_result(answer.get("result"))),
         ("error", f"{error.get('message')} ({error.get('code')})" if error else None),
         ("updated", f"{when(answer.get('lastUpdatedAt'))} (created {when(answer.get('createdAt'))})"),
     ])
+
+
+def _answer_hint(task: dict[str, Any], key: str) -> str:
+    """`` (ce task answer task_… ANSWER --key K)`` with the session the caller used; nothing for the local
+    operator (``ce task answer`` takes no FILE)."""
+    from .sessions import session_option
+
+    option = session_option()
+    return "" if option is None else f" (ce task answer {short(task.get('taskId'))} ANSWER --key {key}{option})"
 
 
 def _question(request: Any) -> str:

@@ -43,6 +43,18 @@ ROOM: ContextVar[str | None] = ContextVar("ce_room", default=None)
 ADDRESS: ContextVar[tuple[str, str] | None] = ContextVar("ce_address", default=None)
 
 
+def session_option() -> str | None:
+    """How a command printed for the caller to run next reaches the room as the running one did, for a command
+    that takes a session only: ``" --session-file PATH"`` (shell-quoted) when one was given, ``""`` with the
+    default session, None for the local operator's FILE (who has no session to run it with)."""
+    import shlex
+
+    kind, where = ADDRESS.get() or ("", "")
+    if kind == "file":
+        return None
+    return f" --session-file {shlex.quote(where)}" if kind == "session" and where else ""
+
+
 def config_dir() -> Path:
     """``$XDG_CONFIG_HOME/commonroom`` (``~/.config/commonroom`` when unset)."""
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "commonroom"

@@ -45,7 +45,8 @@ def stdout_failed(error: BaseException) -> bool:
     True when writing what stdout still holds fails again, or when the
     innermost frame of ``error`` was writing to it: its line names
     ``stdout``, or one of its locals is stdout, its buffer, or an object
-    writing to stdout (click's ``file``, Rich's console).
+    writing to stdout (click's ``file``, Rich's console, ``ce observe``'s
+    follower and its ``out``).
     """
     out = sys.stdout
     if out is None:
@@ -62,8 +63,8 @@ def stdout_failed(error: BaseException) -> bool:
     frame = trace.tb_frame
     streams = (out, getattr(out, "buffer", None), sys.__stdout__)
     for value in list(frame.f_locals.values()):
-        if any(value is s for s in streams if s is not None) or any(
-                getattr(value, "file", None) is s for s in streams if s is not None):
+        if any(value is s or getattr(value, "file", None) is s or getattr(value, "out", None) is s
+               for s in streams if s is not None):
             return True
     import linecache  # only on this rare path
 

@@ -89,9 +89,11 @@ def test_a_proposal_that_no_longer_applies_says_so_and_what_to_do(room, tmp_path
 
 
 @pytest.mark.parametrize("args", [("versions", "{doc}"), ("versions", "{doc}", "--json"), ("read", "{session}"),
-                                  ("lease", "list", "{session}"), ("--help",), ("--version",)])
+                                  ("lease", "list", "{session}"), ("--help",), ("--version",),
+                                  ("observe", "--since", "0", "{session}"),
+                                  ("observe", "--since", "0", "{session}", "--json")])
 def test_output_that_cannot_be_written_is_one_line(room, tmp_path, args):
-    session = join(room, tmp_path, "full", "read")
+    session = join(room, tmp_path, "full", "read,observe")
     argv = []
     for arg in args:
         argv += session if arg == "{session}" else [str(room.document) if arg == "{doc}" else arg]
