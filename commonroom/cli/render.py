@@ -111,12 +111,12 @@ def next_step(envelope: dict[str, Any]) -> str:
     room's machine); without one, a session is not sent to ``ce status
     FILE`` either (it has no FILE).
     """
-    from .sessions import ADDRESS
+    from .sessions import ADDRESS, session_option
 
     address = ADDRESS.get()
     kind, where = address if address is not None else ("", "")
-    at = f" {shlex.quote(where)}" if kind == "file" else f" --session-file {shlex.quote(where)}" if where else ""
-    session = f" --session-file {shlex.quote(where)}" if kind == "session" and where else ""
+    session = session_option() or ""
+    at = f" {shlex.quote(where)}" if kind == "file" else session
     return _next_step(envelope, kind).replace("{at}", at).replace("{session}", session)
 
 
