@@ -228,6 +228,25 @@ def match_headings(found: list[Heading], query: list[str] | tuple[str, ...]) -> 
             if h.title == query[-1] and _is_subsequence(query[:-1], h.path[:-1])]
 
 
+#: At most this many titles are named in the message of a heading that matches none.
+TITLES_NAMED = 12
+
+
+def _no_match(query: list[str], found: list[Heading]) -> str:
+    """What a person reads when the heading path ``query`` names no heading of ``found``: the path as given,
+    the heading it missed by letter case alone, else the document's titles (the first :data:`TITLES_NAMED`)."""
+    asked = f"no heading \"{' › '.join(query)}\""
+    if not found:
+        return f"{asked}: the document has no headings"
+    folded = [str(title).casefold() for title in query]
+    near = [h for h in found if [t.casefold() for t in h.path[-len(folded):]] == folded]
+    if near:
+        return f"{asked} (titles match exactly): did you mean \"{' › '.join(near[0].path)}\"?"
+    titles = ", ".join(h.title for h in found[:TITLES_NAMED])
+    more = f" and {len(found) - TITLES_NAMED} more" if len(found) > TITLES_NAMED else ""
+    return f"{asked}; the headings: {titles}{more}"
+
+
 def resolve(text: str, region: dict[str, Any] | None, *, line_count: int | None = None) -> Span:
     """Resolve a region against ``text`` to a :class:`Span`.
 
@@ -298,13 +317,15 @@ def resolve(text: str, region: dict[str, Any] | None, *, line_count: int | None 
         raise _bad("'heading' must be a non-empty list of titles", region_in,
                    reason="bad_heading")
     query = list(value)
-    hits = match_headings(headings(text), query)
+    found = headings(text)
+    hits = match_headings(found, query)
     if not hits:
-        raise _bad(f"no heading matches {query}", region_in, reason="no_match")
+        raise _bad(_no_match(query, found), region_in, reason="no_match",
+                   headings=[list(h.path) for h in found[:MAX_CANDIDATES]])
     if len(hits) > 1:
         shown = hits[:MAX_CANDIDATES]
         raise _bad(
-            f"{len(hits)} headings match {query}; give more of the path",
+            f"{len(hits)} headings match \"{' › '.join(query)}\"; give more of the path",
             region_in,
             reason="ambiguous",
             candidates=[list(h.path) for h in shown],

@@ -7,7 +7,8 @@ are in ``ce observe --json``), says times as ``10:18 (in 30m)``
 (:func:`commonroom.cli.printing.clock`) and quotes what was said where the
 caller may read it: a board message's body, the question a handoff's
 assignee asked (or a tool's task asks) and the answer it got, a
-handoff's summary and result. Those are read with the caller's own
+handoff's summary and result, a proposal's summary (also of one made
+before ``ce observe`` started). Those are read with the caller's own
 session (:class:`Lookup`, each read at most once); a read the caller may
 not make leaves the quote out. What earlier events said (a lease's lines,
 a proposal's summary, who holds a session) is remembered for the later
@@ -96,6 +97,11 @@ class Lookup:
                 self._cache[key] = None
         return self._cache[key]
 
+    def proposal(self, proposal_id: str) -> dict[str, Any] | None:
+        """A proposal (``editing#Proposal``, read as ``ce proposal show`` reads it), or None."""
+        answer = self._get(f"p:{proposal_id}", "proposal_review", {"proposal_id": proposal_id})
+        return answer.get("proposal") if isinstance(answer, dict) else None
+
     def message(self, board: str, message_id: str) -> dict[str, Any] | None:
         """A board message (``boards#Message``), or None."""
         page = self._get(f"m:{message_id}", "list_session_messages",
@@ -143,13 +149,22 @@ def _board(memory: Memory, board: Any) -> str:
     return f"{name}'s board" if name else "a board"
 
 
-def _handoff(memory: Memory, lookup: Lookup, payload: dict[str, Any]) -> str:
-    handoff_id = str(payload.get("handoff_id", ""))
-    if handoff_id not in memory.handoffs:
-        found = lookup.handoff(handoff_id)
+def _summarized(known: dict[str, str], read: Callable[[str], dict[str, Any] | None], ident: str, noun: str) -> str:
+    """``the handoff “summary”``: remembered from its creation event, else read (made before ``ce observe``
+    started); ``a handoff`` when the caller cannot read it."""
+    if ident not in known:
+        found = read(ident)
         if found and found.get("summary"):
-            memory.handoffs[handoff_id] = quote(found["summary"])
-    return f"the handoff {memory.handoffs[handoff_id]}" if handoff_id in memory.handoffs else "a handoff"
+            known[ident] = quote(found["summary"])
+    return f"the {noun} {known[ident]}" if ident in known else f"a {noun}"
+
+
+def _handoff(memory: Memory, lookup: Lookup, payload: dict[str, Any]) -> str:
+    return _summarized(memory.handoffs, lookup.handoff, str(payload.get("handoff_id", "")), "handoff")
+
+
+def _proposal(memory: Memory, lookup: Lookup, payload: dict[str, Any]) -> str:
+    return _summarized(memory.proposals, lookup.proposal, str(payload.get("proposal_id", "")), "proposal")
 
 
 def _reason(payload: dict[str, Any]) -> str:
@@ -255,13 +270,11 @@ SENTENCES: dict[str, Sentence] = {
         f"{m.who(e)} proposed a change to {lines(_p(e).get('lines')) or 'the document'} of v{_p(e).get('base_version')}"
         + (f" (rebased from v{_p(e)['rebased_from']})" if _p(e).get("rebased_from") else "")
         + (f": {quote(_p(e)['summary'])}" if _p(e).get("summary") else "")),
-    "proposal.approved": lambda m, _, e: f"{_p(e).get('approved_by') or m.who(e)} approved the proposal "
-                                         f"{m.proposals.get(_p(e).get('proposal_id', ''), '')}".rstrip()
-                                         + f": now v{_p(e).get('version')}",
-    "proposal.rejected": lambda m, _, e: f"{_p(e).get('by') or m.who(e)} rejected the proposal "
-                                         f"{m.proposals.get(_p(e).get('proposal_id', ''), '')}".rstrip() + _reason(_p(e)),
-    "proposal.withdrawn": lambda m, _, e: f"{_p(e).get('by') or m.who(e)} withdrew the proposal "
-                                          f"{m.proposals.get(_p(e).get('proposal_id', ''), '')}".rstrip(),
+    "proposal.approved": lambda m, lk, e: f"{_p(e).get('approved_by') or m.who(e)} approved "
+                                          f"{_proposal(m, lk, _p(e))}: now v{_p(e).get('version')}",
+    "proposal.rejected": lambda m, lk, e: f"{_p(e).get('by') or m.who(e)} rejected {_proposal(m, lk, _p(e))}"
+                                          + _reason(_p(e)),
+    "proposal.withdrawn": lambda m, lk, e: f"{_p(e).get('by') or m.who(e)} withdrew {_proposal(m, lk, _p(e))}",
     "board.message_posted": _posted,
     "board.message_resolved": _resolved,
     "handoff.created": lambda m, lk, e: f"{_p(e).get('owner') or m.who(e)} handed off "

@@ -11,7 +11,8 @@ import json
 import sys
 from typing import Any
 
-from .printing import DETAIL_WIDTH, console, detail, diff, line, markdown, outcome, place, renders, short, table, when
+from .printing import (DETAIL_WIDTH, console, detail, diff, line, markdown, outcome, place, renders, short, span, table,
+                       when)
 
 
 def _name(who: Any) -> str:
@@ -126,7 +127,8 @@ def proposal_review(answer: dict[str, Any]) -> None:
         line(Text(f"\nchange against the head v{head} (what approving commits):", style="bold underline"))
         diff(answer["head_diff"])
     for hunk in answer.get("conflicts") or []:
-        line(Text(f"\nconflict at lines {hunk['base_start']}–{hunk['base_end']} of v{row['base_version']}:",
+        at = span([hunk["base_start"], hunk["base_end"]])  # "line 14", or "before line 15" (both inserted)
+        line(Text(f"\nconflict {'at ' if at.startswith('line') else ''}{at} of v{row['base_version']}:",
                   style="bold underline"))
         line(f"the head v{head} has:")
         markdown_block(hunk["theirs"])

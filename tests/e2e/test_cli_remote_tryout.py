@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -20,11 +22,13 @@ from tests.roomproc import Room, ce, ce_path, start_room
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """The room, and a remote folder holding erin's (handoff owner) and frank's (assignee) session files."""
+    """The room, and a remote folder holding erin's (handoff owner), frank's (assignee) and gina's (proposes
+    and writes) session files."""
     room = start_room(tmp_path_factory.mktemp("room"), SAMPLE)
     remote = tmp_path_factory.mktemp("remote")
     env = {"XDG_CONFIG_HOME": str(remote / "config"), "HOME": str(remote), "COMMONROOM_SESSION": ""}
-    for name, caps in (("erin", "read,observe,handoff"), ("frank", "read,observe,handoff")):
+    for name, caps in (("erin", "read,observe,handoff"), ("frank", "read,observe,handoff"),
+                       ("gina", "read,observe,propose,write,approve")):
         done = ce("join", room.invite(name, caps), "--session-file", str(remote / f"{name}.json"), env=env)
         assert done.returncode == 0, done.stderr
     yield room, remote, env
@@ -63,3 +67,65 @@ def test_a_task_s_answer_hint_is_a_command_the_reader_can_run(world):
     owner = ce("task", "show", str(room.document), task, "--participant", "erin")
     assert owner.returncode == 0, owner.stderr
     assert "Which goal first?" in owner.stdout and "ce task answer" not in owner.stdout, owner.stdout
+
+
+def conflicting(world: tuple[Room, Path, dict[str, str]], where: list[str], ours: str, theirs: str) -> str:
+    """gina proposes ``ours`` for ``where`` on the head, then writes ``theirs`` there: ``ce proposal show``."""
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    proposal = ok(remote, env, "propose", "--base", "head", *where, "--text", ours, "-q", *gina).strip()
+    ok(remote, env, "write", "--expected", "head", *where, "--text", theirs, *gina)
+    return ok(remote, env, "proposal", "show", proposal, *gina)
+
+
+def test_a_conflict_says_where_as_a_line_or_an_insertion_point(world):
+    # one line both changed: "at line 15", not "lines 15–15"
+    shown = conflicting(world, ["--lines", "15-15"], "Storage is SQLite.\n", "Storage is files.\n")
+    assert re.search(r"^conflict at line 15 of v\d+:$", shown, re.M), shown
+    # both added a line at the same place: where it goes in, not "lines 25–24"
+    questions = "## Open questions\n\n1. Who approves proposals on weekends?\n2. How long should invitations last?\n"
+    shown = conflicting(world, ["--heading", "Open questions"], questions + "3. Who reads?\n",
+                        questions + "3. Who writes?\n")
+    assert re.search(r"^conflict before line 25 of v\d+:$", shown, re.M), shown
+    assert "  3. Who reads?" in shown and "  3. Who writes?" in shown
+
+
+def test_observe_names_a_proposal_made_before_it_started(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    first = ok(remote, env, "propose", "--base", "head", "--lines", "3-3", "--text", "An intro.\n",
+               "--summary", "intro A", "-q", *gina).strip()
+    second = ok(remote, env, "propose", "--base", "head", "--lines", "4-4", "--text", "A lease.\n",
+                "--summary", "intro B", "-q", *gina).strip()
+    observer = subprocess.Popen([ce_path(), "observe", *gina], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=remote, env={**os.environ, **env})
+    try:
+        time.sleep(1.5)  # connected: what follows is live, the proposals' own events are not replayed
+        ok(remote, env, "proposal", "withdraw", first, *gina)
+        ok(remote, env, "proposal", "reject", second, "--reason", "not now", *gina)
+        time.sleep(2)
+    finally:
+        observer.terminate()
+        out, err = observer.communicate(timeout=10)
+    assert "gina withdrew the proposal “intro A”" in out, (out, err)
+    assert "gina rejected the proposal “intro B”: “not now”" in out, (out, err)
+
+
+def test_a_heading_that_matches_none_says_which_headings_there_are(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    done = subprocess.run([ce_path(), "read", "--heading", "goals", *gina], capture_output=True, text=True,
+                          timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 21 and done.stdout == "", done
+    # the title as given, not a Python list; the one it missed by case alone
+    assert done.stderr.startswith('ce: invalid_region: no heading "goals" (titles match exactly): did you mean '
+                                  '"Release plan › Goals"?'), done.stderr
+    done = subprocess.run([ce_path(), "read", "--heading", "Release plan", "--heading", "Nope", *gina],
+                          capture_output=True, text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 21, done
+    assert done.stderr.startswith('ce: invalid_region: no heading "Release plan › Nope"; the headings: Release plan, '
+                                  'Goals, Design, Storage, Transport, Open questions'), done.stderr
+    # for a client that is not ce: every heading's path in details
+    answer = json.loads(subprocess.run([ce_path(), "read", "--heading", "Nope", *gina, "--json"], capture_output=True,
+                                       text=True, timeout=60, cwd=remote, env={**os.environ, **env}).stderr)
+    assert answer["details"]["headings"][:2] == [["Release plan"], ["Release plan", "Goals"]], answer
