@@ -42,7 +42,11 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 #: The page's Content-Security-Policy: nothing inline, nothing from elsewhere.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-_ASSETS = {"console.js": "text/javascript; charset=utf-8", "console-kit.js": "text/javascript; charset=utf-8",
+#: The console's JavaScript: the helpers (console-kit.js, a classic script the participant page loads too) and
+#: the modules: console.js (the entry the HTML loads) and the parts it imports (docs/console.md).
+CONSOLE_SCRIPTS = ("console-kit.js", "console.js", "console-api.js", "console-document.js", "console-people.js",
+                   "console-board.js")
+_ASSETS = {**{name: "text/javascript; charset=utf-8" for name in CONSOLE_SCRIPTS},
            "console.css": "text/css; charset=utf-8",
            "favicon.svg": "image/svg+xml"}
 

@@ -27,7 +27,10 @@ import falcon.asgi
 from ..errors import NotFound
 from .console import CSP
 
-_ASSETS = {"page.js": ("participant", "text/javascript; charset=utf-8"),
+#: The page's JavaScript modules: page.js (the entry the HTML loads) and the parts it imports (docs/web.md).
+PAGE_SCRIPTS = ("page.js", "page-api.js", "page-document.js", "page-proposals.js", "page-versions.js",
+                "page-handoffs.js", "page-boards.js", "page-live.js")
+_ASSETS = {**{name: ("participant", "text/javascript; charset=utf-8") for name in PAGE_SCRIPTS},
            "page.css": ("participant", "text/css; charset=utf-8"),
            "console-kit.js": ("console", "text/javascript; charset=utf-8"),  # the helpers both pages share
            "favicon.svg": ("console", "image/svg+xml")}

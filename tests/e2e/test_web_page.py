@@ -31,6 +31,7 @@ import pytest
 from playwright.sync_api import expect
 
 from commonroom.http.console import CSP
+from commonroom.http.participant import PAGE_SCRIPTS
 from tests.clients.generators import HERE as NPM_HERE
 from tests.clients.generators import npm_packages
 from tests.conftest import SAMPLE
@@ -153,12 +154,16 @@ def test_the_page_is_served_with_strict_headers_and_no_inline_script(room):
     scripts = re.findall(r"<script[^>]*>(.*?)</script>", page.text, re.S)
     assert len(scripts) == 2 and set(scripts) == {""}, "every script is a file of the room (src), none inline"
     assert not re.search(r"\son\w+=|style=|<style", page.text)
-    for name, kind in (("page.js", "text/javascript"), ("console-kit.js", "text/javascript"), ("page.css", "text/css"),
+    # every module of the page is served (page.js imports the others), and only those
+    shipped = {p.name for p in (Path(__file__).parents[2] / "commonroom" / "static" / "participant").glob("*.js")}
+    assert shipped == set(PAGE_SCRIPTS), shipped ^ set(PAGE_SCRIPTS)
+    script_names = (*PAGE_SCRIPTS, "console-kit.js")
+    for name, kind in (*((script, "text/javascript") for script in script_names), ("page.css", "text/css"),
                        ("favicon.svg", "image/svg+xml")):
         asset = httpx.get(f"{room.ingress}/assets/{name}")
         assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
         assert asset.headers["content-security-policy"] == CSP
-    for script in ("page.js", "console-kit.js"):
+    for script in script_names:
         assert "innerHTML" not in httpx.get(f"{room.ingress}/assets/{script}").text
     missing = httpx.get(room.ingress + "/assets/other.js")
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
