@@ -8,6 +8,8 @@ import pytest
 
 from tests.roomproc import Room, corpus_files, start_room
 
+pytest_plugins = ("tests.each_alone",)  # pytest --each-alone
+
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.md"
 
 
@@ -53,3 +55,4 @@ def chromium():
         browser = playwright.chromium.launch(executable_path=str(executable), args=ARGS)
         yield browser
         browser.close()
+

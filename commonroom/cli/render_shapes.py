@@ -491,12 +491,18 @@ def messages(answer: dict[str, Any]) -> None:
 
 @renders("boards#Observation")
 def observation(answer: dict[str, Any]) -> None:
-    """The changed messages, then the token to observe after."""
+    """The changed messages (a baseline reads none; no change says so), then the token to observe after."""
     from rich.text import Text
 
     if answer.get("history_lost"):
         line(Text("history lost: some changes were dropped; reread the board", style="yellow"))
-    _messages(answer.get("messages") or [])
+    if answer.get("baseline"):
+        line("baseline: nothing read; the board's changes after it come with --token (ce board list reads what "
+             "the board holds)")
+    elif not answer.get("messages"):
+        line("no changes since that token")
+    else:
+        _messages(answer["messages"])
     line(Text(f"next: --token {answer['observation_token']}" + (" (more waiting)" if answer.get("has_more") else ""),
               style="dim"))
 

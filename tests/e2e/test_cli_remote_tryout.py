@@ -27,8 +27,8 @@ def world(tmp_path_factory):
     room = start_room(tmp_path_factory.mktemp("room"), SAMPLE)
     remote = tmp_path_factory.mktemp("remote")
     env = {"XDG_CONFIG_HOME": str(remote / "config"), "HOME": str(remote), "COMMONROOM_SESSION": ""}
-    for name, caps in (("erin", "read,observe,handoff"), ("frank", "read,observe,handoff"),
-                       ("gina", "read,observe,propose,write,approve")):
+    for name, caps in (("erin", "read,observe,handoff,message"), ("frank", "read,observe,handoff,lease"),
+                       ("gina", "read,observe,propose,write,approve,lease")):
         done = ce("join", room.invite(name, caps), "--session-file", str(remote / f"{name}.json"), env=env)
         assert done.returncode == 0, done.stderr
     yield room, remote, env
@@ -129,3 +129,31 @@ def test_a_heading_that_matches_none_says_which_headings_there_are(world):
     answer = json.loads(subprocess.run([ce_path(), "read", "--heading", "Nope", *gina, "--json"], capture_output=True,
                                        text=True, timeout=60, cwd=remote, env={**os.environ, **env}).stderr)
     assert answer["details"]["headings"][:2] == [["Release plan"], ["Release plan", "Goals"]], answer
+
+
+def test_board_observe_says_baseline_and_no_changes_not_no_messages(world):
+    room, remote, env = world
+    erin = ("--session-file", "erin.json")
+    ok(remote, env, "board", "post", "-", "note", "kept on the board", *erin)
+    baseline = ok(remote, env, "board", "observe", "-", *erin)
+    assert "no messages" not in baseline, baseline  # the board holds one: a baseline reads none
+    assert baseline.startswith("baseline: nothing read; the board's changes after it come with --token "
+                               "(ce board list reads what the board holds)\nnext: --token bo1."), baseline
+    token = baseline.split("next: --token ")[1].split()[0]
+    quiet = ok(remote, env, "board", "observe", "-", "--token", token, *erin)
+    assert quiet.startswith("no changes since that token\nnext: --token "), quiet
+    ok(remote, env, "board", "post", "-", "note", "a change", *erin)
+    changed = ok(remote, env, "board", "observe", "-", "--token", token, *erin)
+    assert "a change" in changed and "kept on the board" not in changed, changed
+
+
+def test_releasing_another_s_lease_says_whose_list_to_read(world):
+    room, remote, env = world
+    lease = ok(remote, env, "lease", "acquire", "--lines", "1-1", "-q", "--session-file", "gina.json").strip()
+    done = subprocess.run([ce_path(), "lease", "release", lease, "--session-file", "frank.json"], capture_output=True,
+                          text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 26 and done.stdout == "", done
+    assert done.stderr == ("ce: not_found: no such lease held by this session — next: ce lease list --session-file "
+                           "frank.json shows each live lease and who holds it; only the holder's session renews or "
+                           "releases it\n"), done.stderr
+    ok(remote, env, "lease", "release", lease, "--session-file", "gina.json")
