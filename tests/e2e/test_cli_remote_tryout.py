@@ -157,3 +157,22 @@ def test_releasing_another_s_lease_says_whose_list_to_read(world):
                            "frank.json shows each live lease and who holds it; only the holder's session renews or "
                            "releases it\n"), done.stderr
     ok(remote, env, "lease", "release", lease, "--session-file", "gina.json")
+
+
+def test_cancelling_a_finished_task_says_nothing_was_cancelled(world):
+    room, remote, env = world
+    erin, frank = ("--session-file", "erin.json"), ("--session-file", "frank.json")
+    made = json.loads(ok(remote, env, "handoff", "create", "--summary", "Count the goals", "--assignee", "frank",
+                         *erin, "--json"))
+    ok(remote, env, "handoff", "accept", made["handoff"]["id"], *frank)
+    ok(remote, env, "handoff", "complete", made["handoff"]["id"], "--result", "Two.", *frank)
+    task = made["task"]["taskId"]
+    done = subprocess.run([ce_path(), "task", "cancel", task, *erin], capture_output=True, text=True, timeout=60,
+                          cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 0 and f"task {task} · completed" in done.stdout, done
+    assert done.stderr == "ce task cancel: the task was completed already: nothing was cancelled\n", done.stderr
+    # a task it does cancel says nothing more
+    other = json.loads(ok(remote, env, "handoff", "create", "--summary", "Count the risks", *erin, "--json"))
+    done = subprocess.run([ce_path(), "task", "cancel", other["task"]["taskId"], *erin], capture_output=True,
+                          text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 0 and "· cancelled" in done.stdout and done.stderr == "", done
