@@ -8,6 +8,7 @@ reaches this module (the answer is printed as it came).
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from .printing import (DETAIL_WIDTH, console, detail, diff, line, markdown, outcome, place, renders, short, span, table,
@@ -31,8 +32,19 @@ def document(answer: dict[str, Any]) -> None:
 
 @renders("editing#Diff")
 def version_diff(answer: dict[str, Any]) -> None:
-    """The unified diff, coloured on a terminal."""
-    diff(answer["diff"])
+    """The unified diff, coloured on a terminal; two versions with the same text say so in one line
+    (``sample.md: no difference between v1 and v1``), on stderr when stdout is piped (it stays the empty
+    diff)."""
+    if answer["diff"]:
+        diff(answer["diff"])
+        return
+    same = f"no difference between v{answer['from_version']} and v{answer['to_version']}"
+    if sys.stdout.isatty():
+        outcome(same)
+        return
+    from .sessions import ROOM
+
+    print(f"{ROOM.get()}: {same}" if ROOM.get() else same, file=sys.stderr)
 
 
 @renders("editing#VersionInfo")
@@ -186,9 +198,9 @@ def participants(answer: dict[str, Any]) -> None:
 def sessions(answer: dict[str, Any]) -> None:
     """Live sessions, oldest first, with their boards' retained messages.
 
-    The whole session id: it names the session's board in ``ce board …``,
-    run with a participant's session, which cannot list the room's sessions
-    to resolve a start of one.
+    The whole session id: it names the session's board in ``ce board …``
+    (a unique start of it does too), and is what ``--json`` answers and
+    events carry.
     """
     table(answer["sessions"], [
         ("session", lambda s: s["session"]["id"]),
