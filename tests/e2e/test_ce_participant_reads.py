@@ -190,6 +190,17 @@ def test_observe_quotes_questions_answers_and_results(room, remote, tmp_path):
     assert "the confirm_delete task asks for input: “Delete old.md?”" in out, out
 
 
+def test_a_change_with_an_empty_standard_input_is_refused(room, remote, tmp_path):
+    writer = join(room, remote, "writer-e", "read,write,propose", tmp_path / "writer.json")
+    head = json.loads(ce("read", *writer, "--json", env=remote).stdout)["version"]
+    for args in (("write", "--expected", "head"), ("propose", "--base", "head")):
+        done = subprocess.run([ce_path(), *args, "--lines", "1-1", *writer], input="", capture_output=True,
+                              text=True, timeout=60, env={**os.environ, **remote})
+        assert "--text '' empties the region" in one_line(done, "invalid_request")
+    assert json.loads(ce("read", *writer, "--json", env=remote).stdout)["version"] == head  # nothing written
+    assert ce("write", "--expected", "head", "--lines", "1-1", "--text", "", *writer, env=remote).returncode == 0
+
+
 def test_a_remote_participants_errors_are_one_line(room, remote, tmp_path):
     me = join(room, remote, "oops", "read,message,propose,handoff", tmp_path / "oops.json")
     for args, code in ((("proposal", "show", "pr_1234…"), "proposal_not_found"),
