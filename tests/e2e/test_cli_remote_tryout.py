@@ -28,7 +28,7 @@ def world(tmp_path_factory):
     remote = tmp_path_factory.mktemp("remote")
     env = {"XDG_CONFIG_HOME": str(remote / "config"), "HOME": str(remote), "COMMONROOM_SESSION": ""}
     for name, caps in (("erin", "read,observe,handoff,message"), ("frank", "read,observe,handoff,lease"),
-                       ("gina", "read,observe,propose,write,approve,lease")):
+                       ("gina", "read,observe,propose,write,approve,lease,message")):
         done = ce("join", room.invite(name, caps), "--session-file", str(remote / f"{name}.json"), env=env)
         assert done.returncode == 0, done.stderr
     yield room, remote, env
@@ -192,3 +192,18 @@ def test_the_owner_s_invite_and_revoke_lines_name_the_room_and_say_times_for_peo
     assert revoked.stdout == f"{room.document.name}: session {session} revoked\n", revoked.stdout
     again = ce("revoke", str(room.document), "--session", session)
     assert again.stdout == f"{room.document.name}: session {session} was already revoked\n", again.stdout
+
+
+def test_a_session_s_work_summary_says_leases_where_and_no_empty_counts(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    leases = [ok(remote, env, "lease", "acquire", *where, "--ttl", "600", "-q", *gina).strip()
+              for where in (("--heading", "Transport"), ("--lines", "2-2"))]
+    try:
+        summary = ok(remote, env, "board", "summary", "handoff", "-", *gina)
+    finally:
+        for lease in leases:
+            ok(remote, env, "lease", "release", lease, *gina)
+    assert "'heading'" not in summary and "{" not in summary, summary  # no Python dict
+    assert '"Release plan › Design › Transport"' in summary and "line 2" in summary, summary
+    assert "(none)" not in summary, summary  # "proposals: 0", or "proposals (1 open): 1"
