@@ -17,6 +17,7 @@ from ..vocabulary import CAPABILITIES, words
 from . import ids
 from .common import handled, operator_read, operator_write, parse_duration, require_document
 from .options import CursorOpt, FileArg, LimitOpt, SessionOpt
+from .printing import clock
 from .routes import request
 from .sessions import default_session_file, live, room_session_file, save_session, session_call
 from .render import JSON_OUTPUT, show
@@ -73,7 +74,7 @@ def invite_command(
         return
     print(invitation.page_link(result["token"]) if link else result["token"])
     print(f"invitation {result['invitation_id']} for {result['participant']} "
-          f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
+          f"({','.join(result['capabilities'])}), good until {clock(result['expires_at'])}", file=sys.stderr)
 
 
 @handled

@@ -223,9 +223,9 @@ def joined(answer: dict[str, Any]) -> None:
 
 @renders("owner#RevokeResult")
 def revoked(answer: dict[str, Any]) -> None:
-    """``revoked session s_…`` (or ``… was already revoked``)."""
-    line(f"{answer.get('kind', '')} {answer.get('id', '')} " + ("revoked" if answer.get("revoked") else
-                                                               "was already revoked"))
+    """``notes.md: session s_… revoked`` (or ``… was already revoked``)."""
+    outcome(f"{answer.get('kind', '')} {answer.get('id', '')} " + ("revoked" if answer.get("revoked") else
+                                                                  "was already revoked"))
 
 
 def _bytes(n: int) -> str:

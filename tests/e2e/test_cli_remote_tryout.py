@@ -176,3 +176,19 @@ def test_cancelling_a_finished_task_says_nothing_was_cancelled(world):
     done = subprocess.run([ce_path(), "task", "cancel", other["task"]["taskId"], *erin], capture_output=True,
                           text=True, timeout=60, cwd=remote, env={**os.environ, **env})
     assert done.returncode == 0 and "· cancelled" in done.stdout and done.stderr == "", done
+
+
+def test_the_owner_s_invite_and_revoke_lines_name_the_room_and_say_times_for_people(world):
+    room, remote, env = world
+    done = ce("invite", str(room.document), "--participant", "hal", "--cap", "read", "--expires", "2h")
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"invitation inv_[0-9a-f]+ for hal \(read\), good until (\w{3} \d+ )?\d\d:\d\d \(in 2h\)\n",
+                        done.stderr), done.stderr
+    joined = ce("join", done.stdout.strip(), "--session-file", str(remote / "hal.json"), env=env)
+    assert joined.returncode == 0, joined.stderr
+    session = json.loads((remote / "hal.json").read_text())["session_id"]
+    revoked = ce("revoke", str(room.document), "--session", session)
+    assert revoked.returncode == 0, revoked.stderr
+    assert revoked.stdout == f"{room.document.name}: session {session} revoked\n", revoked.stdout
+    again = ce("revoke", str(room.document), "--session", session)
+    assert again.stdout == f"{room.document.name}: session {session} was already revoked\n", again.stdout
