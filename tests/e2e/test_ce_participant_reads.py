@@ -213,7 +213,9 @@ def test_a_remote_participants_errors_are_one_line(room, remote, tmp_path):
                        (("board", "ack", "msg_ffff…"), "message_not_found"),
                        (("board", "peer-post", "peer_ffff", "note", "hi"), "peer_not_found"),
                        (("sessions", "--cursor", "abc"), "invalid_request"),
-                       (("read", "--heading", "No such heading"), "invalid_region")):
+                       (("read", "--heading", "No such heading"), "invalid_region"),
+                       (("handoff", "show", "ho_a/b"), "invalid_request"),  # no id holds a / (nothing sent)
+                       (("board", "assignment", "-", "msg_a/../x"), "invalid_request")):
         one_line(ce(*args, *me, env=remote), code)
     # an expired session, and a stopped room: one line each, whatever the command
     expired = join(room, remote, "brief", "read,message", tmp_path / "brief.json", session_ttl_seconds=1)
