@@ -207,3 +207,18 @@ def test_a_session_s_work_summary_says_leases_where_and_no_empty_counts(world):
     assert "'heading'" not in summary and "{" not in summary, summary  # no Python dict
     assert '"Release plan › Design › Transport"' in summary and "line 2" in summary, summary
     assert "(none)" not in summary, summary  # "proposals: 0", or "proposals (1 open): 1"
+
+
+def test_a_colleague_reads_an_invitation_before_joining(world):
+    room, remote, env = world
+    token = room.invite("ida", "read,observe")
+    done = subprocess.run([ce_path(), "invitation", "decode", token], capture_output=True, text=True, timeout=60,
+                          cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 0 and done.stderr == "", done
+    shown = done.stdout
+    assert "[" not in shown and "{" not in shown, shown  # no JSON in a view for people
+    assert re.search(r"^grants +read, observe$", shown, re.M), shown
+    assert re.search(r"^good until +(\w{3} \d+ )?\d\d:\d\d \(in \d+[hd]\)$", shown, re.M), shown
+    port = room.state["ingress"]["port"]
+    assert re.search(rf"^reaches +127\.0\.0\.1:{port} \(loopback, private, not encrypted\)$", shown, re.M), shown
+    assert token.split("/")[-1][:40] not in shown and "cri_" in shown  # the secret stays masked
