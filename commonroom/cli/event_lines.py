@@ -247,9 +247,10 @@ SENTENCES: dict[str, Sentence] = {
     "invitation.revoked": lambda m, _, e: f"{m.who(e)} revoked an invitation",
     "participant.joined": lambda m, _, e: f"{(_p(e).get('participant') or {}).get('name', 'someone')} joined the room",
     "session.opened": lambda m, _, e: f"{_p(e).get('participant')} opened a session ({_caps(_p(e))})",
-    "session.revoked": lambda m, _, e: f"{m.who(e)} revoked "
-                                       + (f"a session of {m.sessions[_p(e)['session_id']]}"
-                                          if _p(e).get("session_id") in m.sessions else "a session"),
+    # only the owner revokes; the event's actor is the session revoked
+    "session.revoked": lambda m, _, e: "the operator revoked "
+                                       + (f"{m.sessions.get(_p(e).get('session_id') or '') or m.who(e)}'s session"
+                                          if (e.get("actor") or {}).get("participant_id") else "a session"),
     "version.committed": _version,
     "document.external_edit": lambda m, _, e: f"the file was edited outside the room: now v{_p(e).get('version')}",
     "document.external_edit_rejected": lambda m, _, e: (

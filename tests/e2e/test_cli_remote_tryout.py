@@ -222,3 +222,20 @@ def test_a_colleague_reads_an_invitation_before_joining(world):
     port = room.state["ingress"]["port"]
     assert re.search(rf"^reaches +127\.0\.0\.1:{port} \(loopback, private, not encrypted\)$", shown, re.M), shown
     assert token.split("/")[-1][:40] not in shown and "cri_" in shown  # the secret stays masked
+
+
+def test_observe_says_the_operator_revoked_a_session_not_its_holder(world):
+    room, remote, env = world
+    joined = ce("join", room.invite("jay", "read"), "--session-file", str(remote / "jay.json"), env=env)
+    assert joined.returncode == 0, joined.stderr
+    session = json.loads((remote / "jay.json").read_text())["session_id"]
+    observer = subprocess.Popen([ce_path(), "observe", "--session-file", "gina.json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=remote, env={**os.environ, **env})
+    try:
+        time.sleep(1.5)  # connected: what follows is live
+        assert ce("revoke", str(room.document), "--session", session).returncode == 0
+        time.sleep(2)
+    finally:
+        observer.terminate()
+        out, err = observer.communicate(timeout=10)
+    assert "the operator revoked jay's session" in out and "jay revoked" not in out, (out, err)
