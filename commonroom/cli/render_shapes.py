@@ -11,8 +11,8 @@ import json
 import sys
 from typing import Any
 
-from .printing import (DETAIL_WIDTH, console, detail, diff, line, markdown, outcome, place, renders, short, span, table,
-                       when)
+from .printing import (DETAIL_WIDTH, clock, console, detail, diff, line, markdown, outcome, place, renders, short,
+                       span, table, when)
 
 
 def _name(who: Any) -> str:
@@ -219,6 +219,25 @@ def joined(answer: dict[str, Any]) -> None:
     line(f"joined {answer['file_name']} as {_name(session.get('participant'))} "
          f"({', '.join(session.get('capabilities') or [])}): session {session.get('id')} saved in "
          f"{answer['session_file']}")
+
+
+@renders("invitation")
+def invitation(answer: dict[str, Any]) -> None:
+    """``ce invitation decode``: what the invitation grants, until when, where it reaches the room (its secret
+    masked), for the colleague who got it; the payload as it is with ``--json``."""
+    from rich.text import Text
+
+    from ..client import where
+
+    transport = answer.get("transport") or {}
+    how = [transport.get("type"), transport.get("mode"), "encrypted" if transport.get("encrypted") else "not encrypted"]
+    detail(Text(f"invitation to room {answer.get('workspace_id')}", style="bold"), [
+        ("grants", ", ".join(answer.get("capabilities") or [])),
+        ("expired" if answer.get("expired") else "good until", clock(answer.get("expires_at"))),
+        ("reaches", f"{where(transport)} ({', '.join(str(h) for h in how if h)})"),
+        ("secret", answer.get("secret")),
+        ("protocol", f"{answer.get('protocol')} {answer.get('version')}"),
+    ])
 
 
 @renders("owner#RevokeResult")

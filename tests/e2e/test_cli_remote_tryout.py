@@ -28,7 +28,7 @@ def world(tmp_path_factory):
     remote = tmp_path_factory.mktemp("remote")
     env = {"XDG_CONFIG_HOME": str(remote / "config"), "HOME": str(remote), "COMMONROOM_SESSION": ""}
     for name, caps in (("erin", "read,observe,handoff,message"), ("frank", "read,observe,handoff,lease"),
-                       ("gina", "read,observe,propose,write,approve,lease")):
+                       ("gina", "read,observe,propose,write,approve,lease,message")):
         done = ce("join", room.invite(name, caps), "--session-file", str(remote / f"{name}.json"), env=env)
         assert done.returncode == 0, done.stderr
     yield room, remote, env
@@ -192,3 +192,33 @@ def test_the_owner_s_invite_and_revoke_lines_name_the_room_and_say_times_for_peo
     assert revoked.stdout == f"{room.document.name}: session {session} revoked\n", revoked.stdout
     again = ce("revoke", str(room.document), "--session", session)
     assert again.stdout == f"{room.document.name}: session {session} was already revoked\n", again.stdout
+
+
+def test_a_session_s_work_summary_says_leases_where_and_no_empty_counts(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    leases = [ok(remote, env, "lease", "acquire", *where, "--ttl", "600", "-q", *gina).strip()
+              for where in (("--heading", "Transport"), ("--lines", "2-2"))]
+    try:
+        summary = ok(remote, env, "board", "summary", "handoff", "-", *gina)
+    finally:
+        for lease in leases:
+            ok(remote, env, "lease", "release", lease, *gina)
+    assert "'heading'" not in summary and "{" not in summary, summary  # no Python dict
+    assert '"Release plan › Design › Transport"' in summary and "line 2" in summary, summary
+    assert "(none)" not in summary, summary  # "proposals: 0", or "proposals (1 open): 1"
+
+
+def test_a_colleague_reads_an_invitation_before_joining(world):
+    room, remote, env = world
+    token = room.invite("ida", "read,observe")
+    done = subprocess.run([ce_path(), "invitation", "decode", token], capture_output=True, text=True, timeout=60,
+                          cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 0 and done.stderr == "", done
+    shown = done.stdout
+    assert "[" not in shown and "{" not in shown, shown  # no JSON in a view for people
+    assert re.search(r"^grants +read, observe$", shown, re.M), shown
+    assert re.search(r"^good until +(\w{3} \d+ )?\d\d:\d\d \(in \d+[hd]\)$", shown, re.M), shown
+    port = room.state["ingress"]["port"]
+    assert re.search(rf"^reaches +127\.0\.0\.1:{port} \(loopback, private, not encrypted\)$", shown, re.M), shown
+    assert token.split("/")[-1][:40] not in shown and "cri_" in shown  # the secret stays masked
