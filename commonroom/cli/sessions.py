@@ -150,6 +150,9 @@ def _read_session(path: Path, given: bool) -> dict[str, Any]:
                              details={"session_file": str(path)}) from None
     if not isinstance(data, dict) or not isinstance(data.get("token"), str) or not isinstance(data.get("transport"), dict):
         raise InvalidRequest(f"{path} is not a commonroom session file", details={"session_file": str(path)})
+    if not isinstance(data["transport"].get("type"), str):  # hand-edited: no transport ce could name or dial
+        raise InvalidRequest(f"{path} is not a commonroom session file (its transport names no type); join again "
+                             "with a new invitation", details={"session_file": str(path)})
     if isinstance(data.get("file_name"), str):
         ROOM.set(data["file_name"])
     return data

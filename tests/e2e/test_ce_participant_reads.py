@@ -217,7 +217,11 @@ def test_a_remote_participants_errors_are_one_line(room, remote, tmp_path):
                        (("handoff", "show", "ho_a/b"), "invalid_request"),  # no id holds a / (nothing sent)
                        (("board", "assignment", "-", "msg_a/../x"), "invalid_request")):
         one_line(ce(*args, *me, env=remote), code)
-    # an expired session, and a stopped room: one line each, whatever the command
+    # a session file that is not one (hand-edited), an expired session, a stopped room: one line each
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"token": "crs_x", "transport": {}}))
+    assert "transport names no type" in one_line(ce("sessions", "--session-file", str(odd), env=remote),
+                                                 "invalid_request")
     expired = join(room, remote, "brief", "read,message", tmp_path / "brief.json", session_ttl_seconds=1)
     time.sleep(1.5)
     for args in (("sessions",), ("board", "ack", "msg_1"), ("board", "post", "-", "note", "hi")):
