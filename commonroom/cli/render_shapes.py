@@ -86,7 +86,8 @@ def _base(proposal: dict[str, Any]) -> str:
 @renders("editing#Proposal")
 def proposal(answer: dict[str, Any]) -> None:
     """``proposal pr_… open on "Goals" (lines 6–10), base v1``."""
-    text = f"proposal {answer['id']} {answer['status']} on {place(answer.get('region'), answer.get('lines'))}, " \
+    where = place(answer.get("region"), answer.get("lines"))
+    text = f"proposal {answer['id']} {answer['status']} {'' if where.startswith('before') else 'on '}{where}, " \
            f"{_base(answer)}"
     if answer.get("committed_version"):
         text += f", committed as v{answer['committed_version']}"

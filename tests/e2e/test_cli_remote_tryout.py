@@ -239,3 +239,15 @@ def test_observe_says_the_operator_revoked_a_session_not_its_holder(world):
         observer.terminate()
         out, err = observer.communicate(timeout=10)
     assert "the operator revoked jay's session" in out and "jay revoked" not in out, (out, err)
+
+
+def test_a_backwards_line_range_and_an_insertion_point_are_said_as_they_are(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    done = subprocess.run([ce_path(), "read", "--lines", "5-3", *gina], capture_output=True, text=True, timeout=60,
+                          cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 21, done
+    assert done.stderr.startswith("ce: invalid_region: lines [5, 3] end before they start (an insertion point "
+                                  "before line k is [k, k-1])"), done.stderr
+    made = ok(remote, env, "propose", "--base", "head", "--lines", "2-1", "--text", "Inserted.\n", *gina)
+    assert re.fullmatch(rf"{room.document.name}: proposal pr_[0-9a-f]+ open before line 2, base v\d+\n", made), made
