@@ -133,6 +133,9 @@ def _next_step(envelope: dict[str, Any], kind: str) -> str:
         head = envelope.get("current_version")
         option = "--expected" if "expected_version" in envelope else "--base"
         return f"the head is now v{head}: rebase your text on it and rerun with {option} {head}"
+    if code == "not_found" and "path" in (envelope.get("details") or {}):  # a route the room does not have
+        return ("the room has no such request: it may run another commonroom version than this ce (ce --version "
+                "prints yours; ask the room's operator which it runs)")
     if code == "not_found" and (envelope.get("details") or {}).get("lease_id"):  # renew/release: not this session's
         return ("ce lease list{at} shows each live lease and who holds it; only the holder's session renews or "
                 "releases it")

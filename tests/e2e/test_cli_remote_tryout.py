@@ -251,3 +251,18 @@ def test_a_backwards_line_range_and_an_insertion_point_are_said_as_they_are(worl
                                   "before line k is [k, k-1])"), done.stderr
     made = ok(remote, env, "propose", "--base", "head", "--lines", "2-1", "--text", "Inserted.\n", *gina)
     assert re.fullmatch(rf"{room.document.name}: proposal pr_[0-9a-f]+ open before line 2, base v\d+\n", made), made
+
+
+def test_a_route_the_room_lacks_points_at_versions_not_at_ids(world):
+    """A ``ce`` newer than its room (a colleague upgraded first) meets ``not_found`` for a route the room lacks:
+    the hint says so, not "check the id". The room's own answer to a route it has not, through ce call."""
+    from commonroom.cli.render import next_step
+
+    room, remote, env = world
+    done = subprocess.run([ce_path(), "call", "GET", "/workspace/no-such-route", "--session-file", "gina.json"],
+                          capture_output=True, text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    envelope = json.loads(done.stdout or done.stderr)
+    assert envelope["error"] == "not_found", envelope
+    hint = next_step(envelope)
+    assert "check the id" not in hint and "ce --version" in hint and "commonroom version" in hint, hint
+    assert next_step({"error": "not_found", "details": {}}) == "check the id (the list commands print them)"
