@@ -266,3 +266,15 @@ def test_a_route_the_room_lacks_points_at_versions_not_at_ids(world):
     hint = next_step(envelope)
     assert "check the id" not in hint and "ce --version" in hint and "commonroom version" in hint, hint
     assert next_step({"error": "not_found", "details": {}}) == "check the id (the list commands print them)"
+
+
+def test_a_lease_on_the_whole_document_says_so(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    held = ok(remote, env, "lease", "acquire", "--ttl", "60", *gina)
+    lease = re.search(r"lease (l_[0-9a-f]+)", held).group(1)
+    try:
+        assert re.search(r" active on the whole document \(lines 1–\d+\) for gina, ", held), held
+    finally:
+        released = ok(remote, env, "lease", "release", lease, *gina)
+    assert " released on the whole document (lines 1–" in released, released
