@@ -304,6 +304,9 @@ def resolve(text: str, region: dict[str, Any] | None, *, line_count: int | None 
             raise _bad("'lines' must be [start, end] integers", region_in,
                        reason="bad_lines")
         start, end = value
+        if 1 <= start and end < start - 1 <= n:  # backwards, not past the end
+            raise _bad(f"lines [{start}, {end}] end before they start (an insertion point before line k is "
+                       "[k, k-1])", region_in, reason="out_of_range", line_count=n)
         if start < 1 or end < start - 1 or end > n:
             raise _bad(
                 f"lines [{start}, {end}] are outside the document (1..{n})",

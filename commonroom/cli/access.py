@@ -16,9 +16,10 @@ from ..roomfiles import RoomFiles
 from ..vocabulary import CAPABILITIES, words
 from . import ids
 from .common import handled, operator_read, operator_write, parse_duration, require_document
-from .options import CursorOpt, LimitOpt
+from .options import CursorOpt, FileArg, LimitOpt, SessionOpt
+from .printing import clock
 from .routes import request
-from .sessions import default_session_file, live, room_session_file, save_session
+from .sessions import default_session_file, live, room_session_file, save_session, session_call
 from .render import JSON_OUTPUT, show
 from .usage import CeTyper
 
@@ -73,7 +74,7 @@ def invite_command(
         return
     print(invitation.page_link(result["token"]) if link else result["token"])
     print(f"invitation {result['invitation_id']} for {result['participant']} "
-          f"({','.join(result['capabilities'])}), expires {result['expires_at']}", file=sys.stderr)
+          f"({','.join(result['capabilities'])}), good until {clock(result['expires_at'])}", file=sys.stderr)
 
 
 @handled
@@ -101,10 +102,19 @@ def revoke_command(
 
 
 @handled
-def sessions_command(file: Annotated[Path, typer.Argument(help="The room's markdown file.")],
-                     limit: LimitOpt = 50, cursor: CursorOpt = None) -> None:
-    """List one page of the live sessions (who, capabilities, expiry, their boards), from the sidecar."""
-    show(operator_read(file, "sessions_list", {"limit": limit, "cursor": cursor}), "owner#SessionsPage")
+def sessions_command(file: FileArg = None, limit: LimitOpt = 50, cursor: CursorOpt = None,
+                     session_file: SessionOpt = None) -> None:
+    """List one page of the live sessions (who, capabilities, expiry, their boards), in join order.
+
+    With a session (``workspace_sessions``, ``GET /workspace/sessions``,
+    needs read) from any machine; the local operator may give the room's
+    FILE (``sessions_list``, read from its sidecar). Both print the same
+    page: a session's whole id addresses its board (``ce board post ID``).
+    """
+    values = {"limit": limit, "cursor": cursor}
+    page = operator_read(file, "sessions_list", values) if file is not None else \
+        session_call(session_file, "workspace_sessions", values)
+    show(page, "owner#SessionsPage")
 
 
 @handled
@@ -135,7 +145,7 @@ def join_command(
         if token is not None or address is None:
             raise InvalidRequest("give the commonroom://join/… token, or --address NEW alone to re-point a "
                                  "stored session at the room's new address", details={"option": "--address"})
-        repoint(session_file or default_session_file(), address)
+        repoint(session_file, address)
         return
     payload = invitation.decode(token)
     method, route, body = request("join", {"invitation": token.strip(), "client": client_name})
@@ -177,8 +187,9 @@ def _replaced(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("token"), str) and live(data) else None
 
 
-def repoint(path: Path, address: str) -> None:
-    """Point the session stored at ``path`` at ``address`` (``HOST``, ``HOST:PORT``, ``[v6]:PORT``).
+def repoint(session_file: Path | None, address: str) -> None:
+    """Point the session stored at ``session_file`` (else the default one) at ``address`` (``HOST``,
+    ``HOST:PORT``, ``[v6]:PORT``).
 
     Only a plugin transport's session moves (a loopback or local one has
     nowhere else to be). The new place must answer for the same session:
@@ -188,7 +199,8 @@ def repoint(path: Path, address: str) -> None:
     from ..transport_hints import BUILTIN
     from .sessions import load_session
 
-    data = load_session(path)
+    data = load_session(session_file)
+    path = session_file or default_session_file()
     hint = dict(data.get("transport") or {})
     if hint.get("type") in BUILTIN:
         raise InvalidRequest(f"a {hint.get('type')} session cannot move; --address re-points a session of a "

@@ -3,7 +3,7 @@
 ``ce board post BOARD KIND BODY``, ``ce board list BOARD``, ``ce board
 observe BOARD [--token T] [--wait S] [--follow]``, ``ce board assignment
 BOARD MESSAGE``, ``ce board complete BOARD MESSAGE ANSWER [--key K] [--fence F]``, ``ce board ack
-MESSAGE`` (:mod:`commonroom.cli.board_todo`);
+[BOARD] MESSAGE`` (:mod:`commonroom.cli.board_todo`);
 peers: ``ce board peers``, ``ce board peer-post PEER KIND BODY``; the
 summaries: ``ce board summary discussion|handoff SESSION``. Each
 calls the route its operation declares in the operation table.
@@ -22,7 +22,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from . import board_todo, ids
-from ..errors import TransportUnavailable
+from ..errors import InvalidRequest, TransportUnavailable
 from ..vocabulary import MESSAGE_KINDS, PRIORITIES, words
 from .board_summary import summary_app
 from .board_target import BoardArg, board_id as _board
@@ -139,9 +139,26 @@ def complete_command(board: BoardArg, message_id: MessageArg, answer: str,
 
 @board_app.command("ack")
 @handled
-def ack_command(message_id: MessageArg, session_file: SessionOpt = None) -> None:
-    """Acknowledge a requires_ack message on your own board (it then leaves your MCP results' piggyback)."""
-    board_id = _board(session_file, "-")
+def ack_command(first: Annotated[str, typer.Argument(
+                    metavar="[BOARD] MESSAGE_ID", help="The message to acknowledge (msg_…, or a peer message pmsg_… "
+                    "of ce board peers), or a unique start of it; BOARD before it, if given, is - or your own "
+                    "session's id: only the session a message is addressed to acknowledges it.")],
+                second: Annotated[Optional[str], typer.Argument(metavar="", hidden=True, show_default=False)] = None,
+                session_file: SessionOpt = None) -> None:
+    """Acknowledge a requires_ack message addressed to you (on your own board, or from a peer): you saw it.
+
+    It then leaves the piggyback of your MCP tool results; it is neither
+    an answer nor a resolution (a todo is finished with ce board complete).
+    """
+    board, message_id = ("-", first) if second is None else (first, second)
+    own = _board(session_file, "-")
+    board_id = _board(session_file, board)
+    if board_id != own:
+        raise InvalidRequest(f"only the session a message is addressed to acknowledges it: board {board_id} is not "
+                             f"yours ({own}); leave BOARD out, or give -", details={"session_id": board_id})
+    if ids.bare(message_id).startswith("pmsg_"):
+        show(board_todo.acknowledge_peer(session_file, message_id), "boards#ReceivedPeerMessage")
+        return
     show(board_todo.acknowledge(session_file, ids.message(session_file, board_id, message_id)), "boards#Message")
 
 
@@ -241,6 +258,14 @@ def _peer_message(answer: dict[str, Any]) -> None:
     """``sample.md: question msg_… to peer_… (normal, not acked): body``."""
     state = ack(answer)
     outcome(f"{answer['kind']} {answer['message_id']} to {answer['peer_id']} "
+            f"({answer.get('priority')}{'' if state == '-' else ', ' + state}): {answer.get('body', '')}")
+
+
+@renders("boards#ReceivedPeerMessage")
+def _received_peer_message(answer: dict[str, Any]) -> None:
+    """``sample.md: question pmsg_… from peer_… (normal, acked 10:18): body``."""
+    state = ack(answer)
+    outcome(f"{answer['kind']} {answer['message_id']} from {answer.get('from_peer_id')} "
             f"({answer.get('priority')}{'' if state == '-' else ', ' + state}): {answer.get('body', '')}")
 
 

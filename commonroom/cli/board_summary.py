@@ -17,7 +17,7 @@ from .board_target import BoardArg, board_id
 from .sessions import session_call
 from .common import handled
 from .options import SessionOpt
-from .printing import line, renders, short, table, when
+from .printing import line, place, renders, short, table, when
 from .render import show
 from .usage import CeTyper
 
@@ -94,12 +94,12 @@ def handoff(answer: dict[str, Any]) -> None:
         ("version", lambda v: v["number"]), ("when", lambda v: when(v["created_at"])), ("source", lambda v: v["source"]),
         ("summary", lambda v: _cut(v, "summary"))])
     by_status = ", ".join(f"{n} {k}" for k, n in answer["proposals"]["by_status"].items() if n)
-    _section(f"proposals ({by_status or 'none'})", answer["proposals"], [
+    _section("proposals" + (f" ({by_status})" if by_status else ""), answer["proposals"], [
         ("id", lambda p: short(p["proposal_id"])), ("status", lambda p: p["status"]),
         ("when", lambda p: when(p["created_at"])), ("summary", lambda p: _cut(p, "summary"))])
     _section("leases held", answer["leases"], [
         ("id", lambda x: short(x["lease_id"])), ("until", lambda x: when(x["expires_at"])),
-        ("region", lambda x: str(x["region"] or "the whole document"))])
+        ("region", lambda x: place(x["region"], (x["region"] or {}).get("lines")))])
     _section("handoffs", answer["handoffs"], [
         ("id", lambda h: short(h["handoff_id"])), ("role", lambda h: h["role"]), ("status", lambda h: h["status"]),
         ("summary", lambda h: _cut(h, "summary"))])

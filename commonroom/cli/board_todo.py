@@ -9,7 +9,7 @@ todo already resolved by that very answer of this session prints that
 completion again (``replayed``) instead of failing on the new fence.
 
 ``ce board ack MESSAGE`` acknowledges a ``requires_ack`` message of your
-own board (:func:`acknowledge`). An ACK exists only on MCP (the message
+own board (:func:`acknowledge`), or one a peer sent you (:func:`acknowledge_peer`). An ACK exists only on MCP (the message
 ids echoed in a tool call's ``params._meta.ack_session_message_ids``,
 docs/boards.md, *ACK*), so ``ce`` makes one MCP tool call with the stored
 session, reading that message (``list_session_messages``) and echoing its
@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import InvalidRequest, MessageNotFound, from_dict
 from ..protocol import MCP_VERSION, META_CAPABILITIES, META_VERSION
+from .ids import bare
 from .sessions import load_session, session_call
 
 #: The ``_meta`` member of a tools/call that ACKs messages (the room's :data:`commonroom.mcp.dispatch.META_ACK_IDS`).
@@ -59,6 +60,39 @@ def complete(session_file: Path | None, board: str, message_id: str, answer: str
                "expected_assignment_fence": fence, **extra}
     answer_json: dict[str, Any] = session_call(session_file, "complete_session_message", payload)
     return answer_json
+
+
+def acknowledge_peer(session_file: Path | None, given: str) -> dict[str, Any]:
+    """ACK the ``requires_ack`` peer message ``given`` (an id or a unique start, among the peer messages kept for
+    the caller, ``list_session_peers``): that message (``ReceivedPeerMessage``), after the ACK.
+
+    The ACK rides on one MCP call of ``workspace_status`` (any tool call carries it). ``MessageNotFound`` when
+    no kept peer message has that id; ``InvalidRequest`` when several start so, or it asks for no ACK.
+    """
+    session = load_session(session_file)
+    text = bare(given)
+
+    def kept() -> list[dict[str, Any]]:
+        messages = session_call(session_file, "list_session_peers").get("messages") or []
+        return [m for m in messages if str(m.get("message_id", "")).startswith(text)]
+
+    found = kept()
+    if not found:
+        raise MessageNotFound(f"no peer message {given} is kept for you (ce board peers lists them; they are kept "
+                              "24 h)", details={"message_id": given, "peer_messages": True})
+    if len(found) > 1:
+        raise InvalidRequest(f"{given!r} is the start of more than one peer message id "
+                             f"({', '.join(m['message_id'] for m in found[:5])}); give more of it",
+                             details={"message_id": given})
+    message = found[0]
+    if not message.get("requires_ack"):
+        raise InvalidRequest(f"peer message {message['message_id']} does not ask for an acknowledgement "
+                             "(requires_ack is false)", details={"message_id": message["message_id"]})
+    if message.get("first_acked_at") is None:
+        _mcp_call(session, "workspace_status", {}, {ACK_META: [message["message_id"]]})
+        found = kept() or [message]
+    acked: dict[str, Any] = found[0]
+    return acked
 
 
 def _already_answered(assignment: dict[str, Any], answer: str, session: dict[str, Any]) -> dict[str, Any] | None:

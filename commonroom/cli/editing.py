@@ -105,6 +105,9 @@ def lease_list(file: FileArg = None, limit: LimitOpt = 50, cursor: CursorOpt = N
 
 
 def text_of(text: str | None, text_file: Path | None) -> str:
+    """The new text: ``--text``, else ``--text-file``'s, else standard input's. On a terminal a line on stderr
+    says it reads standard input (until Ctrl-D); an empty standard input with neither option is refused
+    (``InvalidRequest``, nothing sent), so a closed stdin never empties a region by accident."""
     if text is not None and text_file is not None:
         raise InvalidRequest("give --text or --text-file, not both", details={"option": "--text"})
     if text is not None:
@@ -114,7 +117,14 @@ def text_of(text: str | None, text_file: Path | None) -> str:
             return text_file.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidRequest(f"cannot read {text_file}: {exc}", details={"option": "--text-file"}) from None
-    return sys.stdin.read()
+    if sys.stdin.isatty():
+        print("ce: reading the text from standard input; end it with Ctrl-D (or give --text or --text-file)",
+              file=sys.stderr, flush=True)
+    given = sys.stdin.read()
+    if not given:
+        raise InvalidRequest("no text: give --text TEXT or --text-file F, or pipe the text on standard input (it "
+                             "was empty); --text '' empties the region", details={"option": "--text"})
+    return given
 
 
 @handled(made="number")

@@ -6,7 +6,8 @@ payload dump). A sentence names people by name, never by id (the ids
 are in ``ce observe --json``), says times as ``10:18 (in 30m)``
 (:func:`commonroom.cli.printing.clock`) and quotes what was said where the
 caller may read it: a board message's body, the question a handoff's
-assignee asked, a handoff's or a proposal's summary (also of one made
+assignee asked (or a tool's task asks) and the answer it got, a
+handoff's summary and result, a proposal's summary (also of one made
 before ``ce observe`` started). Those are read with the caller's own
 session (:class:`Lookup`, each read at most once); a read the caller may
 not make leaves the quote out. What earlier events said (a lease's lines,
@@ -113,12 +114,32 @@ class Lookup:
         answer = self._get(f"h:{handoff_id}", "handoff_get", {"handoff_id": handoff_id})
         return answer if isinstance(answer, dict) else None
 
+    def result(self, handoff_id: str) -> str | None:
+        """A completed handoff's result text, read when its completion is seen (not the handoff read before)."""
+        answer = self._get(f"r:{handoff_id}", "handoff_get", {"handoff_id": handoff_id})
+        result = answer.get("result") if isinstance(answer, dict) else None
+        return str(result) if result else None
+
+    def _task(self, task_id: str, keys: list[str], why: str) -> dict[str, Any]:
+        """The task as it is now (read once per event: ``why`` and ``keys`` tell the reads apart), or ``{}``."""
+        task = self._get(f"t:{why}:{task_id}:{','.join(keys)}", "task_get", {"task_id": task_id})
+        return task if isinstance(task, dict) else {}
+
     def question(self, task_id: str, keys: list[str]) -> str | None:
-        """The question of the task's input requests ``keys`` (their ``message``), if the caller may see the task."""
-        task = self._get(f"t:{task_id}:{','.join(keys)}", "task_get", {"task_id": task_id})
-        requests = (task or {}).get("inputRequests") or {}
-        asked = [str(m) for k in keys if (m := ((requests.get(k) or {}).get("params") or {}).get("message"))]
+        """The question of the task's input requests ``keys`` (their ``message``; every outstanding one when
+        ``keys`` is empty), if the caller may see the task and it is still asked (an answered request is gone
+        from the task: a replay of an old event goes without it)."""
+        requests = self._task(task_id, keys, "asked").get("inputRequests") or {}
+        asked = [str(m) for k in (keys or sorted(requests))
+                 if (m := ((requests.get(k) or {}).get("params") or {}).get("message"))]
         return " / ".join(asked) if asked else None
+
+    def answer(self, task_id: str, keys: list[str]) -> str | None:
+        """The answers given to the task's input requests ``keys`` (their text), if the caller may see the task."""
+        responses = self._task(task_id, keys, "answered").get("inputResponses") or {}
+        given = [str(a.get("answer") if isinstance(a, dict) and "answer" in a else json.dumps(a, ensure_ascii=False))
+                 for k in keys if (a := responses.get(k)) is not None]
+        return " / ".join(given) if given else None
 
 
 def _board(memory: Memory, board: Any) -> str:
@@ -188,10 +209,27 @@ def _asked(memory: Memory, lookup: Lookup, event: dict[str, Any]) -> str:
     return f"{memory.who(event)} asked {owner} about {_handoff(memory, lookup, p)}{said}"
 
 
+def _answered(memory: Memory, lookup: Lookup, event: dict[str, Any]) -> str:
+    p = event.get("payload") or {}
+    given = lookup.answer(str(p.get("task_id")), [str(k) for k in p.get("keys") or []])
+    said = f": {quote(given)}" if given else ""
+    return f"{memory.who(event)} answered the question about {_handoff(memory, lookup, p)}{said}"
+
+
+def _completed(memory: Memory, lookup: Lookup, event: dict[str, Any]) -> str:
+    p = event.get("payload") or {}
+    result = lookup.result(str(p.get("handoff_id")))
+    said = f": {quote(result)}" if result else ": the result is ready"
+    return f"{memory.who(event)} completed {_handoff(memory, lookup, p)}{said}"
+
+
 def _task(memory: Memory, lookup: Lookup, event: dict[str, Any]) -> str:
     p = event.get("payload") or {}
     operation = str(p.get("operation") or "")
     what = f"the {operation.removeprefix('tool:')} task" if operation.startswith("tool:") else "a task"
+    if p.get("task_status") == "input_required":
+        question = lookup.question(str(p.get("task_id")), [])
+        return f"{what} asks for input" + (f": {quote(question)}" if question else "")
     return f"{what} is {str(p.get('task_status', '?')).replace('_', ' ')}"
 
 
@@ -209,9 +247,10 @@ SENTENCES: dict[str, Sentence] = {
     "invitation.revoked": lambda m, _, e: f"{m.who(e)} revoked an invitation",
     "participant.joined": lambda m, _, e: f"{(_p(e).get('participant') or {}).get('name', 'someone')} joined the room",
     "session.opened": lambda m, _, e: f"{_p(e).get('participant')} opened a session ({_caps(_p(e))})",
-    "session.revoked": lambda m, _, e: f"{m.who(e)} revoked "
-                                       + (f"a session of {m.sessions[_p(e)['session_id']]}"
-                                          if _p(e).get("session_id") in m.sessions else "a session"),
+    # only the owner revokes; the event's actor is the session revoked
+    "session.revoked": lambda m, _, e: "the operator revoked "
+                                       + (f"{m.sessions.get(_p(e).get('session_id') or '') or m.who(e)}'s session"
+                                          if (e.get("actor") or {}).get("participant_id") else "a session"),
     "version.committed": _version,
     "document.external_edit": lambda m, _, e: f"the file was edited outside the room: now v{_p(e).get('version')}",
     "document.external_edit_rejected": lambda m, _, e: (
@@ -243,8 +282,8 @@ SENTENCES: dict[str, Sentence] = {
                                         f"{quote(_p(e).get('summary'))} to {_p(e).get('assignee') or 'anyone'}",
     "handoff.accepted": lambda m, lk, e: f"{_p(e).get('assignee') or m.who(e)} accepted {_handoff(m, lk, _p(e))}",
     "handoff.input_requested": _asked,
-    "handoff.input_received": lambda m, lk, e: f"{m.who(e)} answered the question about {_handoff(m, lk, _p(e))}",
-    "handoff.completed": lambda m, lk, e: f"{m.who(e)} completed {_handoff(m, lk, _p(e))}: the result is ready",
+    "handoff.input_received": _answered,
+    "handoff.completed": _completed,
     "handoff.approved": lambda m, lk, e: f"{_p(e).get('by') or m.who(e)} approved the result of {_handoff(m, lk, _p(e))}",
     "handoff.rejected": lambda m, lk, e: f"{_p(e).get('by') or m.who(e)} rejected the result of "
                                          f"{_handoff(m, lk, _p(e))}" + _reason(_p(e)),

@@ -19,6 +19,7 @@ versions (``v2``, :func:`version`). docs/operator.md, *Short ids*.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -179,7 +180,7 @@ def operator_session(file: Path, given: str) -> str:
                              "after s_ (ce sessions FILE lists them)", details={"option": "--session"})
     found = resolve(given, operator_pages(file, "sessions_list", "sessions", key="session.id"), "session", "session")
     if not FULL_ID.fullmatch(found):
-        raise NotFound(f"no live session id starts with {text!r}; ce sessions {file.name} lists the live ones "
+        raise NotFound(f"no live session id starts with {text!r}; ce sessions {shlex.quote(str(file))} lists the live ones "
                        "(revoked and expired sessions are not listed)", details={"session": given})
     return found
 

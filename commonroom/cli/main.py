@@ -35,10 +35,10 @@ COMMANDS: dict[str, str] = {
 #: What each command needs, the headings of ``ce --help``: every command of :data:`COMMANDS` under one.
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Owner commands (on the room's machine, with its FILE)": (
-        "serve", "invite", "revoke", "sessions", "console", "sidecar", "invitation"),
+        "serve", "invite", "revoke", "console", "sidecar", "invitation"),
     "Participant commands (a session, from any machine)": (
-        "join", "status", "read", "propose", "write", "proposal", "version", "lease", "participants", "handoff",
-        "task", "board", "observe", "call", "mcp"),
+        "join", "status", "read", "propose", "write", "proposal", "version", "lease", "participants", "sessions",
+        "handoff", "task", "board", "observe", "call", "mcp"),
 }
 
 #: The names before the command groups, kept for scripts and hidden from ``ce --help`` (docs/operator.md,

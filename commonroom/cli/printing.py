@@ -166,12 +166,15 @@ def span(lines: Any) -> str:
 
 
 def place(region: Any, lines: Any) -> str:
-    """Where a region is: ``"Goals" (lines 6–10)``, ``lines 6–10`` or ``the whole document``."""
+    """Where a region is: ``"Goals" (lines 6–10)``, ``lines 6–10``, ``the whole document (lines 1–22)`` or
+    ``the whole document``."""
     heading = region.get("heading") if isinstance(region, dict) else None
     where = span(lines)
     if heading:
         title = " › ".join(str(h) for h in heading)
         return f'"{title}"' + (f" ({where})" if where else "")
+    if isinstance(region, dict) and region.get("document") and where:
+        return f"the whole document ({where})"
     return where or "the whole document"
 
 

@@ -62,7 +62,7 @@ def show(answer: Any, shape: str) -> None:
 #: where the message itself says what to fix (a bad argument) or no step of the caller's can help.
 #: Every code of :data:`commonroom.errors.STATUS` has an entry (tests/unit/test_cli_hints.py).
 NEXT: dict[str, str | None] = {
-    "unauthorized": "join again with a fresh invitation (ce join TOKEN --session-file FILE)",
+    "unauthorized": "join again with a fresh invitation (ce join TOKEN{session})",
     "session_expired": "ask the room's operator for a new invitation, then ce join it",
     "permission_denied": None,  # worded from details.required (:func:`next_step`); else no capability helps
     "invitation_expired": "ask the room's operator for a new invitation",
@@ -105,18 +105,18 @@ def next_step(envelope: dict[str, Any]) -> str:
     failing command reached the room (:data:`commonroom.cli.sessions.ADDRESS`):
     the local operator's FILE for the reads that take it (``{at}``), the
     ``--session-file`` given for the session's commands (``{at}``,
-    ``{session}``), nothing more with the default session. A
+    ``{session}``), nothing more with the default session (never its path). A
     ``transport_unavailable`` met by a colleague's command carries its own
     (``details.next``: what to ask the room's operator, no command of the
     room's machine); without one, a session is not sent to ``ce status
     FILE`` either (it has no FILE).
     """
-    from .sessions import ADDRESS
+    from .sessions import ADDRESS, session_option
 
     address = ADDRESS.get()
     kind, where = address if address is not None else ("", "")
-    at = f" {shlex.quote(where)}" if kind == "file" else f" --session-file {shlex.quote(where)}" if where else ""
-    session = f" --session-file {shlex.quote(where)}" if kind == "session" else ""
+    session = session_option() or ""
+    at = f" {shlex.quote(where)}" if kind == "file" else session
     return _next_step(envelope, kind).replace("{at}", at).replace("{session}", session)
 
 
@@ -133,6 +133,9 @@ def _next_step(envelope: dict[str, Any], kind: str) -> str:
         head = envelope.get("current_version")
         option = "--expected" if "expected_version" in envelope else "--base"
         return f"the head is now v{head}: rebase your text on it and rerun with {option} {head}"
+    if code == "not_found" and "path" in (envelope.get("details") or {}):  # a route the room does not have
+        return ("the room has no such request: it may run another commonroom version than this ce (ce --version "
+                "prints yours; ask the room's operator which it runs)")
     if code == "not_found" and (envelope.get("details") or {}).get("lease_id"):  # renew/release: not this session's
         return ("ce lease list{at} shows each live lease and who holds it; only the holder's session renews or "
                 "releases it")
@@ -141,6 +144,10 @@ def _next_step(envelope: dict[str, Any], kind: str) -> str:
         head, given = envelope["current_version"], envelope.get("proposal_id", "ID")
         return (f"it is still open but cannot be approved: reject it (ce proposal reject {short(given)}{{session}}), "
                 f"or propose the change again on v{head} (ce propose --base {head}{{session}})")
+    if code == "not_found" and (envelope.get("details") or {}).get("session_id") and kind != "file":
+        return "list the live sessions (each one's board) with ce sessions{session}"
+    if code == "message_not_found" and (envelope.get("details") or {}).get("peer_messages"):
+        return "list the peer messages kept for you with ce board peers{session}"
     if code == "message_not_found" and (envelope.get("details") or {}).get("session_id"):
         return f"list the board's messages with ce board list {envelope['details']['session_id']}{{session}}"
     if code in ("assignment_stale", "assignment_history_lost") and (envelope.get("details") or {}).get("message_id"):

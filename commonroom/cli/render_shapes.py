@@ -8,10 +8,11 @@ reaches this module (the answer is printed as it came).
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
-from .printing import (DETAIL_WIDTH, console, detail, diff, line, markdown, outcome, place, renders, short, span, table,
-                       when)
+from .printing import (DETAIL_WIDTH, clock, console, detail, diff, line, markdown, outcome, place, renders, short,
+                       span, table, when)
 
 
 def _name(who: Any) -> str:
@@ -31,8 +32,19 @@ def document(answer: dict[str, Any]) -> None:
 
 @renders("editing#Diff")
 def version_diff(answer: dict[str, Any]) -> None:
-    """The unified diff, coloured on a terminal."""
-    diff(answer["diff"])
+    """The unified diff, coloured on a terminal; two versions with the same text say so in one line
+    (``sample.md: no difference between v1 and v1``), on stderr when stdout is piped (it stays the empty
+    diff)."""
+    if answer["diff"]:
+        diff(answer["diff"])
+        return
+    same = f"no difference between v{answer['from_version']} and v{answer['to_version']}"
+    if sys.stdout.isatty():
+        outcome(same)
+        return
+    from .sessions import ROOM
+
+    print(f"{ROOM.get()}: {same}" if ROOM.get() else same, file=sys.stderr)
 
 
 @renders("editing#VersionInfo")
@@ -74,7 +86,8 @@ def _base(proposal: dict[str, Any]) -> str:
 @renders("editing#Proposal")
 def proposal(answer: dict[str, Any]) -> None:
     """``proposal pr_… open on "Goals" (lines 6–10), base v1``."""
-    text = f"proposal {answer['id']} {answer['status']} on {place(answer.get('region'), answer.get('lines'))}, " \
+    where = place(answer.get("region"), answer.get("lines"))
+    text = f"proposal {answer['id']} {answer['status']} {'' if where.startswith('before') else 'on '}{where}, " \
            f"{_base(answer)}"
     if answer.get("committed_version"):
         text += f", committed as v{answer['committed_version']}"
@@ -186,9 +199,9 @@ def participants(answer: dict[str, Any]) -> None:
 def sessions(answer: dict[str, Any]) -> None:
     """Live sessions, oldest first, with their boards' retained messages.
 
-    The whole session id: it names the session's board in ``ce board …``,
-    run with a participant's session, which cannot list the room's sessions
-    to resolve a start of one.
+    The whole session id: it names the session's board in ``ce board …``
+    (a unique start of it does too), and is what ``--json`` answers and
+    events carry.
     """
     table(answer["sessions"], [
         ("session", lambda s: s["session"]["id"]),
@@ -209,11 +222,30 @@ def joined(answer: dict[str, Any]) -> None:
          f"{answer['session_file']}")
 
 
+@renders("invitation")
+def invitation(answer: dict[str, Any]) -> None:
+    """``ce invitation decode``: what the invitation grants, until when, where it reaches the room (its secret
+    masked), for the colleague who got it; the payload as it is with ``--json``."""
+    from rich.text import Text
+
+    from ..client import where
+
+    transport = answer.get("transport") or {}
+    how = [transport.get("type"), transport.get("mode"), "encrypted" if transport.get("encrypted") else "not encrypted"]
+    detail(Text(f"invitation to room {answer.get('workspace_id')}", style="bold"), [
+        ("grants", ", ".join(answer.get("capabilities") or [])),
+        ("expired" if answer.get("expired") else "good until", clock(answer.get("expires_at"))),
+        ("reaches", f"{where(transport)} ({', '.join(str(h) for h in how if h)})"),
+        ("secret", answer.get("secret")),
+        ("protocol", f"{answer.get('protocol')} {answer.get('version')}"),
+    ])
+
+
 @renders("owner#RevokeResult")
 def revoked(answer: dict[str, Any]) -> None:
-    """``revoked session s_…`` (or ``… was already revoked``)."""
-    line(f"{answer.get('kind', '')} {answer.get('id', '')} " + ("revoked" if answer.get("revoked") else
-                                                               "was already revoked"))
+    """``notes.md: session s_… revoked`` (or ``… was already revoked``)."""
+    outcome(f"{answer.get('kind', '')} {answer.get('id', '')} " + ("revoked" if answer.get("revoked") else
+                                                                  "was already revoked"))
 
 
 def _bytes(n: int) -> str:

@@ -21,6 +21,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from ..errors import InvalidRequest
+
 #: The stored routes: ``{operation: {"method", "path", "aliases", "json"}}``: ``aliases`` maps a wire name to
 #: its input property (``Http.aliases``), ``json`` lists the query properties read as JSON text.
 ROUTES_FILE = "routes.json"
@@ -40,7 +42,8 @@ def request(operation: str, values: dict[str, Any] | None = None) -> tuple[str, 
     A body carries ``values`` as given (a None is JSON null: ``"region":
     null`` is the whole document); in a path or a query a None is left out
     (a query cannot say null). Raises ``KeyError`` for an operation without
-    an HTTP route.
+    an HTTP route, ``InvalidRequest`` for a path parameter holding ``/`` or
+    ``\\`` (no id does; the room would refuse its percent-encoding).
     """
     route = routes()[operation]
     rest = dict(values or {})
@@ -50,6 +53,9 @@ def request(operation: str, values: dict[str, Any] | None = None) -> tuple[str, 
         wire = wire_of.get(prop, prop)
         if "{" + wire + "}" in path:
             value = rest.pop(prop)
+            if value is not None and any(c in str(value) for c in "/\\"):
+                raise InvalidRequest(f"{wire} {str(value)!r}: no id holds a '/' or '\\'; give it as ce printed it",
+                                     details={"parameter": wire})
             path = path.replace("{" + wire + "}", quote(str(value), safe="") if value is not None else "")
     if route["method"] in ("POST", "PUT", "PATCH"):
         return route["method"], path, rest

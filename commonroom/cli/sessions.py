@@ -37,7 +37,8 @@ ROOM: ContextVar[str | None] = ContextVar("ce_room", default=None)
 
 #: How the running command reached the room, so a hint names a command the caller can run
 #: (:func:`commonroom.cli.render.next_step`): ``("file", FILE)`` as the local operator, ``("session", PATH)``
-#: with a session file given by path, None with the default session. Set by :func:`load_session` and
+#: with a session file given by path, ``("session", "")`` with the default session (``ce`` finds it again, so
+#: no hint spells its path out), None before the command reached for either. Set by :func:`load_session` and
 #: :func:`commonroom.cli.common.operator_read` / ``operator_write``.
 ADDRESS: ContextVar[tuple[str, str] | None] = ContextVar("ce_address", default=None)
 
@@ -121,13 +122,27 @@ def save_session(path: Path, data: dict[str, Any]) -> None:
 
 
 def load_session(path: Path | None) -> dict[str, Any]:
-    """The stored session; ``InvalidRequest`` when there is none."""
+    """The stored session (``path``, else :func:`default_session_file`); ``InvalidRequest`` when there is none.
+
+    A ``path`` given is the address a hint repeats (:data:`ADDRESS`); the
+    default is found again by ``ce`` itself, so no hint spells its path out.
+    """
     if path is not None:
         ADDRESS.set(("session", str(path)))
-    path = path or default_session_file()
+        return _read_session(path, given=True)
+    ADDRESS.set(("session", ""))
+    return _read_session(default_session_file(), given=bool(os.environ.get("COMMONROOM_SESSION")))
+
+
+def _read_session(path: Path, given: bool) -> dict[str, Any]:
+    """The session file ``path``, checked; ``given``: the caller named it (else it is ``ce``'s default)."""
     try:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
+        if not given:
+            raise InvalidRequest("no session stored: join the room first with ce join TOKEN (the token "
+                                 "the room's operator gave you), or name a session with --session-file F",
+                                 details={"session_file": str(path)}) from None
         raise InvalidRequest(f"no session at {path}; join first: ce join TOKEN --session-file {path}",
                              details={"session_file": str(path)}) from None
     except (OSError, ValueError) as exc:
@@ -135,6 +150,9 @@ def load_session(path: Path | None) -> dict[str, Any]:
                              details={"session_file": str(path)}) from None
     if not isinstance(data, dict) or not isinstance(data.get("token"), str) or not isinstance(data.get("transport"), dict):
         raise InvalidRequest(f"{path} is not a commonroom session file", details={"session_file": str(path)})
+    if not isinstance(data["transport"].get("type"), str):  # hand-edited: no transport ce could name or dial
+        raise InvalidRequest(f"{path} is not a commonroom session file (its transport names no type); join again "
+                             "with a new invitation", details={"session_file": str(path)})
     if isinstance(data.get("file_name"), str):
         ROOM.set(data["file_name"])
     return data
@@ -166,8 +184,8 @@ def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -
     ``TransportUnavailable`` saying how to give the session the room's new port
     (also for another process's answer: it is not the room).
     """
+    session = load_session(session_file)
     path = session_file or default_session_file()
-    session = load_session(path)
     try:
         return call(session["transport"], session["token"])
     except (TransportUnavailable, Unauthorized, InvalidRequest) as exc:
@@ -176,14 +194,14 @@ def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -
         moved = moved_transport(session)
         if moved is None:
             if isinstance(exc, TransportUnavailable):
-                raise unreachable(exc, session, path) from None
+                raise unreachable(exc, session, path, session_file is not None) from None
             if isinstance(exc, InvalidRequest):  # another process answered where the room was
                 from ..client import where
 
                 other = TransportUnavailable(
                     f"{where(session.get('transport') or {})} answered {exc.details['status']}, not as a "
                     "commonroom room", details={"status": exc.details["status"]})
-                raise unreachable(other, session, path) from None
+                raise unreachable(other, session, path, session_file is not None) from None
             raise
     follow_room(path, session, moved)
     return call(moved, session["token"])
@@ -215,8 +233,10 @@ def follow_room(path: Path, session: dict[str, Any], transport: dict[str, Any]) 
           f"machine){kept}", file=sys.stderr, flush=True)
 
 
-def unreachable(exc: TransportUnavailable, session: dict[str, Any], path: Path) -> TransportUnavailable:
-    """``exc`` saying what a session whose room is not found on this machine can do: ask for the new port."""
+def unreachable(exc: TransportUnavailable, session: dict[str, Any], path: Path,
+                given: bool = True) -> TransportUnavailable:
+    """``exc`` saying what a session whose room is not found on this machine can do: ask for the new port.
+    ``given``: the caller named ``path`` (else ``ce join --address`` finds the default session itself)."""
     transport = session.get("transport") or {}
     if transport.get("type") == "local":
         return exc
@@ -226,7 +246,8 @@ def unreachable(exc: TransportUnavailable, session: dict[str, Any], path: Path) 
     if transport.get("type") == "loopback":
         then = f"put the port it gives as the transport's \"port\" in {path}"
     else:
-        then = f"ce join --address HOST:PORT --session-file {path} points this session there"
+        named = f" --session-file {path}" if given else ""
+        then = f"ce join --address HOST:PORT{named} points this session there"
     return TransportUnavailable(
         f"{exc.message}. This session dials the room at {room}; the room may be stopped, or listen at "
         f"another address or port now", details={**exc.details, "session_file": str(path),

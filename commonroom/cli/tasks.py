@@ -17,6 +17,7 @@ and a participant by name or by the id ``ce participants`` prints.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated, Any, Optional
 
 import typer
@@ -25,6 +26,7 @@ from . import ids, where
 from ..errors import InvalidRequest
 from .common import handled, operator_write, require_document
 from .options import AfterFile, SessionOpt
+from .printing import JSON_OUTPUT
 from .render import show
 from .sessions import session_call
 from .usage import CeTyper, ShowByDefault
@@ -76,10 +78,12 @@ def cancel_command(first: FileOrTaskArg, second: AfterFile = None, participant: 
     file, (given, _) = where.split([first, second], 1)
     body = {"task_id": where.task(file, session_file, str(given)), "participant": _as(file, session_file, participant)}
     if file is None:
-        show(session_call(session_file, "task_cancel", {k: v for k, v in body.items() if v is not None}),
-             "handoffs#Task")
-        return
-    show(operator_write(require_document(file), "task_cancel", body), "handoffs#Task")
+        task = session_call(session_file, "task_cancel", {k: v for k, v in body.items() if v is not None})
+    else:
+        task = operator_write(require_document(file), "task_cancel", body)
+    show(task, "handoffs#Task")
+    if task.get("status") != "cancelled" and not JSON_OUTPUT.get():  # a terminal task stays as it was
+        print(f"ce task cancel: the task was {task.get('status')} already: nothing was cancelled", file=sys.stderr)
 
 
 @task_app.command("answer")

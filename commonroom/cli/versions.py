@@ -80,6 +80,9 @@ def diff_command(
     """Print the unified diff between two versions (coloured on a terminal)."""
     file = None
     if not ids.is_version(first):
+        if not Path(first).exists():
+            raise InvalidRequest(f"A: {first!r} is neither a version like v2, 2 or head nor the room's FILE",
+                                 details={"argument": "A"})
         file, first, second, third = Path(first), str(second or ""), third, None
         if not first:
             raise InvalidRequest("give the version to diff from: ce version diff FILE A [B]",

@@ -117,7 +117,10 @@ class ConsoleMixin(EngineBase):
         ``owner.json#/$defs/SessionsPage``; ``last_activity_at`` is the
         newest ``updated_at`` of the session's retained board messages (null
         when its board is empty): a fact the room holds, not presence.
-        ``limit`` 1 to 200 (default 50). Needs ``read`` (the owner port serves it).
+        ``limit`` 1 to 200 (default 50). Needs ``read``: the owner's ``sessions_list``
+        (``/owner/sessions``) and a participant's ``workspace_sessions`` (``/workspace/sessions``)
+        answer the same page; a session id, participant, capabilities and expiry are no secret (the
+        authority is the room's capabilities), the token is never in it.
         """
         require(actor, "read")
         models = self.store.models

@@ -47,6 +47,14 @@ OPERATIONS = Table([
         mcp=Mcp("List participants", "People and agents in the room, in join order, with their live "
                 "session counts. Needs read.")),
     Operation(
+        "workspace_sessions", "Live sessions with their boards' latest retained activity, paged", "sessions",
+        "common#PageInput", "owner#SessionsPage", "room", args=_PAGE, capability="read", errors=_CURSOR,
+        http=Http("GET", "/workspace/sessions"),
+        mcp=Mcp("List sessions", "The live sessions in the room, in join order: each session's id (its board's "
+                "address, the session_id of post_session_message), participant, capabilities and expiry, and its "
+                "board's retained messages (how many, how many open, the last change; not presence). Never a "
+                "token. Needs read.")),
+    Operation(
         "workspace_history", "Events still in the ring, paged", "history", "common#PageInput",
         "events#HistoryPage", "room", args=_PAGE, capability="read", errors=_CURSOR,
         http=Http("GET", "/workspace/history"),

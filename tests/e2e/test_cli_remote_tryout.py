@@ -28,7 +28,7 @@ def world(tmp_path_factory):
     remote = tmp_path_factory.mktemp("remote")
     env = {"XDG_CONFIG_HOME": str(remote / "config"), "HOME": str(remote), "COMMONROOM_SESSION": ""}
     for name, caps in (("erin", "read,observe,handoff,message"), ("frank", "read,observe,handoff,lease"),
-                       ("gina", "read,observe,propose,write,approve,lease")):
+                       ("gina", "read,observe,propose,write,approve,lease,message")):
         done = ce("join", room.invite(name, caps), "--session-file", str(remote / f"{name}.json"), env=env)
         assert done.returncode == 0, done.stderr
     yield room, remote, env
@@ -157,3 +157,124 @@ def test_releasing_another_s_lease_says_whose_list_to_read(world):
                            "frank.json shows each live lease and who holds it; only the holder's session renews or "
                            "releases it\n"), done.stderr
     ok(remote, env, "lease", "release", lease, "--session-file", "gina.json")
+
+
+def test_cancelling_a_finished_task_says_nothing_was_cancelled(world):
+    room, remote, env = world
+    erin, frank = ("--session-file", "erin.json"), ("--session-file", "frank.json")
+    made = json.loads(ok(remote, env, "handoff", "create", "--summary", "Count the goals", "--assignee", "frank",
+                         *erin, "--json"))
+    ok(remote, env, "handoff", "accept", made["handoff"]["id"], *frank)
+    ok(remote, env, "handoff", "complete", made["handoff"]["id"], "--result", "Two.", *frank)
+    task = made["task"]["taskId"]
+    done = subprocess.run([ce_path(), "task", "cancel", task, *erin], capture_output=True, text=True, timeout=60,
+                          cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 0 and f"task {task} · completed" in done.stdout, done
+    assert done.stderr == "ce task cancel: the task was completed already: nothing was cancelled\n", done.stderr
+    # a task it does cancel says nothing more
+    other = json.loads(ok(remote, env, "handoff", "create", "--summary", "Count the risks", *erin, "--json"))
+    done = subprocess.run([ce_path(), "task", "cancel", other["task"]["taskId"], *erin], capture_output=True,
+                          text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 0 and "· cancelled" in done.stdout and done.stderr == "", done
+
+
+def test_the_owner_s_invite_and_revoke_lines_name_the_room_and_say_times_for_people(world):
+    room, remote, env = world
+    done = ce("invite", str(room.document), "--participant", "hal", "--cap", "read", "--expires", "2h")
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"invitation inv_[0-9a-f]+ for hal \(read\), good until (\w{3} \d+ )?\d\d:\d\d \(in 2h\)\n",
+                        done.stderr), done.stderr
+    joined = ce("join", done.stdout.strip(), "--session-file", str(remote / "hal.json"), env=env)
+    assert joined.returncode == 0, joined.stderr
+    session = json.loads((remote / "hal.json").read_text())["session_id"]
+    revoked = ce("revoke", str(room.document), "--session", session)
+    assert revoked.returncode == 0, revoked.stderr
+    assert revoked.stdout == f"{room.document.name}: session {session} revoked\n", revoked.stdout
+    again = ce("revoke", str(room.document), "--session", session)
+    assert again.stdout == f"{room.document.name}: session {session} was already revoked\n", again.stdout
+
+
+def test_a_session_s_work_summary_says_leases_where_and_no_empty_counts(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    leases = [ok(remote, env, "lease", "acquire", *where, "--ttl", "600", "-q", *gina).strip()
+              for where in (("--heading", "Transport"), ("--lines", "2-2"))]
+    try:
+        summary = ok(remote, env, "board", "summary", "handoff", "-", *gina)
+    finally:
+        for lease in leases:
+            ok(remote, env, "lease", "release", lease, *gina)
+    assert "'heading'" not in summary and "{" not in summary, summary  # no Python dict
+    assert '"Release plan › Design › Transport"' in summary and "line 2" in summary, summary
+    assert "(none)" not in summary, summary  # "proposals: 0", or "proposals (1 open): 1"
+
+
+def test_a_colleague_reads_an_invitation_before_joining(world):
+    room, remote, env = world
+    token = room.invite("ida", "read,observe")
+    done = subprocess.run([ce_path(), "invitation", "decode", token], capture_output=True, text=True, timeout=60,
+                          cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 0 and done.stderr == "", done
+    shown = done.stdout
+    assert "[" not in shown and "{" not in shown, shown  # no JSON in a view for people
+    assert re.search(r"^grants +read, observe$", shown, re.M), shown
+    assert re.search(r"^good until +(\w{3} \d+ )?\d\d:\d\d \(in \d+[hd]\)$", shown, re.M), shown
+    port = room.state["ingress"]["port"]
+    assert re.search(rf"^reaches +127\.0\.0\.1:{port} \(loopback, private, not encrypted\)$", shown, re.M), shown
+    assert token.split("/")[-1][:40] not in shown and "cri_" in shown  # the secret stays masked
+
+
+def test_observe_says_the_operator_revoked_a_session_not_its_holder(world):
+    room, remote, env = world
+    joined = ce("join", room.invite("jay", "read"), "--session-file", str(remote / "jay.json"), env=env)
+    assert joined.returncode == 0, joined.stderr
+    session = json.loads((remote / "jay.json").read_text())["session_id"]
+    observer = subprocess.Popen([ce_path(), "observe", "--session-file", "gina.json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=remote, env={**os.environ, **env})
+    try:
+        time.sleep(1.5)  # connected: what follows is live
+        assert ce("revoke", str(room.document), "--session", session).returncode == 0
+        time.sleep(2)
+    finally:
+        observer.terminate()
+        out, err = observer.communicate(timeout=10)
+    assert "the operator revoked jay's session" in out and "jay revoked" not in out, (out, err)
+
+
+def test_a_backwards_line_range_and_an_insertion_point_are_said_as_they_are(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    done = subprocess.run([ce_path(), "read", "--lines", "5-3", *gina], capture_output=True, text=True, timeout=60,
+                          cwd=remote, env={**os.environ, **env})
+    assert done.returncode == 21, done
+    assert done.stderr.startswith("ce: invalid_region: lines [5, 3] end before they start (an insertion point "
+                                  "before line k is [k, k-1])"), done.stderr
+    made = ok(remote, env, "propose", "--base", "head", "--lines", "2-1", "--text", "Inserted.\n", *gina)
+    assert re.fullmatch(rf"{room.document.name}: proposal pr_[0-9a-f]+ open before line 2, base v\d+\n", made), made
+
+
+def test_a_route_the_room_lacks_points_at_versions_not_at_ids(world):
+    """A ``ce`` newer than its room (a colleague upgraded first) meets ``not_found`` for a route the room lacks:
+    the hint says so, not "check the id". The room's own answer to a route it has not, through ce call."""
+    from commonroom.cli.render import next_step
+
+    room, remote, env = world
+    done = subprocess.run([ce_path(), "call", "GET", "/workspace/no-such-route", "--session-file", "gina.json"],
+                          capture_output=True, text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    envelope = json.loads(done.stdout or done.stderr)
+    assert envelope["error"] == "not_found", envelope
+    hint = next_step(envelope)
+    assert "check the id" not in hint and "ce --version" in hint and "commonroom version" in hint, hint
+    assert next_step({"error": "not_found", "details": {}}) == "check the id (the list commands print them)"
+
+
+def test_a_lease_on_the_whole_document_says_so(world):
+    room, remote, env = world
+    gina = ("--session-file", "gina.json")
+    held = ok(remote, env, "lease", "acquire", "--ttl", "60", *gina)
+    lease = re.search(r"lease (l_[0-9a-f]+)", held).group(1)
+    try:
+        assert re.search(r" active on the whole document \(lines 1–\d+\) for gina, ", held), held
+    finally:
+        released = ok(remote, env, "lease", "release", lease, *gina)
+    assert " released on the whole document (lines 1–" in released, released

@@ -18,7 +18,7 @@ from commonroom.errors import STATUS
 
 #: What each code's hint says (a substring), or "" for no hint: one row per code of the catalogue.
 EXPECTED: dict[str, str] = {
-    "unauthorized": "ce join TOKEN --session-file FILE",
+    "unauthorized": "ce join TOKEN",
     "session_expired": "new invitation",
     "permission_denied": "",
     "invitation_expired": "new invitation",
@@ -93,6 +93,7 @@ def test_hints_worded_from_the_envelope():
     (None, "list the proposals with ce proposal list"),
     (("file", "/rooms/notes.md"), "list the proposals with ce proposal list /rooms/notes.md"),
     (("session", "my alice.json"), "list the proposals with ce proposal list --session-file 'my alice.json'"),
+    (("session", ""), "list the proposals with ce proposal list"),  # the default session: ce finds it again
 ])
 def test_a_hint_names_the_command_as_the_caller_reached_the_room(address, expected):
     from commonroom.cli.sessions import ADDRESS
@@ -102,11 +103,13 @@ def test_a_hint_names_the_command_as_the_caller_reached_the_room(address, expect
         assert next_step({"error": "proposal_not_found", "details": {}}) == expected
         board = next_step({"error": "message_not_found", "details": {}})
         assert board.endswith("ce board list BOARD" + (" --session-file 'my alice.json'"
-                                                       if address and address[0] == "session" else ""))
+                                                       if address and address[0] == "session" and address[1]
+                                                       else ""))
         unreachable = next_step({"error": "transport_unavailable", "details": {}})
         if address and address[0] == "session":  # a participant has no FILE: no ce status FILE for them
             assert "FILE" not in unreachable and "ce " not in unreachable and "operator" in unreachable
         elif address:
             assert "ce status /rooms/notes.md" in unreachable
+        assert "session.json" not in next_step({"error": "unauthorized", "details": {}})
     finally:
         ADDRESS.reset(token)

@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import pytest
 
 from commonroom.cli.routes import request, routes
+from commonroom.errors import InvalidRequest
 from commonroom.http.operations import Binding
 from commonroom.operations import OPERATIONS, Operation
 from tests.authz import EXTRA
@@ -64,4 +65,7 @@ def test_none_is_left_out_of_a_query_and_kept_in_a_body():
     assert request("lease_acquire", {"region": None}) == ("POST", "/workspace/leases", {"region": None})
     method, target, _ = request("document_read", {"region": {"heading": ["A b"]}})
     assert json.loads(dict(parse_qsl(urlsplit(target).query))["region"]) == {"heading": ["A b"]}
-    assert request("proposal_get", {"proposal_id": "pr/1"})[1] == "/workspace/proposals/pr%2F1"
+    assert request("proposal_get", {"proposal_id": "pr 1?"})[1] == "/workspace/proposals/pr%201%3F"
+    for odd in ("pr/1", "pr\\1"):  # no id holds a separator: refused before anything is sent
+        with pytest.raises(InvalidRequest, match="no id holds"):
+            request("proposal_get", {"proposal_id": odd})
