@@ -61,7 +61,7 @@ def recording(session_file: Any, given: str | None) -> str | None:
 
 
 @board_app.command("post")
-@handled(made="message_id")
+@handled(made="message_id", fields={"kind": "KIND", "priority": "--priority", "tags": "--tag"})
 def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: PriorityOpt = None, tag: TagsOpt = None,
                  reply_to: Annotated[Optional[str], typer.Option(help="A message of the same board.")] = None,
                  requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Ask the board's session to "
@@ -113,7 +113,7 @@ def assignment_command(board: BoardArg, message_id: MessageArg, session_file: Se
 
 
 @board_app.command("complete")
-@handled
+@handled(fields={"priority": "--priority", "tags": "--tag"})
 def complete_command(board: BoardArg, message_id: MessageArg, answer: str,
                      key: Annotated[Optional[str], typer.Option("--key", help="Your completion key (reuse it on "
                                                                 "retry); default: derived from the board, the todo "
@@ -237,7 +237,7 @@ def peers_command(session_file: SessionOpt = None) -> None:
 
 
 @board_app.command("peer-post")
-@handled(made="message_id")
+@handled(made="message_id", fields={"kind": "KIND", "priority": "--priority", "tags": "--tag"})
 def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (peer_…), from ce board peers.")],
                       kind: str, body: str, priority: PriorityOpt = None, tag: TagsOpt = None,
                       requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Repeat it on the peer's "

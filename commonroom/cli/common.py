@@ -41,7 +41,8 @@ IdOnlyOpt = Annotated[bool, typer.Option("--id-only", "-q", help="Print only the
                                           "for scripts: ID=$(ce … -q).")]
 
 
-def handled(fn: Callable | None = None, *, json_only: bool = False, made: str | None = None) -> Callable:
+def handled(fn: Callable | None = None, *, json_only: bool = False, made: str | None = None,
+            fields: dict[str, str] | None = None) -> Callable:
     """Decorator of a ``ce`` command: ``--json``, and a ``CommonroomError`` printed and turned into its exit status.
 
     The command gains a ``--json`` option (with ``json_only`` it always
@@ -50,19 +51,24 @@ def handled(fn: Callable | None = None, *, json_only: bool = False, made: str | 
     path), so :func:`render.show` and :func:`render.error` print JSON or text.
     A command that makes something names where its answer holds the new id
     (``made``, a dotted path such as ``handoff.id``) and gains ``--id-only``
-    / ``-q``: then :func:`render.show` prints that id alone.
+    / ``-q``: then :func:`render.show` prints that id alone. ``fields`` names
+    the input fields the command fills from an option or argument of another
+    name (``{"ttl_seconds": "--ttl"}``): the room's refusal of one is said
+    with that name (:func:`render.readable`).
     """
     if fn is None:
-        return lambda f: handled(f, json_only=json_only, made=made)
+        return lambda f: handled(f, json_only=json_only, made=made, fields=fields)
     command = fn
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         wants_json = bool(kwargs.pop("json_output", False)) or json_only
         token = render.MADE.set(made if kwargs.pop("id_only", False) else None)
+        named = render.FIELDS.set(fields or {})
         try:
             status = invoke(command, wants_json, *args, **kwargs)
         finally:
+            render.FIELDS.reset(named)
             render.MADE.reset(token)
         if status:
             raise typer.Exit(status)

@@ -64,7 +64,7 @@ def read_command(file: FileArg = None, heading: HeadingOpt = None, lines: LinesO
 
 
 @lease_app.command("acquire")
-@handled(made="id")
+@handled(made="id", fields={"ttl_seconds": "--ttl"})
 def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
                   ttl: Annotated[Optional[int], typer.Option(help=f"Seconds, {LEASE_TTL_MIN} to {LEASE_TTL_MAX} (default {LEASE_TTL_DEFAULT}).")] = None,
                   session_file: SessionOpt = None) -> None:
@@ -76,7 +76,7 @@ def lease_acquire(heading: HeadingOpt = None, lines: LinesOpt = None,
 
 
 @lease_app.command("renew")
-@handled
+@handled(fields={"ttl_seconds": "--ttl"})
 def lease_renew(lease_id: LeaseArg, ttl: Annotated[Optional[int], typer.Option(help=f"Seconds, {LEASE_TTL_MIN} to {LEASE_TTL_MAX}.")] = None,
                 session_file: SessionOpt = None) -> None:
     """Renew a lease of this session."""

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import ast
+import re
 from contextvars import ContextVar
 from typing import Any
 
@@ -31,6 +33,10 @@ from .printing import JSON_OUTPUT, RENDERERS, clock, console, diff, fields, shor
 
 #: Where the answer holds the id of what the command made (``handoff.id``), while ``--id-only`` is given.
 MADE: ContextVar[str | None] = ContextVar("ce_made", default=None)
+#: The running command's own names of the input fields it fills (``{"ttl_seconds": "--ttl"}``), so that a
+#: field the room refuses is named as the person typed it (:func:`readable`).
+FIELDS: ContextVar[dict[str, str]] = ContextVar("ce_fields", default={})
+_ONE_OF = re.compile(r"^(?P<value>.*) is not one of (?P<choices>\[.*\])$")
 
 
 def emit_json(value: Any) -> None:
@@ -180,7 +186,24 @@ def readable(envelope: dict[str, Any]) -> str:
     if envelope.get("error") == "lease_conflict" and details.get("participant") and details.get("expires_at"):
         return f"{details['participant']} holds {span(details.get('lines')) or 'that region'} until " \
                f"{clock(details['expires_at'])}"
+    pointer, reason = details.get("pointer"), details.get("reason")
+    if envelope.get("error") == "invalid_request" and isinstance(pointer, str) and isinstance(reason, str):
+        named = FIELDS.get().get(pointer.split("/")[1] if pointer.count("/") else pointer)
+        if named is not None:  # a field this command filled from one of its own options or arguments
+            return f"{named}: {_choices(reason)}"
     return " ".join(str(envelope.get("message", "")).split())
+
+
+def _choices(reason: str) -> str:
+    """A schema's reason with its list of allowed values as words (``'x' is not one of: note, todo``)."""
+    match = _ONE_OF.match(reason)
+    if match is None:
+        return reason
+    try:
+        choices = ast.literal_eval(match.group("choices"))
+    except (ValueError, SyntaxError):
+        return reason
+    return f"{match.group('value')} is not one of: {', '.join(map(str, choices))}"
 
 
 def conflicts(hunks: list[dict[str, Any]], proposal: str, base: Any, head: Any) -> str:

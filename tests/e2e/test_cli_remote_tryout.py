@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from commonroom.errors import EXIT_CODES
 from tests.conftest import SAMPLE
 from tests.roomproc import Room, ce, ce_path, start_room
 
@@ -278,3 +279,24 @@ def test_a_lease_on_the_whole_document_says_so(world):
     finally:
         released = ok(remote, env, "lease", "release", lease, *gina)
     assert " released on the whole document (lines 1–" in released, released
+
+
+def test_a_refused_field_is_named_as_the_option_or_argument_that_gave_it(world):
+    room, remote, env = world
+
+    def refused(*args: str) -> str:
+        done = subprocess.run([ce_path(), *args], capture_output=True, text=True, timeout=60, cwd=remote,
+                              env={**os.environ, **env})
+        assert done.returncode == EXIT_CODES["invalid_request"] and done.stdout == "", done
+        return done.stderr
+
+    said = refused("lease", "acquire", "--lines", "1-1", "--ttl", "99999", "--session-file", "gina.json")
+    assert said.startswith("ce: invalid_request: --ttl: 99999 is greater than the maximum of 3600"), said
+    said = refused("board", "post", "-", "bogus", "hello", "--session-file", "gina.json")
+    assert said.startswith("ce: invalid_request: KIND: 'bogus' is not one of: note, "), said
+    said = refused("board", "post", "-", "note", "hello", "--priority", "whenever", "--session-file", "gina.json")
+    assert said.startswith("ce: invalid_request: --priority: 'whenever' is not one of: "), said
+    # --json keeps the room's envelope as it is
+    done = subprocess.run([ce_path(), "lease", "acquire", "--ttl", "99999", "--session-file", "gina.json", "--json"],
+                          capture_output=True, text=True, timeout=60, cwd=remote, env={**os.environ, **env})
+    assert json.loads(done.stderr)["details"]["pointer"] == "/ttl_seconds", done.stderr
