@@ -103,8 +103,11 @@ class FileWatch:
         return watch
 
     def _watch_file(self) -> None:
-        """Watch the inode the file's name points at now (none while there is no file)."""
-        self._file_wd = self._libc.inotify_add_watch(self._fd, self._path, _FILE_MASK)
+        """Watch the inode the file's name points at now (none while there is no file); the watch of the
+        inode it pointed at before is removed (a backup the editor renamed it to wakes nobody)."""
+        old, self._file_wd = self._file_wd, self._libc.inotify_add_watch(self._fd, self._path, _FILE_MASK)
+        if old >= 0 and old != self._file_wd:
+            self._libc.inotify_rm_watch(self._fd, old)  # gone already when that inode was deleted: no matter
 
     def _relevant(self, data: bytes) -> bool:
         """True when ``data`` (inotify events) tells of the file; a new file under its name is watched."""
@@ -117,7 +120,9 @@ class FileWatch:
             if wd == self._folder_wd and name == self._name:
                 relevant = True
                 renamed = renamed or bool(mask & (IN_CREATE | IN_MOVED_TO))
-            elif (wd == self._file_wd and wd >= 0) or mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF):
+            elif mask & IN_Q_OVERFLOW:  # events were lost, a rename among them perhaps: watch the name's inode
+                relevant = renamed = True
+            elif (wd == self._file_wd and wd >= 0) or mask & (IN_DELETE_SELF | IN_MOVE_SELF):
                 relevant = True
         if renamed or relevant and self._file_wd < 0:
             self._watch_file()

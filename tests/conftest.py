@@ -55,4 +55,3 @@ def chromium():
         browser = playwright.chromium.launch(executable_path=str(executable), args=ARGS)
         yield browser
         browser.close()
-

@@ -120,16 +120,18 @@ class Lookup:
         result = answer.get("result") if isinstance(answer, dict) else None
         return str(result) if result else None
 
-    def _task(self, task_id: str, keys: list[str], why: str) -> dict[str, Any]:
-        """The task as it is now (read once per event: ``why`` and ``keys`` tell the reads apart), or ``{}``."""
-        task = self._get(f"t:{why}:{task_id}:{','.join(keys)}", "task_get", {"task_id": task_id})
+    def _task(self, task_id: str, keys: list[str], why: str, event_id: Any = None) -> dict[str, Any]:
+        """The task as it is now (read once per event: ``why``, ``keys`` and the event's id tell the reads
+        apart), or ``{}``."""
+        task = self._get(f"t:{why}:{task_id}:{','.join(keys)}:{event_id}", "task_get", {"task_id": task_id})
         return task if isinstance(task, dict) else {}
 
-    def question(self, task_id: str, keys: list[str]) -> str | None:
+    def question(self, task_id: str, keys: list[str], event_id: Any = None) -> str | None:
         """The question of the task's input requests ``keys`` (their ``message``; every outstanding one when
         ``keys`` is empty), if the caller may see the task and it is still asked (an answered request is gone
-        from the task: a replay of an old event goes without it)."""
-        requests = self._task(task_id, keys, "asked").get("inputRequests") or {}
+        from the task: a replay of an old event goes without it). ``event_id``: the event that asks, so a task
+        asking again (new keys, or what a partial answer left) is read again, not quoted from the first time."""
+        requests = self._task(task_id, keys, "asked", event_id).get("inputRequests") or {}
         asked = [str(m) for k in (keys or sorted(requests))
                  if (m := ((requests.get(k) or {}).get("params") or {}).get("message"))]
         return " / ".join(asked) if asked else None
@@ -203,7 +205,7 @@ def _resolved(memory: Memory, lookup: Lookup, event: dict[str, Any]) -> str:
 
 def _asked(memory: Memory, lookup: Lookup, event: dict[str, Any]) -> str:
     p = event.get("payload") or {}
-    question = lookup.question(str(p.get("task_id")), [str(k) for k in p.get("keys") or []])
+    question = lookup.question(str(p.get("task_id")), [str(k) for k in p.get("keys") or []], event.get("id"))
     owner = ((lookup.handoff(str(p.get("handoff_id"))) or {}).get("owner")) or "the owner"
     said = f": {quote(question)}" if question else ""
     return f"{memory.who(event)} asked {owner} about {_handoff(memory, lookup, p)}{said}"
@@ -228,7 +230,7 @@ def _task(memory: Memory, lookup: Lookup, event: dict[str, Any]) -> str:
     operation = str(p.get("operation") or "")
     what = f"the {operation.removeprefix('tool:')} task" if operation.startswith("tool:") else "a task"
     if p.get("task_status") == "input_required":
-        question = lookup.question(str(p.get("task_id")), [])
+        question = lookup.question(str(p.get("task_id")), [], event.get("id"))
         return f"{what} asks for input" + (f": {quote(question)}" if question else "")
     return f"{what} is {str(p.get('task_status', '?')).replace('_', ' ')}"
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from . import ids, render_shapes, where
+from . import ids, render_handoffs, where
 from ..errors import HandoffNotFound
 from ..vocabulary import HANDOFF_STATUSES, words
 from .options import AfterFile, CursorOpt, FileArg, LimitOpt, SessionOpt
@@ -70,7 +70,7 @@ def show_command(first: FileOrIdArg, second: AfterFile = None, session_file: Ses
             task = where.read(file, session_file, "task_get", values)
         except HandoffNotFound:  # a session that may not see the task: the handoff alone
             pass
-    render_shapes.handoff_detail(answer, task)
+    render_handoffs.handoff_detail(answer, task)
 
 
 @handoff_app.command("events")
@@ -84,7 +84,7 @@ def events_command(first: FileOrIdArg, second: AfterFile = None, limit: LimitOpt
     if JSON_OUTPUT.get():
         show(answer, "handoffs#HandoffEventsPage")
         return
-    render_shapes.handoff_events(answer, where.names(file, session_file))
+    render_handoffs.handoff_events(answer, where.names(file, session_file))
 
 
 @handoff_app.command("create")

@@ -281,3 +281,10 @@ def diff(text: str, stderr: bool = False) -> None:
     stream = sys.stderr if stderr else sys.stdout
     stream.write(text)
     stream.flush()
+
+
+def name_of(who: Any) -> str:
+    """A participant as people read it: its name, else its id (``{"id", "name"}`` or a plain value), ``-`` for none."""
+    if isinstance(who, dict):
+        return str(who.get("name") or who.get("id") or "-")
+    return str(who or "-")

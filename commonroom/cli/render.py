@@ -19,15 +19,15 @@ message, what to do next); with ``--json`` the error envelope, as before.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import shlex
 import sys
-import ast
-import re
 from contextvars import ContextVar
 from typing import Any
 
-from . import render_shapes  # noqa: F401  (registers the renderers in printing.RENDERERS)
+from . import render_handoffs, render_shapes  # noqa: F401  (register the renderers in printing.RENDERERS)
 from ..errors import CommonroomError
 from .printing import JSON_OUTPUT, RENDERERS, clock, console, diff, fields, short, span
 

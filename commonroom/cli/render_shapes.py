@@ -1,4 +1,5 @@
-"""The readable form of each answer shape ``ce`` prints (registered in :mod:`commonroom.cli.printing`, picked by :mod:`commonroom.cli.render`).
+"""The readable form of each answer shape ``ce`` prints (registered in :mod:`commonroom.cli.printing`, picked by
+:mod:`commonroom.cli.render`); the handoffs' and tasks' are in :mod:`commonroom.cli.render_handoffs`.
 
 Pages are tables (short ids, who, when relative to now, summary, status)
 followed by the next-page hint; outcomes are one line; ``--json`` never
@@ -7,18 +8,11 @@ reaches this module (the answer is printed as it came).
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
-from .printing import (DETAIL_WIDTH, clock, console, detail, diff, line, markdown, outcome, place, renders, short,
-                       span, table, when)
-
-
-def _name(who: Any) -> str:
-    if isinstance(who, dict):
-        return str(who.get("name") or who.get("id") or "-")
-    return str(who or "-")
+from .printing import (clock, console, detail, diff, line, markdown, name_of, outcome, place, renders, short, span,
+                       table, when)
 
 
 # -- the document and its versions -------------------------------------------------
@@ -100,7 +94,7 @@ def proposal(answer: dict[str, Any]) -> None:
 def approved(answer: dict[str, Any]) -> None:
     """``v2 committed by alice: shorter goals (proposal pr_… approved by bob)``."""
     proposal = answer["proposal"]
-    outcome(f"{_committed(answer['version'])} (proposal {proposal['id']} approved by {_name(proposal.get('decided_by'))})")
+    outcome(f"{_committed(answer['version'])} (proposal {proposal['id']} approved by {name_of(proposal.get('decided_by'))})")
 
 
 @renders("editing#ProposalReview")
@@ -109,9 +103,9 @@ def proposal_review(answer: dict[str, Any]) -> None:
     from rich.text import Text
 
     row, head = answer["proposal"], answer["head_version"]
-    line(Text(f"proposal {row['id']} by {_name(row.get('author'))}: {row.get('summary') or '-'}", style="bold"))
+    line(Text(f"proposal {row['id']} by {name_of(row.get('author'))}: {row.get('summary') or '-'}", style="bold"))
     if row["status"] != "open":
-        state = f"{row['status']} by {_name(row.get('decided_by'))} {when(row.get('decided_at'))}"
+        state = f"{row['status']} by {name_of(row.get('decided_by'))} {when(row.get('decided_at'))}"
         if row.get("committed_version"):
             state += f", committed as v{row['committed_version']}"
         if row.get("reason"):
@@ -165,7 +159,7 @@ def lease(answer: dict[str, Any]) -> None:
     """``lease ls_… active on lines 3–7 for alice, expires in 5m``; a released or expired one says only that."""
     active = answer.get("status") == "active"
     outcome(f"lease {answer['id']} {answer.get('status', '')} on {place(answer.get('region'), answer.get('lines'))} "
-            f"for {_name(answer.get('participant'))}" + (f", expires {when(answer.get('expires_at'))}" if active else ""))
+            f"for {name_of(answer.get('participant'))}" + (f", expires {when(answer.get('expires_at'))}" if active else ""))
 
 
 @renders("editing#LeasesPage")
@@ -174,7 +168,7 @@ def leases(answer: dict[str, Any]) -> None:
     table(answer["leases"], [
         ("id", lambda l: short(l["id"])),
         ("status", lambda l: l.get("status")),
-        ("who", lambda l: _name(l.get("participant"))),
+        ("who", lambda l: name_of(l.get("participant"))),
         ("where", lambda l: place(l.get("region"), l.get("lines"))),
         ("acquired", lambda l: when(l.get("acquired_at"))),
         ("expires", lambda l: when(l.get("expires_at"))),
@@ -205,7 +199,7 @@ def sessions(answer: dict[str, Any]) -> None:
     """
     table(answer["sessions"], [
         ("session", lambda s: s["session"]["id"]),
-        ("who", lambda s: _name(s["session"].get("participant"))),
+        ("who", lambda s: name_of(s["session"].get("participant"))),
         ("capabilities", lambda s: ", ".join(s["session"].get("capabilities") or [])),
         ("expires", lambda s: when(s["session"].get("expires_at"))),
         ("board", lambda s: f"{s.get('open_messages', 0)} open of {s.get('board_messages', 0)}"),
@@ -217,7 +211,7 @@ def sessions(answer: dict[str, Any]) -> None:
 def joined(answer: dict[str, Any]) -> None:
     """``joined sample.md as alice (read, observe, propose): session s_… saved in alice.json``."""
     session = answer["session"]
-    line(f"joined {answer['file_name']} as {_name(session.get('participant'))} "
+    line(f"joined {answer['file_name']} as {name_of(session.get('participant'))} "
          f"({', '.join(session.get('capabilities') or [])}): session {session.get('id')} saved in "
          f"{answer['session_file']}")
 
@@ -316,162 +310,6 @@ def status(answer: dict[str, Any]) -> None:
         renderer(answer[key])
 
 
-# -- handoffs -----------------------------------------------------------------------------
-
-
-@renders("handoffs#Handoff")
-def handoff(answer: dict[str, Any]) -> None:
-    """``handoff ho_… open: summary (owner alice, assignee bob)``."""
-    outcome(f"handoff {answer['id']} {answer['status']}: {answer.get('summary', '')} "
-            f"(owner {_name(answer.get('owner'))}, assignee {_name(answer.get('assignee'))})")
-
-
-@renders("handoffs#HandoffAndTask")
-def handoff_and_task(answer: dict[str, Any]) -> None:
-    """The handoff's line, then its task's id and status."""
-    handoff(answer["handoff"])
-    task = answer.get("task") or {}
-    line(f"task {task.get('taskId', '-')} {task.get('status', '')}")
-
-
-@renders("handoffs#Task")
-def task(answer: dict[str, Any]) -> None:
-    """The task: status, handoff, who, the open input requests and the answers given, its result or error."""
-    from rich.text import Text
-
-    title = Text(f"task {answer.get('taskId')}", style="bold")
-    title.append(f" · {answer.get('status')}")
-    owner, assignee = answer.get("owner"), answer.get("assignee")
-    error = answer.get("error") or {}
-    detail(title, [
-        ("handoff", answer.get("handoffId") or answer.get("operation")),
-        ("who", f"owner {owner}, assignee {assignee or '-'}"),
-        ("message", None if answer.get("inputRequests") else answer.get("statusMessage")),
-        *((f"asked {key}", _question(request) + _answer_hint(answer, key))
-          for key, request in (answer.get("inputRequests") or {}).items()),
-        *((f"answered {key}", _answer(value)) for key, value in (answer.get("inputResponses") or {}).items()),
-        ("result", _tool_result(answer.get("result"))),
-        ("error", f"{error.get('message')} ({error.get('code')})" if error else None),
-        ("updated", f"{when(answer.get('lastUpdatedAt'))} (created {when(answer.get('createdAt'))})"),
-    ])
-
-
-def _answer_hint(task: dict[str, Any], key: str) -> str:
-    """`` (ce task answer task_… ANSWER --key K)`` with the session the caller used; nothing for the local
-    operator (``ce task answer`` takes no FILE)."""
-    from .sessions import session_option
-
-    option = session_option()
-    return "" if option is None else f" (ce task answer {short(task.get('taskId'))} ANSWER --key {key}{option})"
-
-
-def _question(request: Any) -> str:
-    """The text of an ``elicitation/create`` input request."""
-    params = request.get("params") if isinstance(request, dict) else None
-    return str((params or {}).get("message") or json.dumps(request, ensure_ascii=False))
-
-
-def _answer(value: Any) -> str:
-    """An input response as given: ``{"answer": "yes"}`` is ``yes``, anything else compact JSON."""
-    if isinstance(value, dict) and list(value) == ["answer"] and isinstance(value["answer"], str):
-        return value["answer"]
-    if isinstance(value, dict) and value.get("action") and isinstance(value.get("content"), dict):
-        value = value["content"]  # an MCP ElicitResult
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _tool_result(result: Any) -> str | None:
-    """The text of a finished CallToolResult (its text content), None when there is none."""
-    if not isinstance(result, dict):
-        return None
-    texts = [c.get("text") for c in result.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"]
-    return "\n".join(t for t in texts if t) or None
-
-
-def handoff_detail(answer: dict[str, Any], task: dict[str, Any] | None) -> None:
-    """``ce handoff``: the handoff (who, summary, constraints, artifacts, result, decision) and its task's status
-    with the open input requests, fitting :data:`~commonroom.cli.render.DETAIL_WIDTH` columns."""
-    from rich.text import Text
-
-    title = Text(f"handoff {answer['id']}", style="bold")
-    title.append(f" · {answer['status']}")
-    task_line = None
-    if task is not None:
-        task_line = f"{task.get('taskId')} {task.get('status')}"
-        if task.get("inputRequests"):
-            count = len(task["inputRequests"])
-            task_line += f", {count} question{'s' if count > 1 else ''} open"
-    elif answer.get("task_id"):
-        task_line = f"{answer['task_id']} (expired)"
-    decided = None
-    if answer.get("decided_at"):
-        decided = f"{answer['status']} by {_name(answer.get('decided_by'))} {when(answer['decided_at'])}"
-    detail(title, [
-        ("summary", answer.get("summary")),
-        ("who", f"owner {_name(answer.get('owner'))}, assignee {_name(answer.get('assignee'))}"),
-        ("constraints", answer.get("constraints")),
-        *(("artifact", _artifact(a)) for a in answer.get("artifacts") or []),
-        ("task", task_line),
-        *((f"asked {key}", _question(request)) for key, request in ((task or {}).get("inputRequests") or {}).items()),
-        *((f"answered {key}", _answer(value)) for key, value in ((task or {}).get("inputResponses") or {}).items()),
-        ("result", answer.get("result")),
-        ("decided", decided),
-        ("reason", answer.get("reason")),
-        ("created", when(answer.get("created_at"))),
-        ("updated", when(answer.get("updated_at"))),
-    ])
-
-
-def _artifact(ref: dict[str, Any]) -> str:
-    """``uri (title, media type)``."""
-    extra = ", ".join(str(ref[k]) for k in ("title", "media_type") if ref.get(k))
-    return str(ref.get("uri")) + (f" ({extra})" if extra else "")
-
-
-@renders("handoffs#HandoffsPage")
-def handoffs(answer: dict[str, Any]) -> None:
-    """Handoffs, oldest first."""
-    table(answer["handoffs"], [
-        ("id", lambda h: short(h["id"])),
-        ("status", lambda h: h["status"]),
-        ("who", lambda h: _name(h.get("owner"))),
-        ("assignee", lambda h: _name(h.get("assignee"))),
-        ("when", lambda h: when(h.get("updated_at") or h.get("created_at"))),
-        ("summary", lambda h: h.get("summary") or ""),
-    ], "no handoffs", answer.get("next_cursor"))
-
-
-def handoff_events(answer: dict[str, Any], names: dict[str, str]) -> None:
-    """A handoff's own events, oldest first: who by name, what changed, at most 100 columns."""
-    table(answer["events"], [
-        ("#", lambda e: e.get("id")),
-        ("event", lambda e: str(e.get("type", "")).removeprefix("handoff.")),
-        ("when", lambda e: when(e.get("time"))),
-        ("who", lambda e: _actor(e, names)),
-        ("summary", _handoff_change),
-    ], "no events", answer.get("next_cursor"), DETAIL_WIDTH)
-
-
-def _actor(event: dict[str, Any], names: dict[str, str]) -> str:
-    pid = (event.get("actor") or {}).get("participant_id")
-    return names.get(pid, short(pid)) if pid else "operator"
-
-
-def _handoff_change(event: dict[str, Any]) -> str:
-    """What a handoff event changed: the handoff's and the task's status, and what the event carries."""
-    payload = event.get("payload") or {}
-    parts = [f"handoff {payload['status']}" if payload.get("status") else "",
-             f"task {payload['task_status']}" if payload.get("task_status") else ""]
-    if event.get("type") == "handoff.created":
-        parts.append(f"for {payload.get('assignee') or 'anyone'}: {payload.get('summary', '')}")
-    if payload.get("keys"):
-        parts.append("input " + ", ".join(str(k) for k in payload["keys"]))
-    for key in ("reason", "decided_by"):
-        if payload.get(key):
-            parts.append(f"{key.replace('_', ' ')} {payload[key]}")
-    return "; ".join(p for p in parts if p)
-
-
 # -- boards ----------------------------------------------------------------------------------
 
 
@@ -487,7 +325,7 @@ def message(answer: dict[str, Any]) -> None:
     """``sample.md: note m_… (normal, open, not acked) by alice: body``."""
     state = ack(answer)
     outcome(f"{answer['kind']} {answer['message_id']} ({answer.get('priority')}, {answer.get('status')}"
-            f"{'' if state == '-' else ', ' + state}) by {_name(answer.get('author'))}: {answer.get('body', '')}")
+            f"{'' if state == '-' else ', ' + state}) by {name_of(answer.get('author'))}: {answer.get('body', '')}")
 
 
 def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:
@@ -496,7 +334,7 @@ def _messages(rows: list[dict[str, Any]], next_cursor: Any = None) -> None:
         ("kind", lambda m: m["kind"]),
         ("status", lambda m: m.get("status")),
         ("priority", lambda m: m.get("priority")),
-        ("who", lambda m: _name(m.get("author"))),
+        ("who", lambda m: name_of(m.get("author"))),
         ("when", lambda m: when(m.get("created_at"))),
         ("ack", ack),
         ("summary", lambda m: m.get("body") or ""),

@@ -37,8 +37,6 @@ def _scalar_text(value: Any) -> str | None:
     return None
 
 
-
-
 def as_object(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
@@ -108,7 +106,6 @@ def sse_messages(frames: Iterable[Frame], on_retry: Callable[[int], None] | None
             yield frame.json()
         except ValueError:
             log.warning("skipping an event that is not JSON: %.200s", frame.data)
-
 
 
 def is_jsonrpc(value: Any) -> bool:

@@ -241,11 +241,28 @@ def test_file_watch_tells_at_once_of_a_change_to_the_file_only(tmp_path):
                 time.sleep(0.03)
         assert not told.wait(0.3)
         assert watch.reads <= 2  # the two creations; none for the writes
-        for change in (lambda: doc.write_text("b"), lambda: os.replace(tmp_path / "other.md", doc),
-                       lambda: doc.open("a").write("c"), doc.unlink):
+        def append() -> None:
+            with doc.open("a") as f:
+                f.write("c")
+
+        for change in (lambda: doc.write_text("b"), lambda: os.replace(tmp_path / "other.md", doc), append):
             told.clear()
             change()
             assert told.wait(5), change
             time.sleep(0.05)
+        # an editor's save keeping a backup: the file renamed away, a new one under the name
+        os.rename(doc, tmp_path / "doc.md~")
+        doc.write_text("d")
+        assert told.wait(5)
+        time.sleep(0.1)
+        told.clear()
+        reads = watch.reads
+        (tmp_path / "doc.md~").write_text("the backup, written")  # its inode is no longer watched
+        assert not told.wait(0.3) and watch.reads == reads
+        append()  # the new file's inode is
+        assert told.wait(5)
+        told.clear()
+        doc.unlink()
+        assert told.wait(5)
     finally:
         watch.stop()
