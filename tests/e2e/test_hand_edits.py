@@ -79,6 +79,14 @@ def _until(check, timeout: float = NOTICED):
         time.sleep(0.02)
 
 
+def _room_writes(client: Client, head: int, texts: list[str]) -> None:
+    """The room writes each of ``texts`` over line 3 in turn (``PUT /workspace/document``), from version ``head``."""
+    for i, text in enumerate(texts):
+        r = client.request("PUT", "/workspace/document",
+                           json={"expected_version": head + i, "text": text, "region": {"lines": [3, 3]}})
+        assert r.status_code == 200, r.text
+
+
 def _edit_in_place(path: Path, text: str) -> None:
     """As an editor that saves in place does: truncate, then write."""
     with open(path, "w", encoding="utf-8") as f:
@@ -230,12 +238,9 @@ def test_an_undo_to_an_earlier_versions_text_is_a_hand_edit(hand_room, people):
     is an edit like any other: recorded, never taken for the room's own write and written over."""
     ben = people["ben"]
     start = _head(ben)["number"]
-    for i in range(2):
-        r = ben.request("PUT", "/workspace/document",
-                        json={"expected_version": start + i, "text": f"Changed by the room {i}.\n", "region": {"lines": [3, 3]}})
-        assert r.status_code == 200, r.text
-        if i == 0:
-            earlier = ben.get("/workspace/document").json()["text"]
+    _room_writes(ben, start, ["Changed by the room 0.\n"])
+    earlier = ben.get("/workspace/document").json()["text"]
+    _room_writes(ben, start + 1, ["Changed by the room 1.\n"])
     assert hand_room.wait_for_file(ben.get("/workspace/document").json()["text"].encode(), NOTICED)
     _edit_in_place(hand_room.document, earlier)
     head = _until(lambda: (h := _head(ben))["number"] > start + 2 and h)
@@ -246,10 +251,7 @@ def test_an_undo_to_an_earlier_versions_text_is_a_hand_edit(hand_room, people):
 def test_the_rooms_own_writes_are_not_hand_edits(hand_room, people):
     ben = people["ben"]
     start = _head(ben)["number"]
-    for i in range(15):
-        r = ben.request("PUT", "/workspace/document",
-                        json={"expected_version": start + i, "text": f"Own write {i}.\n", "region": {"lines": [3, 3]}})
-        assert r.status_code == 200, r.text
+    _room_writes(ben, start, [f"Own write {i}.\n" for i in range(15)])
     time.sleep(1.0)  # several looks of the room's file watch
     versions = ben.get("/workspace/versions", params={"limit": 50}).json()["versions"]
     assert [v["source"] for v in versions if v["number"] > start] == ["write"] * 15
