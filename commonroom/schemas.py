@@ -205,15 +205,24 @@ def validate(name: str, instance: Any) -> Any:
     error = best_match(validator(name).iter_errors(instance))
     if error is None:  # pragma: no cover - the two validators agree (tests/unit/test_schemas_fast.py)
         return instance
-    pointer = _pointer(error.absolute_path)
+    pointer, reason = _pointer(error.absolute_path), _reason(error)
     raise InvalidRequest(
-        f"request body is invalid at {pointer or '/'}: {error.message}",
+        f"request body is invalid at {pointer or '/'}: {reason}",
         details={
             "pointer": pointer,
             "schema_path": "/" + "/".join(str(p) for p in error.absolute_schema_path),
-            "reason": error.message,
+            "reason": reason,
         },
     )
+
+
+def _reason(error: Any) -> str:
+    """jsonschema's message for ``error``, a closed list's values as JSON words (``"x" is not one of: a, b``),
+    not Python's list of their reprs."""
+    if error.validator == "enum" and isinstance(error.validator_value, list):
+        return f"{json.dumps(error.instance, ensure_ascii=False)} is not one of: " + \
+            ", ".join(str(v) for v in error.validator_value)
+    return error.message
 
 
 _REQUIRED = re.compile(r"^'([^']+)' is a required property$")

@@ -42,6 +42,8 @@ MessageArg = Annotated[str, typer.Argument(help="The message id (msg_…), or a 
                                            "print it.")]
 TagsOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable; at most 16).")]
 PriorityOpt = Annotated[Optional[str], typer.Option(help=words(PRIORITIES) + ".")]
+#: The message fields a board command fills from its own argument and options (a refusal names them so).
+MESSAGE_FIELDS = {"kind": "KIND", "priority": "--priority", "tags": "--tag"}
 KindArg = Annotated[str, typer.Argument(help=f"The message's kind: {words(MESSAGE_KINDS)} (a todo is work someone "
                                         "completes).")]
 BodyArg = Annotated[str, typer.Argument(help="The message text (markdown; at most 16 KiB of UTF-8).")]
@@ -61,7 +63,7 @@ def recording(session_file: Any, given: str | None) -> str | None:
 
 
 @board_app.command("post")
-@handled(made="message_id", fields={"kind": "KIND", "priority": "--priority", "tags": "--tag"})
+@handled(made="message_id", fields=MESSAGE_FIELDS)
 def post_command(board: BoardArg, kind: KindArg, body: BodyArg, priority: PriorityOpt = None, tag: TagsOpt = None,
                  reply_to: Annotated[Optional[str], typer.Option(help="A message of the same board.")] = None,
                  requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Ask the board's session to "
@@ -113,7 +115,7 @@ def assignment_command(board: BoardArg, message_id: MessageArg, session_file: Se
 
 
 @board_app.command("complete")
-@handled(fields={"priority": "--priority", "tags": "--tag"})
+@handled(fields=MESSAGE_FIELDS)
 def complete_command(board: BoardArg, message_id: MessageArg, answer: str,
                      key: Annotated[Optional[str], typer.Option("--key", help="Your completion key (reuse it on "
                                                                 "retry); default: derived from the board, the todo "
@@ -237,7 +239,7 @@ def peers_command(session_file: SessionOpt = None) -> None:
 
 
 @board_app.command("peer-post")
-@handled(made="message_id", fields={"kind": "KIND", "priority": "--priority", "tags": "--tag"})
+@handled(made="message_id", fields=MESSAGE_FIELDS)
 def peer_post_command(peer: Annotated[str, typer.Argument(help="The peer id (peer_…), from ce board peers.")],
                       kind: str, body: str, priority: PriorityOpt = None, tag: TagsOpt = None,
                       requires_ack: Annotated[bool, typer.Option("--requires-ack", help="Repeat it on the peer's "

@@ -158,11 +158,6 @@ def handoff(session_file: Path | None, given: str) -> str:
     return resolve(given, session_pages(session_file, "handoff_list", "handoffs"), "handoff", "handoff_id")
 
 
-def operator_handoff(file: Path, given: str) -> str:
-    """A handoff id from an id or a unique prefix (every handoff in the sidecar)."""
-    return resolve(given, operator_pages(file, "handoff_list", "handoffs"), "handoff", "handoff_id")
-
-
 def operator_session(file: Path, given: str) -> str:
     """A live session's id from an id or a unique start of one (the sessions ``ce sessions`` lists), to revoke.
 
@@ -194,12 +189,6 @@ def message(session_file: Path | None, board: str, given: str, parameter: str = 
 def task(session_file: Path | None, given: str) -> str:
     """A task id from an id or a unique start of it (the tasks of the handoffs the session can list)."""
     return resolve(given, session_pages(session_file, "handoff_list", "handoffs", key="task_id"), "task", "task_id",
-                   FULL_TASK_ID, fold=False)
-
-
-def operator_task(file: Path, given: str) -> str:
-    """A task id from an id or a unique start of it (the tasks of every handoff in the sidecar)."""
-    return resolve(given, operator_pages(file, "handoff_list", "handoffs", key="task_id"), "task", "task_id",
                    FULL_TASK_ID, fold=False)
 
 

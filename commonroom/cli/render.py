@@ -19,9 +19,7 @@ message, what to do next); with ``--json`` the error envelope, as before.
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 import shlex
 import sys
 from contextvars import ContextVar
@@ -36,7 +34,6 @@ MADE: ContextVar[str | None] = ContextVar("ce_made", default=None)
 #: The running command's own names of the input fields it fills (``{"ttl_seconds": "--ttl"}``), so that a
 #: field the room refuses is named as the person typed it (:func:`readable`).
 FIELDS: ContextVar[dict[str, str]] = ContextVar("ce_fields", default={})
-_ONE_OF = re.compile(r"^(?P<value>.*) is not one of (?P<choices>\[.*\])$")
 
 
 def emit_json(value: Any) -> None:
@@ -190,20 +187,9 @@ def readable(envelope: dict[str, Any]) -> str:
     if envelope.get("error") == "invalid_request" and isinstance(pointer, str) and isinstance(reason, str):
         named = FIELDS.get().get(pointer.split("/")[1] if pointer.count("/") else pointer)
         if named is not None:  # a field this command filled from one of its own options or arguments
-            return f"{named}: {_choices(reason)}"
+            return f"{named}: {reason}"
     return " ".join(str(envelope.get("message", "")).split())
 
-
-def _choices(reason: str) -> str:
-    """A schema's reason with its list of allowed values as words (``'x' is not one of: note, todo``)."""
-    match = _ONE_OF.match(reason)
-    if match is None:
-        return reason
-    try:
-        choices = ast.literal_eval(match.group("choices"))
-    except (ValueError, SyntaxError):
-        return reason
-    return f"{match.group('value')} is not one of: {', '.join(map(str, choices))}"
 
 
 def conflicts(hunks: list[dict[str, Any]], proposal: str, base: Any, head: Any) -> str:

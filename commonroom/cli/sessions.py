@@ -121,8 +121,9 @@ def save_session(path: Path, data: dict[str, Any]) -> None:
     write_private(path, json.dumps(data, indent=2) + "\n")
 
 
-def load_session(path: Path | None) -> dict[str, Any]:
-    """The stored session (``path``, else :func:`default_session_file`); ``InvalidRequest`` when there is none.
+def load_session(path: Path | None, default: Path | None = None) -> dict[str, Any]:
+    """The stored session (``path``, else ``default`` if found already, else :func:`default_session_file`);
+    ``InvalidRequest`` when there is none.
 
     A ``path`` given is the address a hint repeats (:data:`ADDRESS`); the
     default is found again by ``ce`` itself, so no hint spells its path out.
@@ -131,7 +132,7 @@ def load_session(path: Path | None) -> dict[str, Any]:
         ADDRESS.set(("session", str(path)))
         return _read_session(path, given=True)
     ADDRESS.set(("session", ""))
-    return _read_session(default_session_file(), given=bool(os.environ.get("COMMONROOM_SESSION")))
+    return _read_session(default or default_session_file(), given=bool(os.environ.get("COMMONROOM_SESSION")))
 
 
 def _read_session(path: Path, given: bool) -> dict[str, Any]:
@@ -184,8 +185,8 @@ def reach(session_file: Path | None, call: Callable[[dict[str, Any], str], T]) -
     ``TransportUnavailable`` saying how to give the session the room's new port
     (also for another process's answer: it is not the room).
     """
-    session = load_session(session_file)
-    path = session_file or default_session_file()
+    path = session_file or default_session_file()  # found once: it reads every stored session file
+    session = load_session(session_file, path)
     try:
         return call(session["transport"], session["token"])
     except (TransportUnavailable, Unauthorized, InvalidRequest) as exc:

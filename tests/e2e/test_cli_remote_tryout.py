@@ -293,9 +293,9 @@ def test_a_refused_field_is_named_as_the_option_or_argument_that_gave_it(world):
     said = refused("lease", "acquire", "--lines", "1-1", "--ttl", "99999", "--session-file", "gina.json")
     assert said.startswith("ce: invalid_request: --ttl: 99999 is greater than the maximum of 3600"), said
     said = refused("board", "post", "-", "bogus", "hello", "--session-file", "gina.json")
-    assert said.startswith("ce: invalid_request: KIND: 'bogus' is not one of: note, "), said
+    assert said.startswith('ce: invalid_request: KIND: "bogus" is not one of: note, '), said
     said = refused("board", "post", "-", "note", "hello", "--priority", "whenever", "--session-file", "gina.json")
-    assert said.startswith("ce: invalid_request: --priority: 'whenever' is not one of: "), said
+    assert said.startswith('ce: invalid_request: --priority: "whenever" is not one of: '), said
     # --json keeps the room's envelope as it is
     done = subprocess.run([ce_path(), "lease", "acquire", "--ttl", "99999", "--session-file", "gina.json", "--json"],
                           capture_output=True, text=True, timeout=60, cwd=remote, env={**os.environ, **env})
