@@ -157,11 +157,10 @@ class FileFollower:
         self.path = path
         self.background = background
         self._cond = threading.Condition()
-        self._pending: tuple[int, str, str] | None = None
+        self._pending: tuple[int, str] | None = None
         self._written_number = 0
         self._on_disk = 0
         self._submitted_number = 0
-        self._recent: dict[str, int] = {}
         self.stat: FileStat | None = file_state(path)
         self._closed = False
         self.diverged = False
@@ -173,13 +172,9 @@ class FileFollower:
             self._thread = threading.Thread(target=self._run, name="commonroom-file", daemon=True)
             self._thread.start()
 
-    def submit(self, number: int, text: str, digest: str) -> None:
-        """The head is now ``number`` (text, ``sha256:`` digest): make the file follow."""
+    def submit(self, number: int, text: str) -> None:
+        """The head is now ``number`` (its text): make the file follow."""
         with self._cond:
-            self._recent[digest] = number
-            if len(self._recent) > 64:
-                oldest = min(self._recent, key=self._recent.__getitem__)
-                del self._recent[oldest]
             self._submitted_number = max(self._submitted_number, number)
             if not self.background:
                 if file_state(self.path) != self.stat:
@@ -189,7 +184,7 @@ class FileFollower:
                 self._written_number = self._on_disk = number
                 return
             if self._pending is None or self._pending[0] < number:
-                self._pending = (number, text, digest)
+                self._pending = (number, text)
             self._cond.notify_all()
 
     def _run(self) -> None:
@@ -199,29 +194,24 @@ class FileFollower:
                     self._cond.wait()
                 if self._pending is None:  # closed, and nothing left to write
                     return
-                number, text, digest = self._pending
+                number, text = self._pending
                 self._pending = None
             try:
                 if file_state(self.path) != self.stat:
-                    # Edited outside the room since our last write: never
-                    # overwrite it. The engine records it (sync_external) and
-                    # then adopts it, and the next head is written.
-                    with self._cond:
-                        self.diverged = True
-                        self._failure = None
-                        self._written_number = max(self._written_number, number)
-                        self._cond.notify_all()
-                    continue
+                    raise FileChanged(str(self.path))
                 stat = write_atomic(self.path, text, expect=self.stat)
             except FileChanged:
-                with self._cond:  # edited outside the room while the text was being written: as above
+                # Edited outside the room since our last write (or while the text was being
+                # written): never overwrite it. The engine records it (sync_external) and then
+                # adopts it, and the next head is written.
+                with self._cond:
                     self.diverged = True
                     self._failure = None
                     self._written_number = max(self._written_number, number)
                     self._cond.notify_all()
                 continue
             except OSError as exc:
-                self._failed(number, text, digest, exc)
+                self._failed(number, text, exc)
                 continue
             with self._cond:
                 if self._failure is not None:
@@ -233,7 +223,7 @@ class FileFollower:
                 self._written_number = max(self._written_number, number)
                 self._cond.notify_all()
 
-    def _failed(self, number: int, text: str, digest: str, exc: OSError) -> None:
+    def _failed(self, number: int, text: str, exc: OSError) -> None:
         """The file could not take version ``number``: say so once, then try again every
         :data:`RETRY_SECONDS` (sooner when a newer head comes); closing gives up (the next
         start writes the file from the sidecar)."""
@@ -248,7 +238,7 @@ class FileFollower:
                 self._cond.notify_all()
                 return
             if self._pending is None:
-                self._pending = (number, text, digest)
+                self._pending = (number, text)
             self._cond.wait(RETRY_SECONDS)
 
     def behind(self) -> dict[str, Any] | None:
@@ -320,11 +310,6 @@ class FileFollower:
         """True while a submitted head is not yet on disk."""
         with self._cond:
             return self._written_number < self._submitted_number
-
-    def ours(self, digest: str) -> bool:
-        """True if ``digest`` is a recent head this follower wrote or will write."""
-        with self._cond:
-            return digest in self._recent
 
     def close(self) -> None:
         """Flush (a file that cannot be written is given a moment only), then stop the thread."""

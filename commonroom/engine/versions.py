@@ -160,7 +160,7 @@ class VersionsMixin(EngineBase):
                 self._segments().committed(number)
             self._set_head(number, text, digest, new_lines)
             self._remember(number, text)
-            self.follower.submit(number, text, digest)
+            self.follower.submit(number, text)
             warmer = self._warmer
             if checkpoint and warmer is not None:
                 warmer.submit(number, text, new_lines)
