@@ -173,15 +173,16 @@ def build_room(document: Path, owner_token_hash: str, *, table: Table = OPERATIO
     async def fail_interrupted() -> None:  # no tool run survives a restart (docs/handoffs.md)
         await runner.write(engine.fail_interrupted_tool_tasks)
 
+    # plain writes, and the hot cached reads, HTTP and MCP, are answered before the guard and Falcon
+    # when all they need is known (commonroom/front/, derived from the table); none of them streams.
+    # A cached read at the head needs only the checked headers: the edge sends it at once.
+    front = FrontDoor(StreamGuard(ingress_app, settings.write_timeout_seconds),
+                      front_routes(table, INGRESS, engine, runner, answers, mcp))
     return (
         engine,
         Listener(OWNER, StreamGuard(owner_app, settings.write_timeout_seconds), owner_router, table,
                  owner_token_hash=owner_token_hash, console=ConsoleGate(engine), names=names),
-        # plain writes, and the hot cached reads, HTTP and MCP, are answered before the guard and Falcon
-        # when all they need is known (commonroom/front/, derived from the table); none of them streams
-        Listener(INGRESS, FrontDoor(StreamGuard(ingress_app, settings.write_timeout_seconds),
-                                    front_routes(table, INGRESS, engine, runner, answers, mcp)),
-                 ingress_router, table, engine=engine, limiter=limiter, names=names),
+        Listener(INGRESS, front, ingress_router, table, engine=engine, limiter=limiter, names=names, front=front),
         Hooks([stop_watching, scheduler.stop, hub.close, runner.close, engine.close, trimmer.stop],
               [fail_interrupted, scheduler.start, watch_file, warm_old_versions, trimmer.start], scheduler),
     )

@@ -33,6 +33,7 @@ class Ingress:
         self.front: FrontDoor = listener.app
         self.app = copy.copy(listener)
         self.app.app = self.front.app
+        self.app.front = None  # Falcon's routes alone: nothing answered at the edge
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         await self.listener(scope, receive, send)

@@ -29,7 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..checked import CHECKED, Checked
-from .request import Door, Receive, Request, Send, body_length, read_body, replaying
+from .reads import CachedRead
+from .request import Answer, Door, Receive, Request, Send, body_length, read_body, replaying
 
 __all__ = ["FrontDoor"]
 
@@ -46,6 +47,28 @@ class FrontDoor:
         self.app = app
         self.routes = routes
         self.served = 0
+        #: path template → the door of its ``GET`` that answers from the headers alone (:meth:`at_once`)
+        self._at_once: dict[str, CachedRead] = {
+            template: door for template, doors in routes.items() if isinstance(door := doors.get("GET"), CachedRead)}
+
+    def at_once(self, scope: dict[str, Any], checked: Checked) -> Answer | None:
+        """The answer to a request the edge admitted whose door needs nothing but its headers (a cached
+        read at the head), nosniff included, for the edge to send as it is; None: the request goes
+        through the stack as any other (this door included, which then answers it or passes it on).
+
+        The same conditions as :meth:`__call__`: a live bearer, no header sent twice, no query string,
+        and no body at all (neither ``Content-Length`` nor ``Transfer-Encoding``).
+        """
+        if checked.actor is None or checked.repeated or scope["query_string"] or scope["method"] != "GET":
+            return None
+        door = self._at_once.get(checked.template or "")
+        headers = checked.headers
+        if door is None or b"content-length" in headers or b"transfer-encoding" in headers:
+            return None
+        answer = door.at_once(headers)
+        if answer is not None:
+            self.served += 1
+        return answer
 
     def door(self, method: str, template: str) -> Door | None:
         """The door answering ``method`` on the route of path template ``template``, if any."""

@@ -14,14 +14,16 @@ from typing import Any
 
 from ..http.answers import Answer as Entry
 from ..http.answers import AnswerCache, representation
+from ..http.edge import NOSNIFF
 from ..operations import Operation
 from .request import Answer, Request
 
 __all__ = ["CachedRead"]
 
 _JSON = (b"content-type", b"application/json")
-#: Encoded answer heads kept (all forgotten when full): a few per version (plain, gzip, 304).
-HEADS = 16
+#: Answers kept for the head's entry, by the request's two headers as sent (all forgotten when
+#: full): a client sends the same ones every time, so a few cover every reader.
+ANSWERS = 16
 
 
 def _text(value: bytes | None) -> str | None:
@@ -48,8 +50,10 @@ class CachedRead:
         self.status = op.http.status
         #: the route's key for no query and no path parameters
         self.key = (op.name, "", ())
-        #: encoded heads of the answers given (see :meth:`answer`); never changed once made
-        self._heads: dict[tuple[int, str, int, int], list[tuple[bytes, bytes]]] = {}
+        #: the entry last answered, and its answers by ``(Accept-Encoding, If-None-Match)`` as sent:
+        #: ``(status, head, body, the head with nosniff)``, never changed once made; a new entry
+        #: (a new head) starts them again, so no entry the answer cache let go is held
+        self._made: tuple[Entry | None, dict[tuple[bytes | None, bytes | None], tuple]] = (None, {})
 
     def admit(self, request: Request) -> Operation:  # noqa: D102 - Door
         return self.op
@@ -59,17 +63,42 @@ class CachedRead:
         return self.answers.get_head(self.key, self.engine.head().number)
 
     async def answer(self, request: Request, ticket: Entry) -> Answer:  # noqa: D102 - Door
-        headers = request.headers
-        status, named, body = representation(self.answers, self.key, ticket, _text(headers.get(b"accept-encoding")),
-                                             _text(headers.get(b"if-none-match")), self.status)
-        # the same answer's head is encoded once: by its status, ETag (the entry, plain or gzip) and body length
-        key = (status, named[1][1], len(named), len(body))
-        out = self._heads.get(key)
+        status, head, body, _ = self._made_for(ticket, request.headers)
+        return status, head, body
+
+    def at_once(self, headers: dict[bytes, bytes]) -> Answer | None:
+        """The answer from the head's cached entry for a request with ``headers`` (the edge's reading),
+        its head carrying the edge's ``nosniff``; None on a miss (the route answers and fills the cache).
+
+        The entry answered last is used again while the head is the one it was built at, without asking
+        the answer cache (which may have let it go since: the door then holds this one entry beside it)."""
+        number = self.engine.head().number
+        ticket = self._made[0]
+        if ticket is None or ticket.head != number:  # the entry answered last is the head's: no lookup
+            ticket = self.answers.get_head(self.key, number)
+            if ticket is None:
+                return None
+        status, _, body, head = self._made_for(ticket, headers)
+        return status, head, body
+
+    def _made_for(self, ticket: Entry, headers: dict[bytes, bytes]) -> tuple:
+        """``(status, head, body, head with nosniff)`` of ``ticket`` for these request headers, made once:
+        304 when ``If-None-Match`` names it, gzip when accepted (:func:`~commonroom.http.answers.representation`),
+        with the route's ``Content-Type``, ``Vary``, ``ETag`` and ``Content-Length``."""
+        kept, made = self._made
+        if kept is not ticket:
+            made = {}
+            self._made = (ticket, made)
+        asked = (headers.get(b"accept-encoding"), headers.get(b"if-none-match"))
+        out = made.get(asked)
         if out is None:
-            out = [_JSON, *((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in named)]
+            status, named, body = representation(self.answers, self.key, ticket, _text(asked[0]), _text(asked[1]),
+                                                 self.status)
+            head = [_JSON, *((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in named)]
             if status != 304:
-                out.append((b"content-length", str(len(body)).encode("latin-1")))
-            if len(self._heads) >= HEADS:
-                self._heads.clear()
-            self._heads[key] = out
-        return status, out, body
+                head.append((b"content-length", str(len(body)).encode("latin-1")))
+            out = (status, head, body, [*head, NOSNIFF])
+            if len(made) >= ANSWERS:
+                made.clear()
+            made[asked] = out
+        return out

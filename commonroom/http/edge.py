@@ -97,14 +97,18 @@ class Listener:
     ``engine`` (ingress sessions), ``owner_token_hash`` and ``console``
     (owner port); ``limiter``: the ingress's rate limiter (None: not
     counted). ``names``: the Host names (shared by a room's listeners).
+    ``front``: the front door under ``app`` (:class:`~commonroom.front.FrontDoor`),
+    asked first for an answer it makes from the checked headers alone (a cached
+    read at the head), which is sent at once, past the layers between (None: none).
     ``refused`` counts the requests refused by the Host and path rules.
     """
 
     def __init__(self, role: str, app: Any, router: Any, table: Table, *, engine: Any = None,
                  owner_token_hash: str | None = None, console: Any = None, limiter: Any = None,
-                 names: HostNames | None = None):
+                 names: HostNames | None = None, front: Any = None):
         self.role = role
         self.app = app
+        self.front = front
         self.router = router
         self.engine = engine
         self.owner_token_hash = owner_token_hash
@@ -153,6 +157,12 @@ class Listener:
         checked = Checked(self._route(scope["path"] or "/"), None, headers, repeated)
         scope[CHECKED] = checked
         self.check(checked, scope, receive, authorization)
+        if self.front is not None and checked.refusal is None:
+            ready = self.front.at_once(scope, checked)
+            if ready is not None:  # its head carries nosniff, and never Connection: close
+                await send({"type": "http.response.start", "status": ready[0], "headers": ready[1]})
+                await send({"type": "http.response.body", "body": ready[2]})
+                return
         closing = False
 
         async def send_nosniff(message: dict[str, Any]) -> None:

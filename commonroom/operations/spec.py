@@ -182,8 +182,12 @@ class Operation:
         """
         if self.capability is None or actor is None:
             return
-        if any(cap in actor.capabilities for cap in self.also):
+        held = actor.capabilities
+        if self.capability in held:
             return
+        for cap in self.also:
+            if cap in held:
+                return
         require(actor, self.capability)
 
     @cached_property

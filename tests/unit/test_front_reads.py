@@ -102,3 +102,24 @@ def test_a_fast_read_counts_once_against_the_rate_limit(room):
     assert fast.served == 19  # the first was a miss
     status, headers, _ = call(ingress, token)
     assert status == 429 and (b"retry-after" in dict(headers))
+
+
+def test_the_edge_answers_the_heads_read_at_once_and_follows_the_head(room):
+    """A cached read at the head is sent by the edge itself (the front door counts it), from the entry it
+    answered last while the head stays; a new version is answered as soon as it is the head."""
+    engine, ingress, fast = room
+    writer, joined = join(engine, "writer", ["read", "write"])
+    token = joined["token"]
+    first = json.loads(call(ingress, token)[2])  # a miss: the route answers and fills the cache
+    served = fast.served
+    assert json.loads(call(ingress, token)[2]) == first and fast.served == served + 1
+    answers = fast.door("GET", "/workspace/document").answers
+    answers._entries.clear()  # the cache let the head's answer go: the edge still has it, for this head
+    answers.held = 0
+    assert json.loads(call(ingress, token)[2]) == first and fast.served == served + 2
+    engine.write(writer, first["version"], first["text"] + "\nOne more line.\n")
+    status, _, body = call(ingress, token)  # the new head: a miss, answered by the route
+    assert status == 200 and json.loads(body)["version"] == first["version"] + 1
+    assert fast.served == served + 2
+    status, _, again = call(ingress, token)
+    assert again == body and fast.served == served + 3
