@@ -57,13 +57,15 @@ class FrontDoor:
         through the stack as any other (this door included, which then answers it or passes it on).
 
         The same conditions as :meth:`__call__`: a live bearer, no header sent twice, no query string,
-        and no body at all (neither ``Content-Length`` nor ``Transfer-Encoding``).
+        no body at all (neither ``Content-Length`` nor ``Transfer-Encoding``), and the route's operation
+        the one the edge checked.
         """
         if checked.actor is None or checked.repeated or scope["query_string"] or scope["method"] != "GET":
             return None
         door = self._at_once.get(checked.template or "")
         headers = checked.headers
-        if door is None or b"content-length" in headers or b"transfer-encoding" in headers:
+        if door is None or door.op is not checked.op or b"content-length" in headers \
+                or b"transfer-encoding" in headers:
             return None
         answer = door.at_once(headers)
         if answer is not None:
