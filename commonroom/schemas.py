@@ -104,6 +104,34 @@ def fast_validator(name: str) -> Draft202012Validator:
         return plain
 
 
+#: Keywords whose value holds subschemas, other than ``properties`` (:func:`by_property`).
+_APPLICATORS = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
+                          "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+                          "items", "prefixItems", "contains", "$ref", "$dynamicRef"})
+
+
+@lru_cache(maxsize=None)
+def by_property(name: str) -> tuple[Draft202012Validator, tuple[tuple[str, Draft202012Validator], ...]] | None:
+    """``name``'s bundled schema checked a level at a time, when that is the same check, else None.
+
+    For an object schema whose only subschemas are its ``properties`` (no
+    other applicator, a boolean ``additionalProperties``): a validator of
+    the schema with each property's subschema replaced by ``true`` (type,
+    ``required``, ``additionalProperties``, ...) and one validator per
+    property, each over the property's value as its root. ``properties``
+    applies each subschema to its property's value alone (JSON Schema
+    2020-12, 10.3.2.1), so an instance passes the pair exactly when it passes
+    the whole schema (``tests/unit/test_schemas_fast.py``), without
+    jsonschema's descent into each property (most of a small input's cost).
+    """
+    schema = bundle(name)
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict) \
+            or not _APPLICATORS.isdisjoint(schema) or not isinstance(schema.get("additionalProperties", True), bool):
+        return None
+    top = _YesNoValidator({**schema, "properties": {key: True for key in schema["properties"]}})
+    return top, tuple((key, _YesNoValidator(sub)) for key, sub in schema["properties"].items())
+
+
 def errors_of(name: str, instance: Any) -> list[str]:
     """Every failure as ``"<pointer>: <message>"`` (empty when valid)."""
     return [
@@ -126,7 +154,7 @@ MEMO_KEY_CHARS = 1024
 #: The canonical JSON text of a memo key (keys sorted; one encoder, not one per call).
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 #: ``(schema name, canonical JSON)`` of small instances found valid (:func:`validate`).
-_VALID: dict[tuple[str, str], None] = {}
+_VALID: dict[tuple[str, Any], None] = {}
 
 
 @lru_cache(maxsize=None)
@@ -173,18 +201,33 @@ def _memo_key(name: str, instance: Any, remember: bool = False) -> tuple[str, st
     return (name, text) if len(text) <= MEMO_KEY_CHARS else None
 
 
-def is_valid(name: str, instance: Any, *, remember: bool = False) -> bool:
+def is_valid(name: str, instance: Any, *, remember: bool = False, source: bytes | None = None) -> bool:
     """Whether ``instance`` is valid under ``name``, at the least cost: no error is built.
 
     Small instances of schemas with ``anyOf``/``oneOf`` (of any schema with
     ``remember``: for instances that repeat, as an MCP request's envelope)
     found valid are remembered (:func:`_memo_key`, at most :data:`MEMO_SIZE`);
-    invalid ones never are. Others are checked by :func:`fast_validator`.
+    invalid ones never are. ``source``: the JSON text ``instance`` was parsed
+    from, exactly (a request body): a valid one of at most
+    :data:`MEMO_KEY_CHARS` bytes is remembered by its bytes, whatever the
+    schema (a client repeats its bodies; no canonical text is made). Others
+    are checked by :func:`by_property` when it applies, else
+    :func:`fast_validator`.
     """
-    key = _memo_key(name, instance, remember)
+    if source is not None and len(source) <= MEMO_KEY_CHARS:
+        key: tuple[str, Any] | None = (name, source)
+    else:
+        key = _memo_key(name, instance, remember)
     if key is not None and key in _VALID:
         return True
-    if not fast_validator(name).is_valid(instance):
+    split = by_property(name)
+    if split is not None and isinstance(instance, dict):
+        top, properties = split
+        valid = top.is_valid(instance) and all(
+            check.is_valid(instance[key]) for key, check in properties if key in instance)
+    else:
+        valid = fast_validator(name).is_valid(instance)
+    if not valid:
         return False
     if key is not None:
         if len(_VALID) >= MEMO_SIZE:
@@ -193,14 +236,15 @@ def is_valid(name: str, instance: Any, *, remember: bool = False) -> bool:
     return True
 
 
-def validate(name: str, instance: Any) -> Any:
-    """Return ``instance`` if valid (:func:`is_valid`); else raise ``InvalidRequest``.
+def validate(name: str, instance: Any, source: bytes | None = None) -> Any:
+    """Return ``instance`` if valid (:func:`is_valid`, ``source`` its JSON text if known); else raise
+    ``InvalidRequest``.
 
     The error's ``details`` carry ``pointer`` (the JSON pointer into the body,
     ``""`` for the root), ``schema_path`` and ``reason``, from :func:`validator`
     (the source schemas).
     """
-    if is_valid(name, instance):
+    if is_valid(name, instance, source=source):
         return instance
     error = best_match(validator(name).iter_errors(instance))
     if error is None:  # pragma: no cover - the two validators agree (tests/unit/test_schemas_fast.py)
@@ -228,7 +272,8 @@ def _reason(error: Any) -> str:
 _REQUIRED = re.compile(r"^'([^']+)' is a required property$")
 
 
-def validate_parameters(name: str, instance: dict[str, Any], parameters: dict[str, str]) -> dict[str, Any]:
+def validate_parameters(name: str, instance: dict[str, Any], parameters: dict[str, str],
+                        source: bytes | None = None) -> dict[str, Any]:
     """:func:`validate`, with a failure at one of ``parameters`` reported as that parameter's.
 
     ``parameters`` maps an input property to the name its caller gave it
@@ -236,9 +281,10 @@ def validate_parameters(name: str, instance: dict[str, Any], parameters: dict[st
     of them (its pointer, or a missing required one) raises
     ``InvalidRequest("parameter <name> is invalid: <reason>")`` with
     ``details`` ``{"parameter", "reason"}``; any other is :func:`validate`'s.
+    ``source``: the JSON text ``instance`` is, exactly (:func:`is_valid`).
     """
     try:
-        return validate(name, instance)
+        return validate(name, instance, source)
     except InvalidRequest as exc:
         pointer = exc.details.get("pointer", "")
         prop = pointer.split("/")[1] if pointer.count("/") >= 1 and pointer else None

@@ -98,6 +98,9 @@ class Binding:
         body = parse_json(raw)
         if not isinstance(body, dict):
             schemas.validate(self.op.input, body)  # raises: the input is an object
+        if not self.path:  # the input is the body as sent: its bytes name it (schemas.is_valid)
+            self.validate(body, raw)
+            return body
         clash = sorted(set(body) & set(self.path.values()))
         if clash:
             raise InvalidRequest(f"request body is invalid at /{clash[0]}: it is given in the path",
@@ -111,9 +114,10 @@ class Binding:
         self.validate(values)
         return values
 
-    def validate(self, values: dict[str, Any]) -> None:
-        """Check ``values`` against the input schema; a parameter's failure names it."""
-        schemas.validate_parameters(self.op.input, values, self.wire_names)
+    def validate(self, values: dict[str, Any], source: bytes | None = None) -> None:
+        """Check ``values`` (the JSON text ``source``, when it is exactly that) against the input schema;
+        a parameter's failure names it."""
+        schemas.validate_parameters(self.op.input, values, self.wire_names, source)
 
 
 class OperationResource:

@@ -104,6 +104,51 @@ def test_the_fast_path_agrees_with_the_source_schemas(name: str):
         assert verdicts[True] > 0, name  # and often stays
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if schemas.by_property(n) is not None])
+def test_a_level_at_a_time_agrees_with_the_source_schemas(name: str):
+    """Where ``by_property`` applies, the object's own keywords and each property's schema checked apart
+    accept exactly what the source schema accepts (``is_valid`` takes that path for every dict)."""
+    rng = random.Random("split " + name)
+    plain = schemas.validator(name)
+    top, properties = schemas.by_property(name)  # type: ignore[misc]
+    schema = bundle(name)
+    verdicts = {True: 0, False: 0}
+    for _ in range(400):
+        instance = draw(schema, rng)
+        expected = next(plain.iter_errors(instance), None) is None
+        if isinstance(instance, dict):
+            split = top.is_valid(instance) and all(
+                check.is_valid(instance[key]) for key, check in properties if key in instance)
+            assert split == expected, instance
+        assert schemas.is_valid(name, instance) == expected, instance
+        verdicts[expected] += 1
+    assert verdicts[False] > 0 and (verdicts[True] > 0 or not schema.get("properties"))
+
+
+def test_a_level_at_a_time_applies_to_plain_objects_only():
+    assert schemas.by_property("editing#LeaseIdInput") is not None  # a path parameter's input
+    for name in NAMES:
+        schema = bundle(name)
+        if schemas.by_property(name) is not None:
+            assert schema.get("type") == "object" or "properties" in schema
+            assert not ({"anyOf", "oneOf", "allOf", "not", "if", "patternProperties", "$ref"} & set(schema))
+            assert isinstance(schema.get("additionalProperties", True), bool)
+
+
+def test_a_body_is_remembered_by_its_bytes_once_valid():
+    """``source`` (a request body's exact JSON text) names a valid instance of any schema; an invalid one
+    is never kept, and a body past the memo's size is checked every time."""
+    name = "editing#LeaseIdInput"
+    schemas._VALID.clear()
+    assert schemas.is_valid(name, {"lease_id": "l_1"}, source=b'{"lease_id": "l_1"}')
+    assert (name, b'{"lease_id": "l_1"}') in schemas._VALID
+    for _ in range(2):
+        assert not schemas.is_valid(name, {"lease_id": 7}, source=b'{"lease_id": 7}')
+    long = "l_" + "x" * 2000
+    assert schemas.is_valid(name, {"lease_id": long}, source=('{"lease_id": "%s"}' % long).encode())
+    assert len(schemas._VALID) == 1
+
+
 @pytest.mark.parametrize("name,remember", [(n, False) for n in NAMES if schemas._branching(n)]
                          + [(n, True) for n in MCP_PARAMS])
 def test_remembered_answers_are_the_answers(name: str, remember: bool):
