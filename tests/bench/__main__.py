@@ -132,7 +132,8 @@ def _rounds(results: list[dict[str, Any]]) -> str:
 def reads(seconds: float, before: Path | None) -> list[Row]:
     """``GET /workspace/document`` vs the bare app with the same bytes (and an older checkout).
 
-    Ours, the anchor and an older checkout (``before``) are up at once and
+    Ours, the anchor, the anchor under glibc ``malloc`` (the room's
+    allocator) and an older checkout (``before``) are up at once and
     measured in turns, :data:`READ_ROUNDS` rounds of ``seconds`` each; each
     figure is the median round, so the machine's drift falls on all alike.
     """
@@ -143,7 +144,10 @@ def reads(seconds: float, before: Path | None) -> list[Row]:
         answer.write_bytes(body)
         proc, bare_base = bare_app.serve(answer)
         stack.callback(lambda: (proc.terminate(), proc.wait(10)))
-        targets = {"ours": (base, headers), "anchor": (bare_base, {})}
+        # the same bare app under the allocator the room runs on (glibc malloc: docs/performance.md)
+        malloc_proc, malloc_base = bare_app.serve(answer, env={"PYTHONMALLOC": "malloc"})
+        stack.callback(lambda: (malloc_proc.terminate(), malloc_proc.wait(10)))
+        targets = {"ours": (base, headers), "anchor": (bare_base, {}), "malloc": (malloc_base, {})}
         if before is not None:
             old_base, old_headers, _ = stack.enter_context(
                 _reading_room(Path(tmp) / "before", doc, {"PYTHONPATH": str(before)}))
@@ -157,6 +161,12 @@ def reads(seconds: float, before: Path | None) -> list[Row]:
                  "ours": f"{ours['rps']:,.0f} req/s (p99 {ours['p99']:.1f} ms; rounds {_rounds(results['ours'])})",
                  "anchor": f"bare Falcon, same bytes: {anchor['rps']:,.0f} req/s (rounds {_rounds(results['anchor'])})",
                  "ratio": ours["rps"] / max(anchor["rps"], 1e-9), "target": "≥ 0.8×", "tool": ours["tool"]}]
+        under_malloc = _median_load(results["malloc"])
+        rows.append({"workload": "  the bare app under glibc malloc (the room's allocator, `PYTHONMALLOC=malloc`)",
+                     "ours": f"{under_malloc['rps']:,.0f} req/s (rounds {_rounds(results['malloc'])})",
+                     "anchor": f"bare Falcon: {anchor['rps']:,.0f} req/s",
+                     "ratio": under_malloc["rps"] / max(anchor["rps"], 1e-9), "target": "—",
+                     "tool": under_malloc["tool"]})
         if before is not None:
             old = _median_load(results["before"])
             rows.append({"workload": f"  the same, served by {before.name} (before)",
