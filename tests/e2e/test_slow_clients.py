@@ -180,6 +180,47 @@ def test_a_trickled_body_is_bounded_as_a_whole(quick_room):
     assert BODY_TIMEOUT - 0.5 < elapsed < BODY_TIMEOUT + 3
 
 
+@pytest.mark.parametrize("trickle", [False, True])
+def test_a_slow_body_of_a_write_the_front_door_reads_is_bounded_too(quick_room, trickle):
+    """A lease request with a live bearer is the front door's (commonroom/front/), whose body is read
+    under the worker's BodyGuard as any other: a body stalled after three bytes, or trickled a byte every
+    0.4 s, is 408 body_timeout at the deadline, the connection closed, and no lease is taken."""
+    writer = quick_room.join("slow-writer", "read,lease")
+    payload = json.dumps({"region": {"lines": [1, 1]}, "ttl_seconds": 60}).encode()
+    sock = connect(quick_room)
+    try:
+        sock.sendall(b"POST /workspace/leases HTTP/1.1\r\nHost: commonroom\r\nContent-Type: application/json\r\n"
+                     + f"Authorization: Bearer {writer.token}\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
+                     + payload[:3])
+        started = time.monotonic()
+        sock.setblocking(False)
+        raw, sent = b"", 3
+        while time.monotonic() - started < BODY_TIMEOUT + 5:
+            if trickle and sent < len(payload) - 1:  # never the last byte
+                try:
+                    sock.send(payload[sent:sent + 1])
+                    sent += 1
+                except (BlockingIOError, BrokenPipeError, ConnectionResetError):
+                    pass
+            readable, _, _ = select.select([sock], [], [], 0.4)
+            if readable:
+                try:
+                    chunk = sock.recv(65536)
+                except ConnectionResetError:
+                    chunk = b""
+                raw += chunk
+                if not chunk:
+                    break
+        elapsed = time.monotonic() - started
+    finally:
+        sock.close()
+    status, body = status_and_body(raw)
+    assert status == 408 and body["details"] == {"limit": "body_timeout", "timeout_seconds": BODY_TIMEOUT}
+    assert b"connection: close" in raw.lower()
+    assert BODY_TIMEOUT - 0.5 < elapsed < BODY_TIMEOUT + 3
+    assert writer.get("/workspace/leases").json()["leases"] == []
+
+
 @pytest.mark.parametrize("expect", [False, True])
 def test_an_oversized_length_is_refused_at_once_without_100_continue(quick_room, expect):
     extra = b"Expect: 100-continue\r\n" if expect else b""
