@@ -149,30 +149,38 @@ def test_slow_headers_and_a_stalled_body_are_closed_while_requests_keep_answerin
     assert p99 < 2.0
 
 
+def trickle(sock: socket.socket, pieces: list[bytes]) -> tuple[bytes, float]:
+    """Send ``pieces`` one every 0.4 s (none left: only wait) and read what the room answers until it
+    closes or the body's deadline is long past: ``(bytes read, seconds from the first piece's turn)``."""
+    started = time.monotonic()
+    sock.setblocking(False)
+    raw = b""
+    while time.monotonic() - started < BODY_TIMEOUT + 5:
+        if pieces:
+            try:
+                sock.send(pieces[0])
+                pieces.pop(0)
+            except (BlockingIOError, BrokenPipeError, ConnectionResetError):
+                pass
+        readable, _, _ = select.select([sock], [], [], 0.4)
+        if readable:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            raw += chunk
+            if not chunk:
+                break
+    return raw, time.monotonic() - started
+
+
 def test_a_trickled_body_is_bounded_as_a_whole(quick_room):
     """One body byte every 0.4 s keeps every single wait short; the whole body still times out."""
     sock = connect(quick_room)
     try:
         sock.sendall(b"POST /workspace/join HTTP/1.1\r\nHost: commonroom\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 100\r\n\r\n")
-        started = time.monotonic()
-        sock.setblocking(False)
-        raw = b""
-        while time.monotonic() - started < BODY_TIMEOUT + 5:
-            try:
-                sock.send(b" ")
-            except (BlockingIOError, BrokenPipeError, ConnectionResetError):
-                pass
-            readable, _, _ = select.select([sock], [], [], 0.4)
-            if readable:
-                try:
-                    chunk = sock.recv(65536)
-                except ConnectionResetError:
-                    chunk = b""
-                raw += chunk
-                if not chunk:
-                    break
-        elapsed = time.monotonic() - started
+        raw, elapsed = trickle(sock, [b" "] * 100)
     finally:
         sock.close()
     status, body = status_and_body(raw)
@@ -180,8 +188,8 @@ def test_a_trickled_body_is_bounded_as_a_whole(quick_room):
     assert BODY_TIMEOUT - 0.5 < elapsed < BODY_TIMEOUT + 3
 
 
-@pytest.mark.parametrize("trickle", [False, True])
-def test_a_slow_body_of_a_write_the_front_door_reads_is_bounded_too(quick_room, trickle):
+@pytest.mark.parametrize("trickled", [False, True])
+def test_a_slow_body_of_a_write_the_front_door_reads_is_bounded_too(quick_room, trickled):
     """A lease request with a live bearer is the front door's (commonroom/front/), whose body is read
     under the worker's BodyGuard as any other: a body stalled after three bytes, or trickled a byte every
     0.4 s, is 408 body_timeout at the deadline, the connection closed, and no lease is taken."""
@@ -192,26 +200,8 @@ def test_a_slow_body_of_a_write_the_front_door_reads_is_bounded_too(quick_room, 
         sock.sendall(b"POST /workspace/leases HTTP/1.1\r\nHost: commonroom\r\nContent-Type: application/json\r\n"
                      + f"Authorization: Bearer {writer.token}\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
                      + payload[:3])
-        started = time.monotonic()
-        sock.setblocking(False)
-        raw, sent = b"", 3
-        while time.monotonic() - started < BODY_TIMEOUT + 5:
-            if trickle and sent < len(payload) - 1:  # never the last byte
-                try:
-                    sock.send(payload[sent:sent + 1])
-                    sent += 1
-                except (BlockingIOError, BrokenPipeError, ConnectionResetError):
-                    pass
-            readable, _, _ = select.select([sock], [], [], 0.4)
-            if readable:
-                try:
-                    chunk = sock.recv(65536)
-                except ConnectionResetError:
-                    chunk = b""
-                raw += chunk
-                if not chunk:
-                    break
-        elapsed = time.monotonic() - started
+        # trickled: a byte every 0.4 s, never the last one; else stalled
+        raw, elapsed = trickle(sock, [payload[i:i + 1] for i in range(3, len(payload) - 1)] if trickled else [])
     finally:
         sock.close()
     status, body = status_and_body(raw)
