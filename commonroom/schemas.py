@@ -132,6 +132,40 @@ def by_property(name: str) -> tuple[Draft202012Validator, tuple[tuple[str, Draft
     return top, tuple((key, _YesNoValidator(sub)) for key, sub in schema["properties"].items())
 
 
+#: Keywords whose outcome on an object depends on its keys alone, once each property's subschema is
+#: ``true`` (:func:`by_property`'s top), and the annotations, which assert nothing.
+_KEYS_ONLY = frozenset({"type", "required", "properties", "additionalProperties", "minProperties", "maxProperties",
+                        "dependentRequired", "title", "description", "$comment", "$id", "$schema", "$anchor",
+                        "$defs", "default", "examples", "deprecated", "readOnly", "writeOnly"})
+#: ``(schema name, keys in order)`` of objects whose keys :func:`by_property`'s top found valid.
+_VALID_KEYS: dict[tuple[str, tuple[str, ...]], None] = {}
+
+
+@lru_cache(maxsize=None)
+def _closed_by_keys(name: str) -> bool:
+    """Whether :func:`by_property`'s top of ``name`` judges an object by its keys alone, and admits only the
+    schema's own properties (``additionalProperties: false``: so the keys it remembers are bounded)."""
+    schema = bundle(name)
+    return by_property(name) is not None and schema.get("additionalProperties") is False \
+        and _KEYS_ONLY.issuperset(schema)
+
+
+def _top_is_valid(name: str, top: Draft202012Validator, instance: dict[str, Any]) -> bool:
+    """``top.is_valid(instance)``, remembered by the object's keys where only they decide (:func:`_closed_by_keys`):
+    a request's property names repeat, its values (ids) do not."""
+    if not _closed_by_keys(name):
+        return top.is_valid(instance)
+    key = (name, tuple(instance))
+    if key in _VALID_KEYS:
+        return True
+    if not top.is_valid(instance):
+        return False
+    if len(_VALID_KEYS) >= MEMO_SIZE:
+        _VALID_KEYS.clear()
+    _VALID_KEYS[key] = None
+    return True
+
+
 def errors_of(name: str, instance: Any) -> list[str]:
     """Every failure as ``"<pointer>: <message>"`` (empty when valid)."""
     return [
@@ -223,7 +257,7 @@ def is_valid(name: str, instance: Any, *, remember: bool = False, source: bytes 
     split = by_property(name)
     if split is not None and isinstance(instance, dict):
         top, properties = split
-        valid = top.is_valid(instance) and all(
+        valid = _top_is_valid(name, top, instance) and all(
             check.is_valid(instance[key]) for key, check in properties if key in instance)
     else:
         valid = fast_validator(name).is_valid(instance)

@@ -51,7 +51,9 @@ def serve(body: Path, module: str = "tests.bench.bare_app:app",
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-k", "asgi", "-w", "1", "-b", f"127.0.0.1:{port}",
-         "--log-level", "warning", module],
+         # the room's own loop and parser (commonroom/roomapp.py): gunicorn's "auto" would take uvloop or
+         # the gunicorn_h1c parser whenever installed, and the anchor would then measure another stack
+         "--asgi-loop", "asyncio", "--http-parser", "python", "--log-level", "warning", module],
         env={**os.environ, "BARE_APP_BODY": str(body), "PYTHONPATH": str(root), **(env or {})},
         cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 30

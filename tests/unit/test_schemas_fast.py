@@ -221,3 +221,24 @@ def test_a_long_text_is_not_remembered():
     assert schemas.is_valid("mcp#ToolCallParams", {"name": "document_read", "arguments": {}, "_meta": {}},
                             remember=True)
     assert len(schemas._VALID) == 1
+
+
+def test_an_object_s_keys_are_remembered_where_they_alone_decide_its_own_keywords(monkeypatch):
+    """A closed schema (``additionalProperties: false``, keywords that read only keys) remembers the keys a
+    valid object had; its values are checked every time, and an open schema remembers nothing."""
+    name = "editing#LeaseIdInput"
+    schemas._VALID_KEYS.clear()
+    assert schemas.is_valid(name, {"lease_id": "l_1"})
+    assert schemas._VALID_KEYS == {(name, ("lease_id",)): None}
+    assert not schemas.is_valid(name, {"lease_id": ""})  # same keys, a value its schema refuses
+    assert not schemas.is_valid(name, {"lease_id": "l_1", "x": 1}) and not schemas.is_valid(name, {})
+    assert len(schemas._VALID_KEYS) == 1
+    open_names = [n for n in NAMES if schemas.by_property(n) is not None and not schemas._closed_by_keys(n)]
+    for n in open_names:
+        assert bundle(n).get("additionalProperties") is not False or not schemas._KEYS_ONLY.issuperset(bundle(n))
+    monkeypatch.setattr(schemas, "MEMO_SIZE", 2)
+    empty_ok = [n for n in NAMES if schemas._closed_by_keys(n) and schemas.validator(n).is_valid({})]
+    assert len(empty_ok) >= 3
+    for n in empty_ok:
+        assert schemas.is_valid(n, {})
+        assert 1 <= len(schemas._VALID_KEYS) <= 2
