@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from ..clock import parse_rfc3339
 from ..errors import InvalidRequest, TransportUnavailable, Unauthorized
 from ..roomfiles import find_room, write_private
 from .routes import request
@@ -80,13 +81,14 @@ def _stored() -> list[tuple[Path, dict[str, Any]]]:
 
 
 def live(data: dict[str, Any]) -> bool:
-    """Whether a stored session has not expired by this machine's clock (one without ``expires_at`` has not)."""
+    """Whether a stored session has not expired by this machine's clock (one without ``expires_at``, or whose
+    ``expires_at`` is not an RFC 3339 timestamp with an offset, has not: the room judges it)."""
     expires = data.get("expires_at")
     if not isinstance(expires, str):
         return True
     try:
-        return datetime.fromisoformat(expires.replace("Z", "+00:00")) > datetime.now(timezone.utc)
-    except ValueError:
+        return parse_rfc3339(expires) > datetime.now(timezone.utc)
+    except ValueError:  # not a timestamp, or one without an offset: the room judges it
         return True
 
 
