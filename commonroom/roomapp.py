@@ -114,8 +114,9 @@ class RoomApplication(BaseApplication):
             # asyncio's own loop, whatever else is installed: gasgi's "auto" takes uvloop when it can
             # be imported, which the room is neither tested on nor faster on (docs/decisions.md)
             "asgi_loop": "asyncio",
-            # and gunicorn's Python HTTP parser: "auto" takes the gunicorn_h1c extension when installed, whose
-            # refusals (400, 414, 431) the hostile-input tests do not cover; it was no faster here either
+            # and gunicorn's Python HTTP parser: "auto" would take the gunicorn_h1c extension when installed, whose
+            # refusals (400, 414, 431) the hostile-input tests do not cover (docs/decisions.md: with this
+            # worker's protocol subclass gunicorn 27.0.1 keeps the Python parser under "auto" anyway)
             "http_parser": "python",
             "proc_name": f"commonroom:{self.config.document.name}",
         }
