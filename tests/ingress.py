@@ -20,6 +20,15 @@ from commonroom.room import build_room
 from tests.roomproc import ROOT
 
 
+def http_scope(method: str, path: str, headers: list[tuple[bytes, bytes]], query: bytes = b"",
+               **extra: Any) -> dict[str, Any]:
+    """The ASGI scope gunicorn's ``asgi`` worker makes for one HTTP/1.1 request on loopback port 8000
+    (``extra`` adds keys or replaces them)."""
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+            "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
+            "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "headers": list(headers), **extra}
+
+
 class Ingress:
     """The session ingress as served (its edge over the front door), and ``app``: the same edge over the
     stack below the front door (Falcon's routes), sharing its router, sessions and rate limiter.

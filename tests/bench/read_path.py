@@ -32,16 +32,14 @@ sys.path.insert(0, str(ROOT))
 os.environ["COMMONROOM_RATE_LIMIT"] = str(10**9)
 
 from tests.bench.__main__ import read_doc  # noqa: E402
+from tests.ingress import http_scope  # noqa: E402
 
 HOST = (b"host", b"127.0.0.1:8000")
 
 
 def scope(headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
     """The ASGI scope gunicorn makes for ``GET /workspace/document`` with ``headers``."""
-    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-            "path": "/workspace/document", "raw_path": b"/workspace/document", "query_string": b"",
-            "root_path": "", "headers": list(headers), "server": ("127.0.0.1", 8000),
-            "client": ("127.0.0.1", 50000)}
+    return http_scope("GET", "/workspace/document", headers)
 
 
 async def _receive() -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 
 from commonroom.checked import BEARER, CAPABILITY, CHECKED, RATE, ROUTE
 from tests.fakeclock import join
-from tests.ingress import sample_room
+from tests.ingress import http_scope, sample_room
 
 
 @pytest.fixture
@@ -29,9 +29,7 @@ def request(app, method: str, path: str, token: str | None, body: bytes = b"") -
         headers.append((b"authorization", f"Bearer {token}".encode()))
     if body:
         headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "headers": headers}
+    scope = http_scope(method, path, headers)
     sent: list[dict] = []
     events = [{"type": "http.request", "body": body, "more_body": False}]
 

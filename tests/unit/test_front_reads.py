@@ -16,7 +16,7 @@ import pytest
 
 from commonroom.front.reads import CachedRead
 from tests.fakeclock import join
-from tests.ingress import sample_room
+from tests.ingress import http_scope, sample_room
 
 
 @pytest.fixture
@@ -28,11 +28,8 @@ def room(tmp_path, monkeypatch):
 
 
 def call(app, token: str | None, *headers: tuple[bytes, bytes], query: bytes = b"") -> tuple[int, list, bytes]:
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-             "path": "/workspace/document", "raw_path": b"/workspace/document", "query_string": query,
-             "root_path": "", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
-             "headers": [(b"host", b"127.0.0.1:8000"), *headers]
-             + ([(b"authorization", f"Bearer {token}".encode())] if token else [])}
+    scope = http_scope("GET", "/workspace/document", [(b"host", b"127.0.0.1:8000"), *headers]
+                       + ([(b"authorization", f"Bearer {token}".encode())] if token else []), query)
     out: list[dict] = []
 
     async def receive() -> dict:

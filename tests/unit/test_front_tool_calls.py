@@ -20,7 +20,7 @@ import pytest
 from commonroom.front.toolcalls import BODY_BYTES, CachedToolCall
 from commonroom.bodyguard import BodyGuard
 from tests.fakeclock import join
-from tests.ingress import sample_room
+from tests.ingress import http_scope, sample_room
 
 VERSION = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -64,10 +64,7 @@ def call(app, headers: list[tuple[bytes, bytes]], body: bytes | dict, *, chunks:
          query: bytes = b"", disconnect: bool = False) -> tuple[int, list, bytes]:
     """One POST /mcp through ``app``: (status, ASGI headers, body); the body in ``chunks`` messages."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-             "path": "/mcp", "raw_path": b"/mcp", "query_string": query, "root_path": "",
-             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
-             "headers": [*headers, (b"content-length", str(len(raw)).encode())]}
+    scope = http_scope("POST", "/mcp", [*headers, (b"content-length", str(len(raw)).encode())], query)
     size = -(-len(raw) // chunks) if raw else 0
     parts = [raw[i:i + size] for i in range(0, len(raw), size)] if raw else [b""]
     inbox = [{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)]
@@ -315,10 +312,7 @@ def test_a_foreign_origin_is_refused_before_the_body_is_read(room):
     call(fast, headers_for(token), message())
     for headers in (headers_for(token, "document_read", (b"origin", b"http://evil.example")),):
         read: list[dict] = []
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-                 "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
-                 "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
-                 "headers": [*headers, (b"content-length", b"10")]}
+        scope = http_scope("POST", "/mcp", [*headers, (b"content-length", b"10")])
         sent: list[dict] = []
 
         async def receive() -> dict:

@@ -22,7 +22,7 @@ import pytest
 from commonroom.front.writes import BODY_BYTES
 from commonroom.bodyguard import BodyGuard
 from tests.fakeclock import join
-from tests.ingress import sample_room
+from tests.ingress import http_scope, sample_room
 
 
 @pytest.fixture
@@ -58,9 +58,7 @@ def drive(app, method: str, path: str, headers: list, events: list[dict], *, que
           wait: bool = False) -> Exchange:
     """Run one request through ``app``: ``events`` are what ``receive()`` gives, then ``http.disconnect``
     (after an hour with ``wait``: a client that stays)."""
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
-             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "headers": headers}
+    scope = http_scope(method, path, headers, query)
     seen = Exchange()
     pending = list(events)
 

@@ -20,6 +20,7 @@ from commonroom import tokens
 from commonroom.http.edge import CloseConnection
 from commonroom.live.stream import BATCH_EVENTS
 from commonroom.room import build_room
+from tests.ingress import http_scope
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNER_TOKEN = "owner-test-token"
@@ -59,14 +60,9 @@ class Served:
 
 
 def scope(query: str = "", path: str = "/workspace/observe") -> dict:
-    return {
-        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-        "method": "GET", "scheme": "http", "path": path, "raw_path": path.encode(),
-        "query_string": query.encode(), "root_path": "",
-        "headers": [(b"host", b"commonroom"), (b"accept", b"text/event-stream"),
-                    (b"authorization", f"Bearer {OWNER_TOKEN}".encode())],
-        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
-    }
+    return http_scope("GET", path, [(b"host", b"commonroom"), (b"accept", b"text/event-stream"),
+                                     (b"authorization", f"Bearer {OWNER_TOKEN}".encode())], query.encode(),
+                      asgi={"version": "3.0", "spec_version": "2.3"})
 
 
 class Client:
