@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,19 @@ def shared_room(tmp_path_factory):
 def corpus_doc(request) -> Path:
     """Each corpus document in turn."""
     return next(p for p in corpus_files() if p.name == request.param)
+
+
+def pytest_configure(config) -> None:
+    """Let the processes the tests start get Ctrl-C as a person's would.
+
+    A suite started in the background of a script (``.ci/run &``, ``nohup``)
+    ignores SIGINT, and an ignored signal is inherited through ``exec``: every
+    ``ce`` a test started would then ignore the Ctrl-C the test sends it. A
+    Python handler is not inherited (the child gets the default), so the
+    runner takes Python's own.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
