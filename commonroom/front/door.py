@@ -56,11 +56,10 @@ class FrontDoor:
         read at the head), nosniff included, for the edge to send as it is; None: the request goes
         through the stack as any other (this door included, which then answers it or passes it on).
 
-        The same conditions as :meth:`__call__`: a live bearer, no header sent twice, no query string,
-        no body at all (neither ``Content-Length`` nor ``Transfer-Encoding``), and the route's operation
-        the one the edge checked.
+        The conditions of :meth:`__call__` (:meth:`_eligible`), and a ``GET`` with no body at all (neither
+        ``Content-Length`` nor ``Transfer-Encoding``) whose route's operation is the one the edge checked.
         """
-        if checked.actor is None or checked.repeated or scope["query_string"] or scope["method"] != "GET":
+        if scope["method"] != "GET" or not self._eligible(scope, checked):
             return None
         door = self._at_once.get(checked.template or "")
         headers = checked.headers
@@ -79,8 +78,7 @@ class FrontDoor:
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:  # noqa: D102 - ASGI
         checked: Checked | None = scope.get(CHECKED)
         door = None
-        if checked is not None and checked.refusal is None and checked.actor is not None \
-                and not checked.repeated and not scope["query_string"]:
+        if checked is not None and self._eligible(scope, checked):
             doors = self.routes.get(checked.template or "")
             door = None if doors is None else doors.get(scope["method"])
         if door is None or checked is None:
@@ -105,6 +103,13 @@ class FrontDoor:
         status, headers, data = await door.answer(request, ticket)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
+
+    @staticmethod
+    def _eligible(scope: dict[str, Any], checked: Checked) -> bool:
+        """Whether a door may answer the request at all: the edge admitted it with a live bearer, no
+        header came twice, and it has no query string (every door's route reads none)."""
+        return checked.refusal is None and checked.actor is not None and not checked.repeated \
+            and not scope["query_string"]
 
     @staticmethod
     def _admit(request: Request, door: Door, checked: Checked) -> bool:
