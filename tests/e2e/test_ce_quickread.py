@@ -35,9 +35,8 @@ from tests.roomproc import ce, ce_path, start_room
 
 #: ``PROG ARGS`` in a fresh interpreter through MODULE's ``main`` (``sys.argv[0]`` = PROG, argv[1]).
 RUN = "import sys; sys.argv = sys.argv[1:]; from commonroom.cli.{module} import main; main()"
-#: ``ARGV``, executed in place with SIGINT at its default disposition (an ignored one is inherited).
-DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                  "os.execv(sys.argv[1], sys.argv[1:])")
+
+
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory):
     """A room on examples/sample.md and a reader's session file: ``(room, session_file)``."""
@@ -151,10 +150,9 @@ def test_ctrl_c_ends_ce_read_as_typer_does(reader, tmp_path: Path):
     outcomes = []
     try:
         for module in ("entry", "main"):
-            # SIGINT as a terminal's Ctrl-C finds it: at its default when ce starts, even when this
-            # test runs where it is ignored (a background job of a shell without job control)
-            proc = subprocess.Popen([sys.executable, "-c", DEFAULT_SIGINT, sys.executable, "-c",
-                                     RUN.format(module=module), "ce", "read", "--session-file", str(stalled)],
+            # SIGINT as a terminal's Ctrl-C finds it (tests/conftest.py: even where the suite runs ignoring it)
+            proc = subprocess.Popen([sys.executable, "-c", RUN.format(module=module), "ce", "read",
+                                     "--session-file", str(stalled)],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             silent.settimeout(60)
             conn, _ = silent.accept()  # started and connected (not a fixed sleep: a loaded machine starts slower)
